@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * engine/: the software NIC. Requester, responder and completer per QP,
+ * retransmit and RNR timers, and the progress thread that serves one-sided
+ * operations while the application never calls the library.
+ *
+ * What api/ calls. obj/ has already validated and applied the change; these
+ * tell the engine about it.
+ */
+#ifndef UR_ENGINE_ENGINE_H
+#define UR_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "obj/obj.h"
+
+/* First open of a device starts its NIC (link + progress thread); the last
+ * close stops it. Return 0 or -errno. */
+int ur_nic_get(struct ur_device *dev);
+void ur_nic_put(struct ur_device *dev);
+
+/* Per-QP transport state: allocated after obj/ created the QP, freed before
+ * obj/ destroys it (destroy flushes nothing: the QP is gone). */
+int ur_engine_qp_init(struct ur_qp *qp);
+void ur_engine_qp_fini(struct ur_qp *qp);
+
+/*
+ * After ibv_modify_qp changed qp->state from old_state (attr_mask as given):
+ * to RESET clears the transport state, to RTR/RTS picks up AV, PSNs and
+ * timers, to ERR flushes every outstanding WQE with IBV_WC_WR_FLUSH_ERR.
+ */
+void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
+			   int attr_mask);
+
+/* WQEs were added to the SQ (qp->sq_lock held by the caller): run the
+ * requester now, from the caller's thread. */
+void ur_engine_sq_kick(struct ur_qp *qp);
+/* WQEs were added to the RQ/SRQ: lets a QP in ERR flush them, and wakes a
+ * responder waiting for receive buffers (RNR). */
+void ur_engine_rq_kick(struct ur_qp *qp);
+
+/* Process whatever has arrived for dev without blocking (poll_cq calls this
+ * when it finds the CQ empty). Returns the number of packets handled. */
+int ur_engine_poll(struct ur_device *dev);
+
+/* Counters (drops by reason and link statistics) as text, one per line. */
+void ur_engine_dump_counters(struct ur_device *dev, FILE *out);
+
+#endif

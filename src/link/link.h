@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * link/: datagrams in and out. The engine hands the link complete RoCEv2
+ * UDP payloads (BTH .. ICRC) and gets them back; the link knows nothing of
+ * their contents. Today's link is a UDP socket bound to <ip>:4791 with
+ * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive, plus a fault
+ * injection stage (drop, duplicate, reorder, corrupt, delay) configured from
+ * the environment.
+ *
+ * Threads: ur_link_send() may be called from any thread concurrently.
+ * ur_link_recv() is called by one thread at a time (the engine serialises
+ * it); the buffers it returns stay valid until the next ur_link_recv().
+ */
+#ifndef UR_LINK_LINK_H
+#define UR_LINK_LINK_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "util/addr.h"
+
+struct ur_link;
+
+struct ur_link_config {
+	union ur_sockaddr bind;		/* address and port to bind */
+	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = default */
+	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = default */
+	int use_gso;			/* allow UDP_SEGMENT on send */
+	int use_gro;			/* enable UDP_GRO on receive */
+};
+
+/* One datagram, or with gso_size a train of datagrams cut every gso_size
+ * bytes of the concatenated iovecs (the last may be shorter). */
+struct ur_txd {
+	const union ur_sockaddr *dst;
+	const struct iovec *iov;
+	unsigned int iovcnt;
+	uint16_t gso_size;
+};
+
+/* One received datagram. */
+struct ur_rxd {
+	uint8_t *data;			/* UDP payload */
+	uint32_t len;
+	union ur_sockaddr src;		/* sender IP and UDP port */
+	union ur_sockaddr dst;		/* our IP it was sent to */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit */
+};
+
+/* Returns 0 and *out, or -errno (-EADDRINUSE when the address is taken). */
+int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out);
+void ur_link_close(struct ur_link *l);
+
+/* The pollable fd: readable when ur_link_recv() has datagrams. */
+int ur_link_fd(const struct ur_link *l);
+/* Largest UDP payload one datagram may carry (path MTU math uses it). */
+uint32_t ur_link_max_payload(const struct ur_link *l);
+
+/*
+ * Sends n datagram descriptors. Returns the number of descriptors fully
+ * handed to the kernel (n on success), or -errno if none was. A transient
+ * ENOBUFS/EAGAIN is retried inside; the caller treats a short count as loss
+ * (RC retransmits).
+ */
+int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n);
+
+/*
+ * Receives up to max datagrams (GRO trains are split into datagrams here).
+ * Waits up to timeout_ms (-1 forever, 0 not at all). Returns the count, 0 on
+ * timeout, or -errno. Can be woken early by ur_link_wake().
+ */
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
+		 int timeout_ms);
+/* Makes a blocked ur_link_recv() return 0 soon (for shutdown, timers). */
+void ur_link_wake(struct ur_link *l);
+
+struct ur_link_stats {
+	uint64_t tx_pkts, tx_bytes, tx_errors;
+	uint64_t rx_pkts, rx_bytes, rx_truncated;
+	uint64_t fi_dropped, fi_duplicated, fi_reordered, fi_corrupted,
+		fi_delayed;
+};
+void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
+
+#endif

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Every device and port limit uroce reports, one line of why each. These are
+ * what ibv_query_device/_ex and ibv_query_port return, and what object
+ * creation checks against. Software has no hardware ceiling, so the values
+ * are chosen to be realistic (close to rxe or a ConnectX) while keeping
+ * per-object memory modest.
+ */
+#ifndef UR_OBJ_LIMITS_H
+#define UR_OBJ_LIMITS_H
+
+/* GID table: one entry per configured IP address. */
+#define UR_MAX_GID 16
+/* One port, as rxe and most RoCE functions expose. */
+#define UR_NUM_PORTS 1
+/* P_Key table of one entry, the default 0xFFFF (RoCE has no partitions). */
+#define UR_PKEY_TBL_LEN 1
+#define UR_DEFAULT_PKEY 0xFFFF
+
+/* Queue depths: rxe 6.12 advertises 2^20; 32K keeps a full SQ near 32 MiB. */
+#define UR_MAX_QP_WR 32768
+#define UR_MAX_SRQ_WR 32768
+#define UR_MAX_CQE 65535
+/* SGEs per WR: rxe's 32; max_sge_rd the same since reads scatter in software. */
+#define UR_MAX_SGE 32
+#define UR_MAX_SGE_RD 32
+#define UR_MAX_SRQ_SGE 32
+/* Inline data is copied into the WQE slot: 512 B as rxe 6.12. */
+#define UR_MAX_INLINE_DATA 512
+
+/* Object counts: bounded by memory only; these are sane ceilings. */
+#define UR_MAX_QP 65536
+#define UR_MAX_CQ 65536
+#define UR_MAX_MR 524287
+#define UR_MAX_MW 524287
+#define UR_MAX_PD 65536
+#define UR_MAX_AH 32767
+#define UR_MAX_SRQ 65536
+
+/* Outstanding RDMA READ/atomic per QP, both directions (rxe: 128). */
+#define UR_MAX_QP_RD_ATOM 128
+#define UR_MAX_QP_INIT_RD_ATOM 128
+#define UR_MAX_RES_RD_ATOM (UR_MAX_QP * UR_MAX_QP_RD_ATOM)
+
+/* Largest message: 2 GiB, the RETH DMA length limit rxe enforces. */
+#define UR_MAX_MSG_SZ 0x80000000u
+/* Largest MR: all of user space is registrable. */
+#define UR_MAX_MR_SIZE (~0ull)
+/* Pages are not pinned; report 4 KiB granularity like rxe. */
+#define UR_PAGE_SIZE_CAP 0xFFFFF000ull
+
+/* Local ACK delay exponent (4.096 us * 2^15 = 134 ms), rxe's value. */
+#define UR_LOCAL_CA_ACK_DELAY 15
+/* IB MTU limit (4096); the active MTU is chosen from the link (see dev). */
+#define UR_MAX_MTU IBV_MTU_4096
+
+/* Vendor: 0xFFFFFF "unassigned", as rxe reports. */
+#define UR_VENDOR_ID 0xFFFFFF
+#define UR_VENDOR_PART_ID 0x7572	/* 'ur' */
+#define UR_HW_VER 1
+
+/* A QPN is 24 bits; 0 and 1 are the special QPs, 0xFFFFFF multicast. */
+#define UR_QPN_MASK 0xFFFFFFu
+
+#endif

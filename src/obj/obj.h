@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The verbs objects: device, context, PD, MR, MW, CQ, QP, SRQ, AH.
+ *
+ * obj/ holds state and enforces the IBA rules on it; it never sends a packet.
+ * api/ calls obj/ to create/check/modify objects and then tells engine/ what
+ * changed; engine/ reads and updates the queues and state defined here.
+ *
+ * Every object embeds its verbs ABI object first and is recovered with a
+ * typed to_ur_*() helper, never a bare cast.
+ *
+ * Locking (see docs/design.md):
+ *  - dev->obj_lock (rwlock): readers are the engine while it resolves keys,
+ *    QPNs and touches registered memory for one packet or one WQE; writers
+ *    are the control verbs that remove or change such objects (dereg_mr,
+ *    rereg_mr, dealloc_mw, destroy_qp/srq). Holding it as a writer therefore
+ *    guarantees no packet is using the object.
+ *  - qp->sq_lock (mutex): send queue indices, requester and completer
+ *    state. Taken by post_send (which runs the requester inline) and by the
+ *    thread that processes ACKs for this QP.
+ *  - qp->rq_lock / srq->lock (spinlock): receive queue indices.
+ *  - cq->lock (spinlock): the CQE ring and the notification state.
+ *  - The responder state of a QP is touched only by the thread that owns the
+ *    NIC's receive path (one at a time, see engine/).
+ */
+#ifndef UR_OBJ_OBJ_H
+#define UR_OBJ_OBJ_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "obj/limits.h"
+#include "util/addr.h"
+#include "util/compiler.h"
+#include "util/list.h"
+#include "util/u32map.h"
+
+struct ur_nic;		/* engine-owned: link, progress thread, timers */
+struct ur_qp_xport;	/* engine-owned: per-QP transport state */
+struct ur_counters;	/* engine-owned: per-reason drop counters */
+
+/* ------------------------------------------------------------------ */
+/* Device                                                              */
+/* ------------------------------------------------------------------ */
+
+struct ur_gid_entry {
+	union ibv_gid gid;
+	union ur_sockaddr addr;		/* the IP this GID stands for */
+	bool valid;
+};
+
+
+/*
+ * One software device, process-wide. Devices are created once, by the first
+ * ibv_get_device_list(), and live until the process exits; the NIC behind a
+ * device (socket, thread) exists while at least one context is open.
+ */
+struct ur_device {
+	struct ibv_device ibdev;	/* must stay first: handed to users */
+	unsigned int index;		/* uroce<index> */
+
+	pthread_mutex_t lock;		/* open_count, nic, issued_keys */
+	int open_count;
+
+	struct ur_gid_entry gids[UR_MAX_GID];
+	unsigned int num_gids;
+	uint64_t node_guid;		/* network order */
+	enum ibv_mtu active_mtu;
+	uint32_t link_mtu;		/* bytes the link carries in one datagram */
+
+	pthread_rwlock_t obj_lock;	/* see the locking note above */
+	struct ur_u32_map mem_keys;	/* lkey/rkey -> ur_mr or ur_mw */
+	struct ur_u32_map qpns;		/* qp_num -> ur_qp */
+	struct ur_u32_map issued_keys;	/* every key handed out while open */
+
+	struct ur_nic *nic;		/* NULL while no context is open */
+};
+
+static inline struct ur_device *to_ur_device(struct ibv_device *ibdev)
+{
+	return container_of(ibdev, struct ur_device, ibdev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Context and async events                                            */
+/* ------------------------------------------------------------------ */
+
+struct ur_async_event {
+	struct ur_list node;
+	struct ibv_async_event ev;
+};
+
+struct ur_context {
+	struct ur_device *dev;
+	pthread_mutex_t async_lock;
+	struct ur_list async_events;	/* queued ur_async_event */
+	int async_efd;			/* eventfd (semaphore) == ibv_context.async_fd */
+	struct verbs_context vctx;	/* abi_compat + sz make verbs_get_ctx() work */
+};
+
+static inline struct ur_context *to_ur_context(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct ur_context, vctx.context);
+}
+
+/* ------------------------------------------------------------------ */
+/* PD, MR, MW                                                           */
+/* ------------------------------------------------------------------ */
+
+struct ur_pd {
+	struct ibv_pd ibpd;
+	atomic_int usecnt;		/* MRs, MWs, QPs, SRQs, AHs using it */
+};
+
+static inline struct ur_pd *to_ur_pd(struct ibv_pd *ibpd)
+{
+	return container_of(ibpd, struct ur_pd, ibpd);
+}
+
+enum ur_mem_kind {
+	UR_MEM_MR = 1,
+	UR_MEM_MW = 2,
+};
+
+/* Common head of anything a memory key names (found via dev->mem_keys). */
+struct ur_mem {
+	enum ur_mem_kind kind;
+	struct ur_pd *pd;
+	uint64_t iova;			/* address the peer/SGE uses */
+	uint64_t length;
+	uintptr_t host_base;		/* host address of iova */
+	unsigned int access;		/* IBV_ACCESS_* granted */
+	bool valid;			/* MW: bound; MR: registered */
+};
+
+struct ur_mr {
+	struct ibv_mr ibmr;
+	struct ur_mem mem;
+	atomic_int num_mw;		/* windows bound to it */
+};
+
+static inline struct ur_mr *to_ur_mr(struct ibv_mr *ibmr)
+{
+	return container_of(ibmr, struct ur_mr, ibmr);
+}
+
+struct ur_mw {
+	struct ibv_mw ibmw;
+	struct ur_mem mem;
+	struct ur_mr *mr;		/* bound to; NULL when unbound */
+	uint32_t qp_num;		/* type 2: the QP it is bound to */
+};
+
+static inline struct ur_mw *to_ur_mw(struct ibv_mw *ibmw)
+{
+	return container_of(ibmw, struct ur_mw, ibmw);
+}
+
+/* ------------------------------------------------------------------ */
+/* CQ and completion channel                                            */
+/* ------------------------------------------------------------------ */
+
+struct ur_comp_channel {
+	struct ibv_comp_channel ibch;	/* ibch.fd is an eventfd (semaphore) */
+	pthread_mutex_t lock;
+	struct ur_list pending;		/* ur_cq.chan_node with an undelivered event */
+	atomic_int refcnt;		/* CQs using it */
+};
+
+static inline struct ur_comp_channel *to_ur_channel(struct ibv_comp_channel *c)
+{
+	return container_of(c, struct ur_comp_channel, ibch);
+}
+
+/* One CQE as kept in the ring: the final ibv_wc, plus what cq_ex reads. */
+struct ur_cqe {
+	struct ibv_wc wc;
+	uint64_t ts_ns;			/* completion timestamp (cq_ex) */
+};
+
+enum ur_cq_arm {
+	UR_CQ_DISARMED,
+	UR_CQ_ARMED_NEXT,		/* any completion fires an event */
+	UR_CQ_ARMED_SOLICITED,		/* only solicited or error completions */
+};
+
+struct ur_cq {
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex;	/* shares its head with ibcq */
+	};
+	pthread_spinlock_t lock;
+	struct ur_cqe *ring;
+	uint32_t size;			/* slots, power of two, >= cqe + 1 */
+	uint32_t head;			/* next to consume */
+	uint32_t tail;			/* next to produce */
+	bool overflow;			/* IBV_EVENT_CQ_ERR already raised */
+	enum ur_cq_arm arm;
+	struct ur_list chan_node;	/* in channel->pending when an event waits */
+	bool event_pending;
+	uint64_t wc_flags_ex;		/* IBV_WC_EX_WITH_* requested */
+	uint32_t cur;			/* cq_ex: index being read */
+	atomic_int usecnt;		/* QPs and SRQs using it */
+};
+
+static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct ur_cq, ibcq);
+}
+
+static inline struct ur_cq *to_ur_cq_ex(struct ibv_cq_ex *ibcq)
+{
+	return container_of(ibcq, struct ur_cq, ibcq_ex);
+}
+
+/* ------------------------------------------------------------------ */
+/* Work queue entries                                                   */
+/* ------------------------------------------------------------------ */
+
+struct ur_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* Where a WQE is in its life (engine-maintained after posting). */
+enum ur_wqe_state {
+	UR_WQE_POSTED,			/* queued, nothing sent */
+	UR_WQE_PENDING,			/* some or all packets sent, not acked */
+	UR_WQE_DONE,			/* finished; waits for CQE in order */
+	UR_WQE_ERROR,			/* failed; status holds why */
+};
+
+/*
+ * A send WQE. Slots are fixed size per QP: this header followed by either
+ * num_sge ur_sge entries or, for IBV_SEND_INLINE, the copied bytes.
+ */
+struct ur_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;	/* IBV_SEND_* */
+	uint32_t num_sge;		/* 0 when inline */
+	uint32_t length;		/* total payload bytes */
+	__be32 imm_data;		/* WITH_IMM: immediate (network order) */
+	uint32_t invalidate_rkey;	/* SEND_WITH_INV, LOCAL_INV */
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct ur_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
+		struct {
+			struct ur_mw *mw;
+			uint32_t rkey;		/* new rkey for the window */
+			struct ur_mr *mr;
+			uint64_t addr;
+			uint64_t length;
+			unsigned int access;
+		} bind;
+	};
+
+	/* transport state, written by engine/ only */
+	enum ur_wqe_state state;
+	enum ibv_wc_status status;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint32_t sent;			/* payload bytes sent so far */
+	uint32_t npkts;			/* packets (or PSNs) the message uses */
+	uint64_t atomic_orig;		/* atomic result before it is scattered */
+
+	union {
+		struct ur_sge sge[0];
+		uint8_t inline_data[0];
+	};
+};
+
+struct ur_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;		/* sum of sge lengths */
+	struct ur_sge sge[];
+};
+
+/*
+ * A ring of fixed-size WQE slots. Indices are free-running 32-bit counters;
+ * slot = index & (slots - 1). For the SQ: posted (producer) >= sent (the
+ * requester's next WQE) >= done (the completer's oldest).
+ */
+struct ur_wq {
+	uint8_t *buf;
+	uint32_t stride;		/* bytes per slot */
+	uint32_t slots;			/* power of two */
+	uint32_t max_wr;		/* capacity granted to the user */
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t producer;
+	uint32_t consumer;
+	uint32_t cursor;		/* SQ: requester position */
+};
+
+static inline void *ur_wq_slot(const struct ur_wq *wq, uint32_t idx)
+{
+	return wq->buf + (size_t)(idx & (wq->slots - 1)) * wq->stride;
+}
+
+static inline uint32_t ur_wq_count(const struct ur_wq *wq)
+{
+	return wq->producer - wq->consumer;
+}
+
+/* ------------------------------------------------------------------ */
+/* SRQ                                                                   */
+/* ------------------------------------------------------------------ */
+
+struct ur_srq {
+	struct ibv_srq ibsrq;
+	struct ur_pd *pd;
+	struct ur_cq *cq;		/* XRC only; NULL */
+	pthread_spinlock_t lock;
+	struct ur_wq rq;
+	uint32_t limit;			/* srq_limit; 0 = disarmed */
+	atomic_int usecnt;		/* QPs attached */
+};
+
+static inline struct ur_srq *to_ur_srq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct ur_srq, ibsrq);
+}
+
+/* ------------------------------------------------------------------ */
+/* AH                                                                    */
+/* ------------------------------------------------------------------ */
+
+/* A resolved address vector: what the engine needs to reach a peer. */
+struct ur_av {
+	struct ibv_ah_attr attr;	/* as given (copied) */
+	union ur_sockaddr dest;		/* peer IP, UDP port 4791 */
+	union ur_sockaddr src;		/* our IP for attr.grh.sgid_index */
+	uint8_t sgid_index;
+	uint8_t traffic_class;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+};
+
+struct ur_ah {
+	struct ibv_ah ibah;
+	struct ur_av av;
+	struct ur_pd *pd;
+};
+
+static inline struct ur_ah *to_ur_ah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct ur_ah, ibah);
+}
+
+/* ------------------------------------------------------------------ */
+/* QP                                                                    */
+/* ------------------------------------------------------------------ */
+
+struct ur_qp {
+	struct ibv_qp_ex ibqp_ex;	/* ibqp_ex.qp_base is the ibv_qp */
+	struct ur_device *dev;
+	struct ur_pd *pd;
+	struct ur_cq *send_cq;
+	struct ur_cq *recv_cq;
+	struct ur_srq *srq;
+	enum ibv_qp_type type;
+	bool sq_sig_all;
+
+	/* state and attributes as last set by modify_qp (query_qp reads) */
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr;
+	struct ur_av av;		/* RC/UC: the connected peer */
+	uint32_t path_mtu_bytes;	/* RC/UC segment size */
+
+	pthread_mutex_t sq_lock;
+	struct ur_wq sq;
+	pthread_spinlock_t rq_lock;
+	struct ur_wq rq;
+
+	/* ibv_wr_* builder state (between wr_start and wr_complete) */
+	int wr_err;
+	uint32_t wr_start_producer;
+
+	struct ur_qp_xport *xp;		/* engine's transport state */
+};
+
+static inline struct ur_qp *to_ur_qp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct ur_qp, ibqp_ex.qp_base);
+}
+
+static inline struct ur_qp *to_ur_qp_ex(struct ibv_qp_ex *ibqpx)
+{
+	return container_of(ibqpx, struct ur_qp, ibqp_ex);
+}
+
+/* ------------------------------------------------------------------ */
+/* What engine/ may call (implemented in obj/)                           */
+/* ------------------------------------------------------------------ */
+
+/* Caller holds dev->obj_lock for reading; the result is valid until then. */
+struct ur_qp *ur_qp_lookup(struct ur_device *dev, uint32_t qpn);
+struct ur_mem *ur_mem_lookup(struct ur_device *dev, uint32_t key);
+
+/*
+ * Checks that [iova, iova+len) lies in m, that m belongs to pd (and, for a
+ * type 2 window, to qp_num), is valid, and grants every bit of access.
+ * On success stores the host address of iova. Returns 0 or -EACCES/-EINVAL.
+ * Zero-length accesses pass without a range check (C9-88).
+ */
+int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
+		 uint32_t qp_num, uint64_t iova, uint64_t len,
+		 unsigned int access, uintptr_t *host);
+
+/*
+ * Adds one completion. Fires the channel event when the CQ is armed (for
+ * ARMED_SOLICITED only if solicited or wc->status != IBV_WC_SUCCESS).
+ * Returns 0, or -ENOSPC on overflow (the CQE is lost and IBV_EVENT_CQ_ERR
+ * is raised once).
+ */
+int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/*
+ * Takes the oldest receive WQE of qp (its SRQ if it has one) and copies it
+ * into out, which has room for UR_MAX_SGE entries. Raises
+ * IBV_EVENT_SRQ_LIMIT_REACHED when an SRQ drops below its limit.
+ * Returns 0 or -EAGAIN when the queue is empty.
+ */
+int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out);
+
+/* Queues an async event on the context that owns the object. */
+void ur_async_event_post(struct ibv_context *ctx,
+			 const struct ibv_async_event *ev);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * RoCEv2 GIDs are IP addresses: IPv4 as the IPv4-mapped IPv6 address
+ * ::ffff:a.b.c.d, IPv6 as itself. These helpers convert between a GID and a
+ * socket address (port 4791 unless stated).
+ */
+#ifndef UR_UTIL_ADDR_H
+#define UR_UTIL_ADDR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define UR_ROCEV2_PORT 4791
+
+union ur_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+	struct sockaddr_storage ss;
+};
+
+static inline bool ur_gid_is_v4mapped(const uint8_t gid[16])
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(gid, prefix, sizeof(prefix));
+}
+
+static inline bool ur_gid_is_zero(const uint8_t gid[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(gid, zero, sizeof(zero));
+}
+
+/* GID -> socket address with the given UDP port (host order). */
+static inline void ur_gid_to_sockaddr(const uint8_t gid[16], uint16_t port,
+				      union ur_sockaddr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ur_gid_is_v4mapped(gid)) {
+		out->in.sin_family = AF_INET;
+		out->in.sin_port = htons(port);
+		memcpy(&out->in.sin_addr, gid + 12, 4);
+	} else {
+		out->in6.sin6_family = AF_INET6;
+		out->in6.sin6_port = htons(port);
+		memcpy(&out->in6.sin6_addr, gid, 16);
+	}
+}
+
+/* Socket address -> GID (IPv4 becomes IPv4-mapped). */
+static inline void ur_sockaddr_to_gid(const union ur_sockaddr *sa,
+				      uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	if (sa->sa.sa_family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &sa->in.sin_addr, 4);
+	} else {
+		memcpy(gid, &sa->in6.sin6_addr, 16);
+	}
+}
+
+/* Same host address (ports ignored). */
+static inline bool ur_sockaddr_same_host(const union ur_sockaddr *a,
+					 const union ur_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+	return !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+}
+
+#endif
