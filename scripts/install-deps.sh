@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Installs the Debian 12 packages uroce needs to build, test and demo.
+# Only what is missing is installed; safe to run again.
+set -euo pipefail
+
+PKGS=(
+	# build
+	build-essential cmake ninja-build pkg-config
+	libibverbs-dev librdmacm-dev	# rdma-core public headers: the ABI contract
+	libisal-dev			# ISA-L CRC-32 for the ICRC
+	libcmocka-dev			# unit-test framework
+	clang libclang-rt-14-dev	# libFuzzer + sanitizer runtimes
+	# the unmodified programs we test against
+	ibverbs-utils rdmacm-utils perftest python3-pyverbs
+	ucx-utils libfabric-bin
+	# wire checks and tooling
+	tshark python3 iproute2 procps
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	echo "uroce: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "uroce: dependencies present"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# perftest, unmodified, two processes on this host, GID index 0: every
+# RC/UC/UD benchmark the issue lists, with -a, inline, post lists, and both
+# posting APIs. Iteration counts are small: this checks function, the
+# benchmark script (bench/run.sh) measures speed.
+set -u
+. "$(dirname "$0")/lib.sh"
+e2e_libdir "${1:-}"
+
+bw_line='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+'
+lat_line='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+'
+
+perf() {	# perf NAME "common args" REGEX
+	local name=$1 args=$2 re=$3 p
+	p=$(e2e_port)
+	e2e_pair "$name" 90 \
+		"$name_bin -d uroce0 -x 0 -F -p $p $args" \
+		"$name_bin -d uroce0 -x 0 -F -p $p $args 127.0.0.1" "$re"
+}
+
+run() {		# run BINARY TAG "args" REGEX
+	name_bin=$1
+	perf "$1$2" "$3" "$4"
+}
+
+for t in send write read atomic; do
+	run ib_${t}_lat "" "-n 200" "$lat_line"
+	run ib_${t}_bw "" "-n 200" "$bw_line"
+done
+for t in send write; do
+	run ib_${t}_lat _uc "-c UC -n 200" "$lat_line"
+	run ib_${t}_bw _uc "-c UC -n 200" "$bw_line"
+done
+run ib_send_lat _ud "-c UD -n 200" "$lat_line"
+run ib_send_bw _ud "-c UD -n 200" "$bw_line"
+# all sizes 2 B .. 8 MiB
+run ib_write_bw _all "-a -n 20" "$bw_line"
+run ib_read_lat _all "-a -n 20" "$lat_line"
+run ib_send_lat _all "-a -n 20" "$lat_line"
+# inline sends and writes
+run ib_send_lat _inline "-I 64 -s 64 -n 200" "$lat_line"
+run ib_write_lat _inline "-I 64 -s 64 -n 200" "$lat_line"
+# post lists (doorbell batching)
+run ib_write_bw _postlist "-l 8 -n 400" "$bw_line"
+run ib_send_bw _postlist "-l 8 -n 400" "$bw_line"
+# the old ibv_post_send path (default is the ibv_wr_* API)
+for t in send write read atomic; do
+	run ib_${t}_bw _oldpost "--use_old_post_send -n 200" "$bw_line"
+done
+e2e_summary
