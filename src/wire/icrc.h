@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * RoCEv2 Invariant CRC (wire notes §2.8): CRC-32 (zlib's) over 8 x 0xFF,
+ * the IP header with TOS/TTL/checksum (IPv6: tclass/flow label/hop limit)
+ * masked, the UDP header with its checksum masked, BTH..pad with BTH byte 4
+ * masked; stored little-endian in the last 4 bytes of the UDP payload. The
+ * IP/UDP headers are synthesised from struct ur_ip_flow (IPv4: DF set).
+ *
+ * Strength on receive: a plain UDP socket cannot see the IPv4 ID, which the
+ * ICRC covers. ur_icrc_check_rx() therefore solves for the ID (the CRC is
+ * affine over GF(2)): IPv6 and exact-ID checks detect corruption with the
+ * full 32 bits, the ID-solving IPv4 check with 16 bits (a random corruption
+ * passes with probability 2^-16).
+ */
+#ifndef UR_WIRE_ICRC_H
+#define UR_WIRE_ICRC_H
+
+#include "wire/encap.h"
+#include "wire/pkt.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Incremental ICRC: begin() hashes the masked pseudo-headers; update() takes
+ * the UDP payload from its first byte (BTH) in any number of pieces, without
+ * the 4 ICRC bytes; final() returns the CRC value. */
+struct ur_icrc {
+	uint32_t crc; /* running zlib-style crc32 */
+	uint32_t pos; /* bytes of UDP payload seen */
+};
+
+void ur_icrc_begin(struct ur_icrc *c, const struct ur_ip_flow *flow,
+		   size_t udp_payload_len);
+void ur_icrc_update(struct ur_icrc *c, const void *buf, size_t len);
+uint32_t ur_icrc_final(const struct ur_icrc *c);
+
+/* ICRC value <-> its 4 wire bytes (little-endian). */
+static inline void ur_icrc_store(void *dst, uint32_t icrc)
+{
+	uint8_t *p = dst;
+
+	p[0] = icrc;
+	p[1] = icrc >> 8;
+	p[2] = icrc >> 16;
+	p[3] = icrc >> 24;
+}
+
+static inline uint32_t ur_icrc_load(const void *src)
+{
+	const uint8_t *p = src;
+
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* One shot over a whole UDP payload buf[0..len) whose last 4 bytes are the
+ * ICRC slot (not hashed). len must be >= 4 + UR_BTH_BYTES. */
+uint32_t ur_icrc_compute(const struct ur_ip_flow *flow, const void *buf,
+			 size_t len);
+
+/* Same over an iovec (the ICRC slot = the last 4 bytes of the iovec total,
+ * not hashed). Sender: fill the slot with ur_icrc_store() afterwards. */
+uint32_t ur_icrc_compute_iov(const struct ur_ip_flow *flow,
+			     const struct iovec *iov, int iovcnt);
+
+/* Exact check with the flow as given (incl. flow->ip_id). */
+enum ur_drop_reason ur_icrc_verify(const struct ur_ip_flow *flow,
+				   const void *buf, size_t len);
+
+/* Receive-side check. IPv6: exact. IPv4: finds the IP ID that makes the
+ * stored ICRC match; on success writes it to flow->ip_id (use it for the
+ * GRH image) and returns UR_DROP_NONE; else UR_DROP_ICRC. */
+enum ur_drop_reason ur_icrc_check_rx(struct ur_ip_flow *flow, const void *buf,
+				     size_t len);
+
+/* zlib-compatible CRC-32 (ISA-L crc32_gzip_refl): crc of data appended to a
+ * message whose crc was crc (0 for an empty message). */
+uint32_t ur_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif
