@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ICRC (wire notes §2.8) on top of ISA-L's zlib-compatible CRC-32, and the
+ * receive-side IPv4 ID solver. The solver uses that a CRC is affine over
+ * GF(2): for a fixed length, crc(msg with ID v) = crc(msg with ID 0) ^ L(v)
+ * with L linear, L(v) = (raw CRC register of the two ID bytes) * x^(8k)
+ * mod P, k = bytes after the ID. Gaussian elimination on L's 16 columns
+ * gives the ID or proves none exists. The per-length elimination is cached
+ * per thread (packets of one flow mostly share a length).
+ */
+#include "wire/icrc.h"
+#include <isa-l/crc.h>
+#include <string.h>
+
+#define CRC32_POLY_REFL 0xedb88320u
+#define LRH_MASK_BYTES 8
+#define BTH_RESV8A_OFF 4 /* BTH byte 4: FECN, BECN, resv6a */
+#define IPV4_ID_STREAM_OFF (LRH_MASK_BYTES + 4)
+
+uint32_t ur_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	/* crc32_gzip_refl() takes and returns the finished (complemented)
+	 * value, like zlib's crc32(); the unit test checks this. */
+	return crc32_gzip_refl(crc, buf, len);
+}
+
+/* 8 x 0xFF + masked IP header + masked UDP header; returns its length. */
+static size_t pseudo_hdr(uint8_t *ph, const struct ur_ip_flow *flow,
+			 size_t udp_payload_len)
+{
+	uint8_t *ip = ph + LRH_MASK_BYTES;
+	size_t iplen;
+
+	memset(ph, 0xff, LRH_MASK_BYTES);
+	if (ur_ip_udp_hdr_build(ip, flow, udp_payload_len) < 0) {
+		/* lengths were validated by the caller; stay deterministic */
+		memset(ip, 0, UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES);
+	}
+	if (flow->family == AF_INET6) {
+		ip[0] = 0x6f; /* tclass + flow label */
+		ip[1] = ip[2] = ip[3] = 0xff;
+		ip[7] = 0xff; /* hop limit */
+		iplen = UR_IPV6_HDR_BYTES;
+	} else {
+		ip[1] = 0xff;		/* TOS */
+		ip[8] = 0xff;		/* TTL */
+		ip[10] = ip[11] = 0xff; /* header checksum */
+		iplen = UR_IPV4_HDR_BYTES;
+	}
+	ip[iplen + 6] = ip[iplen + 7] = 0xff; /* UDP checksum */
+	return LRH_MASK_BYTES + iplen + UR_UDP_HDR_BYTES;
+}
+
+void ur_icrc_begin(struct ur_icrc *c, const struct ur_ip_flow *flow,
+		   size_t udp_payload_len)
+{
+	uint8_t ph[LRH_MASK_BYTES + UR_IPV6_HDR_BYTES + UR_UDP_HDR_BYTES];
+
+	c->crc = ur_crc32(0, ph, pseudo_hdr(ph, flow, udp_payload_len));
+	c->pos = 0;
+}
+
+void ur_icrc_update(struct ur_icrc *c, const void *buf, size_t len)
+{
+	static const uint8_t ff = 0xff;
+	const uint8_t *p = buf;
+	size_t head;
+
+	if (c->pos <= BTH_RESV8A_OFF && c->pos + len > BTH_RESV8A_OFF) {
+		head = BTH_RESV8A_OFF - c->pos;
+		c->crc = ur_crc32(c->crc, p, head);
+		c->crc = ur_crc32(c->crc, &ff, 1);
+		p += head + 1;
+		len -= head + 1;
+		c->pos += head + 1;
+	}
+	c->crc = ur_crc32(c->crc, p, len);
+	c->pos += len;
+}
+
+uint32_t ur_icrc_final(const struct ur_icrc *c)
+{
+	return c->crc;
+}
+
+uint32_t ur_icrc_compute(const struct ur_ip_flow *flow, const void *buf,
+			 size_t len)
+{
+	struct ur_icrc c;
+
+	ur_icrc_begin(&c, flow, len);
+	ur_icrc_update(&c, buf, len >= UR_ICRC_BYTES ? len - UR_ICRC_BYTES : 0);
+	return ur_icrc_final(&c);
+}
+
+uint32_t ur_icrc_compute_iov(const struct ur_ip_flow *flow,
+			     const struct iovec *iov, int iovcnt)
+{
+	struct ur_icrc c;
+	size_t total = 0, left;
+	int i;
+
+	for (i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	ur_icrc_begin(&c, flow, total);
+	left = total >= UR_ICRC_BYTES ? total - UR_ICRC_BYTES : 0;
+	for (i = 0; i < iovcnt && left; i++) {
+		size_t n = UR_MIN(iov[i].iov_len, left);
+
+		ur_icrc_update(&c, iov[i].iov_base, n);
+		left -= n;
+	}
+	return ur_icrc_final(&c);
+}
+
+enum ur_drop_reason ur_icrc_verify(const struct ur_ip_flow *flow,
+				   const void *buf, size_t len)
+{
+	if (len < UR_ICRC_BYTES)
+		return UR_DROP_ICRC;
+	return ur_icrc_compute(flow, buf, len) ==
+		       ur_icrc_load((const uint8_t *)buf + len - UR_ICRC_BYTES)
+		   ? UR_DROP_NONE
+		   : UR_DROP_ICRC;
+}
+
+/* --- GF(2)[x] mod P, reflected (bit 31 = x^0), as the CRC register --- */
+
+static uint32_t gf_mul(uint32_t a, uint32_t b)
+{
+	uint32_t m = 1u << 31, p = 0;
+
+	while (m) {
+		if (a & m)
+			p ^= b;
+		m >>= 1;
+		b = (b & 1) ? (b >> 1) ^ CRC32_POLY_REFL : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8 * nbytes) mod P */
+static uint32_t gf_x8n(size_t nbytes)
+{
+	uint32_t r = 1u << 31, base = 1u << 23; /* x^0, x^8 */
+
+	while (nbytes) {
+		if (nbytes & 1)
+			r = gf_mul(r, base);
+		base = gf_mul(base, base);
+		nbytes >>= 1;
+	}
+	return r;
+}
+
+/* CRC register after two bytes (hi, lo) from state 0, no inversion. */
+static uint32_t raw16(uint16_t v)
+{
+	uint32_t r = 0;
+	int i, k;
+
+	for (i = 0; i < 2; i++) {
+		r ^= (i ? v : v >> 8) & 0xff;
+		for (k = 0; k < 8; k++)
+			r = (r & 1) ? (r >> 1) ^ CRC32_POLY_REFL : r >> 1;
+	}
+	return r;
+}
+
+/* Row-echelon form of L's 16 columns for one UDP payload length. */
+struct id_solver {
+	size_t udp_len;
+	uint32_t vec[16];
+	uint32_t pivot[16];
+	uint16_t comb[16];
+};
+
+static void solver_init(struct id_solver *s, size_t udp_len)
+{
+	/* stream: 8 + 20 (IP) + 8 (UDP) + udp_len - 4 (no ICRC) bytes */
+	size_t after = LRH_MASK_BYTES + UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES +
+		       udp_len - UR_ICRC_BYTES - IPV4_ID_STREAM_OFF - 2;
+	uint32_t shift = gf_x8n(after);
+	int i, j;
+
+	s->udp_len = udp_len;
+	for (i = 0; i < 16; i++) {
+		uint32_t v = gf_mul(shift, raw16((uint16_t)(1u << i)));
+		uint16_t comb = (uint16_t)(1u << i);
+
+		for (j = 0; j < i; j++) {
+			if (v & s->pivot[j]) {
+				v ^= s->vec[j];
+				comb ^= s->comb[j];
+			}
+		}
+		/* v != 0: L is injective (deg < 32, x invertible mod P) */
+		s->vec[i] = v;
+		s->comb[i] = comb;
+		s->pivot[i] = v ? 1u << (31 - __builtin_clz(v)) : 0;
+	}
+}
+
+static bool solver_solve(const struct id_solver *s, uint32_t delta,
+			 uint16_t *id)
+{
+	uint16_t v = 0;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (delta & s->pivot[i]) {
+			delta ^= s->vec[i];
+			v ^= s->comb[i];
+		}
+	}
+	*id = v;
+	return delta == 0;
+}
+
+static __thread struct id_solver solver_cache;
+
+enum ur_drop_reason ur_icrc_check_rx(struct ur_ip_flow *flow, const void *buf,
+				     size_t len)
+{
+	struct ur_ip_flow f0;
+	uint32_t stored, crc0;
+	uint16_t id;
+
+	if (len < UR_BTH_BYTES + UR_ICRC_BYTES)
+		return UR_DROP_ICRC;
+	if (flow->family != AF_INET)
+		return ur_icrc_verify(flow, buf, len);
+	stored = ur_icrc_load((const uint8_t *)buf + len - UR_ICRC_BYTES);
+	f0 = *flow;
+	f0.ip_id = 0;
+	crc0 = ur_icrc_compute(&f0, buf, len);
+	if (crc0 == stored) {
+		flow->ip_id = 0;
+		return UR_DROP_NONE;
+	}
+	if (solver_cache.udp_len != len)
+		solver_init(&solver_cache, len);
+	if (!solver_solve(&solver_cache, crc0 ^ stored, &id))
+		return UR_DROP_ICRC;
+	flow->ip_id = id;
+	return UR_DROP_NONE;
+}
