@@ -71,8 +71,8 @@ enum ur_opcode {
 enum ur_hdr_id {
 	UR_HDR_BTH,
 	UR_HDR_DETH,
+	UR_HDR_FETH,	/* FLUSH: FETH precedes RETH */
 	UR_HDR_RETH,
-	UR_HDR_FETH,
 	UR_HDR_ATMETH,
 	UR_HDR_AETH,
 	UR_HDR_ATMACK,
@@ -84,8 +84,8 @@ enum ur_hdr_id {
 
 #define UR_MASK_BTH (1u << UR_HDR_BTH)
 #define UR_MASK_DETH (1u << UR_HDR_DETH)
-#define UR_MASK_RETH (1u << UR_HDR_RETH)
 #define UR_MASK_FETH (1u << UR_HDR_FETH)
+#define UR_MASK_RETH (1u << UR_HDR_RETH)
 #define UR_MASK_ATMETH (1u << UR_HDR_ATMETH)
 #define UR_MASK_AETH (1u << UR_HDR_AETH)
 #define UR_MASK_ATMACK (1u << UR_HDR_ATMACK)
