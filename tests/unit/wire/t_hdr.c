@@ -5,9 +5,7 @@
  * rejection reason, MTU and class checks, PSN arithmetic at the wrap, UDP
  * source-port hashes, IP/UDP encapsulation and the GRH image.
  */
-#include "tw_util.h"
 #include <arpa/inet.h>
-#include <cmocka.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
+
+#include "tw_util.h"
 
 static void test_bth_accessors(void **state)
 {
