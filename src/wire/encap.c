@@ -87,6 +87,57 @@ uint16_t ur_inet_csum_fold(const void *buf, size_t len)
 	return (uint16_t)sum;
 }
 
+/* One's-complement sum over bytes that may arrive in odd-sized pieces. */
+struct csum {
+	uint32_t sum;
+	bool odd;
+};
+
+static void csum_add(struct csum *c, const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		c->sum += c->odd ? p[i] : (uint32_t)p[i] << 8;
+		c->odd = !c->odd;
+		if (c->sum >= 0x80000000u)
+			c->sum = (c->sum & 0xffff) + (c->sum >> 16);
+	}
+}
+
+uint16_t ur_udp_csum_iov(const struct ur_ip_flow *flow, const uint8_t *udp_hdr,
+			 const struct iovec *iov, int iovcnt)
+{
+	struct csum c = {0};
+	uint8_t ph[8];
+	uint16_t ulen = get16(udp_hdr + 4);
+	int i;
+
+	if (flow->family == AF_INET6) {
+		csum_add(&c, (const uint8_t *)&flow->src.v6, 16);
+		csum_add(&c, (const uint8_t *)&flow->dst.v6, 16);
+		ph[0] = ph[1] = 0;
+		put16(ph + 2, ulen);
+		ph[4] = ph[5] = ph[6] = 0;
+		ph[7] = IPPROTO_UDP_NUM;
+		csum_add(&c, ph, 8);
+	} else {
+		csum_add(&c, (const uint8_t *)&flow->src.v4, 4);
+		csum_add(&c, (const uint8_t *)&flow->dst.v4, 4);
+		ph[0] = 0;
+		ph[1] = IPPROTO_UDP_NUM;
+		put16(ph + 2, ulen);
+		csum_add(&c, ph, 4);
+	}
+	csum_add(&c, udp_hdr, 6); /* ports, length; checksum as 0 */
+	for (i = 0; i < iovcnt; i++)
+		csum_add(&c, iov[i].iov_base, iov[i].iov_len);
+	while (c.sum >> 16)
+		c.sum = (c.sum & 0xffff) + (c.sum >> 16);
+	c.sum = ~c.sum & 0xffff;
+	return c.sum ? (uint16_t)c.sum : 0xffff;
+}
+
 int ur_ipv4_hdr_build(void *buf, const struct ur_ip_flow *flow,
 		      size_t udp_payload_len)
 {

@@ -11,6 +11,7 @@
 #include "util/addr.h"
 #include "wire/pkt.h"
 #include <netinet/in.h>
+#include <sys/uio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,13 @@ int ur_udp_hdr_build(void *buf, const struct ur_ip_flow *flow,
 /* IP header (per family) followed by UDP header: 28 or 48 bytes. */
 int ur_ip_udp_hdr_build(void *buf, const struct ur_ip_flow *flow,
 			size_t udp_payload_len);
+
+/* UDP checksum (RFC 768 / RFC 8200 pseudo-header) of a datagram whose UDP
+ * header (checksum field ignored) is udp_hdr and whose payload is iov[];
+ * ready to store (0 is returned as 0xffff). A kernel UDP socket fills this
+ * in itself; the pcap writer uses it (IPv6 forbids a zero checksum). */
+uint16_t ur_udp_csum_iov(const struct ur_ip_flow *flow, const uint8_t *udp_hdr,
+			 const struct iovec *iov, int iovcnt);
 
 /* The 40-byte GRH image placed in front of a UD receive buffer (wire notes
  * §2.9): IPv4 -> 20 zero bytes + IPv4 header with a valid checksum (what

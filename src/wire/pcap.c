@@ -73,6 +73,7 @@ int ur_pcap_write(struct ur_pcap *p, const struct ur_ip_flow *flow,
 	struct timespec ts;
 	size_t paylen = 0, hlen = 0, caplen, left;
 	int i, n, ret = 0;
+	uint16_t sum;
 
 	for (i = 0; i < iovcnt; i++)
 		paylen += iov[i].iov_len;
@@ -87,6 +88,10 @@ int ur_pcap_write(struct ur_pcap *p, const struct ur_ip_flow *flow,
 	if (n < 0)
 		return n;
 	hlen += (size_t)n;
+	/* what a kernel UDP socket puts on the wire (the ICRC masks it) */
+	sum = ur_udp_csum_iov(flow, hdr + hlen - UR_UDP_HDR_BYTES, iov, iovcnt);
+	hdr[hlen - 2] = sum >> 8;
+	hdr[hlen - 1] = sum & 0xff;
 	caplen = UR_MIN(hlen + paylen, (size_t)PCAP_SNAPLEN);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	rec[0] = (uint32_t)ts.tv_sec;
