@@ -1,48 +1,495 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * NIC lifecycle, progress thread, receive dispatch and timers.
- * (Temporary minimal version: every entry point exists and links.)
+ * The NIC: link lifecycle, the progress thread, receive bursts, timers and
+ * packet batches on the transmit side.
+ *
+ * One progress thread per device blocks in ppoll() on the link fd (or spins
+ * with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains the socket; so a
+ * one-sided operation aimed at this process completes while the application
+ * never calls the library. poll_cq on an empty CQ runs the same receive
+ * path inline (trylock), so a polling application needs no thread wake-up.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/engine_priv.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* obj/device.c (device owner): picks another automatic address after
+ * EADDRINUSE. Weak until that file lands. */
+int ur_device_reroll_auto_addr(struct ur_device *dev) __attribute__((weak));
+
+/* ------------------------------------------------------------------ */
+/* Transmit batches                                                    */
+/* ------------------------------------------------------------------ */
+
+void ur_txb_init(struct ur_txb *b, struct ur_nic *nic)
+{
+	b->nic = nic;
+	b->n = 0;
+	b->ack_slot = -1;
+	b->ack_qp = NULL;
+}
+
+void ur_txb_flush(struct ur_txb *b)
+{
+	struct ur_nic *nic = b->nic;
+	unsigned int i;
+	int rc;
+
+	if (!b->n)
+		return;
+	if (nic->pcap)
+		for (i = 0; i < b->n; i++)
+			ur_pcap_write(nic->pcap, &b->pkt[i].flow, b->txd[i].iov,
+				      (int)b->txd[i].iovcnt);
+	rc = ur_link_send(nic->link, b->txd, b->n);
+	if (rc < 0)
+		rc = 0;
+	ur_cnt_stat(&nic->cnt, UR_STAT_TX_PKTS, (unsigned int)rc);
+	if ((unsigned int)rc < b->n)
+		ur_cnt_stat(&nic->cnt, UR_STAT_TX_ERRORS, b->n - rc);
+	b->n = 0;
+	b->ack_slot = -1;
+	b->ack_qp = NULL;
+}
+
+static struct ur_txpkt *txb_fill(struct ur_txb *b, unsigned int slot,
+				 const union ur_sockaddr *dst,
+				 const struct ur_ip_flow *flow,
+				 struct ur_hdr_fields *f,
+				 const struct iovec *pay, unsigned int npay,
+				 uint32_t paylen)
+{
+	struct ur_txpkt *p = &b->pkt[slot];
+	struct ur_txd *d = &b->txd[slot];
+	uint8_t pad = ur_pad_len(paylen);
+	struct ur_icrc c;
+	unsigned int i, n = 0;
+	size_t udp_len;
+	int hlen;
+
+	f->pad = pad;
+	f->pkey = UR_PKEY_DEFAULT;
+	hlen = ur_hdr_build(p->hdr, sizeof(p->hdr), f);
+	if (hlen < 0)
+		return NULL;
+	udp_len = (size_t)hlen + paylen + pad + UR_ICRC_BYTES;
+	p->flow = *flow;
+	ur_icrc_begin(&c, flow, udp_len);
+	ur_icrc_update(&c, p->hdr, (size_t)hlen);
+	p->iov[n].iov_base = p->hdr;
+	p->iov[n++].iov_len = (size_t)hlen;
+	for (i = 0; i < npay && n < UR_TX_PAY_IOV + 1; i++) {
+		if (!pay[i].iov_len)
+			continue;
+		ur_icrc_update(&c, pay[i].iov_base, pay[i].iov_len);
+		p->iov[n++] = pay[i];
+	}
+	memset(p->trailer, 0, sizeof(p->trailer));
+	if (pad)
+		ur_icrc_update(&c, p->trailer, pad);
+	ur_icrc_store(p->trailer + pad, ur_icrc_final(&c));
+	p->iov[n].iov_base = p->trailer;
+	p->iov[n++].iov_len = pad + UR_ICRC_BYTES;
+	d->dst = dst;
+	d->iov = p->iov;
+	d->iovcnt = n;
+	d->gso_size = 0;
+	return p;
+}
+
+void ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+		const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+		const struct iovec *pay, unsigned int npay, uint32_t paylen)
+{
+	if (!txb_fill(b, b->n, dst, flow, f, pay, npay, paylen))
+		return;
+	b->n++;
+	b->ack_slot = -1;
+	if (b->n == UR_TX_BATCH)
+		ur_txb_flush(b);
+}
+
+void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
+		    struct ur_hdr_fields *f)
+{
+	const struct ur_qp_xport *xp = qp->xp;
+
+	/* ACKs are cumulative: a newer one replaces the queued one. */
+	if (b->ack_slot >= 0 && b->ack_qp == qp &&
+	    (unsigned int)b->ack_slot == b->n - 1) {
+		txb_fill(b, (unsigned int)b->ack_slot, &qp->av.dest, &xp->flow,
+			 f, NULL, 0, 0);
+		return;
+	}
+	if (!txb_fill(b, b->n, &qp->av.dest, &xp->flow, f, NULL, 0, 0))
+		return;
+	b->ack_slot = (int)b->n;
+	b->ack_qp = qp;
+	b->n++;
+	if (b->n == UR_TX_BATCH)
+		ur_txb_flush(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Timers                                                              */
+/* ------------------------------------------------------------------ */
+
+void ur_nic_wake(struct ur_nic *nic)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	r = write(nic->wake_fd, &one, sizeof(one));
+	(void)r;
+}
+
+void ur_timer_arm(struct ur_nic *nic, _Atomic uint64_t *slot, uint64_t when)
+{
+	uint64_t cur;
+
+	atomic_store_explicit(slot, when, memory_order_relaxed);
+	cur = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+	while (!cur || when < cur) {
+		if (atomic_compare_exchange_weak(&nic->next_deadline, &cur,
+						 when)) {
+			if (!nic->busy_poll)
+				ur_nic_wake(nic);
+			break;
+		}
+	}
+}
+
+void ur_timer_disarm(_Atomic uint64_t *slot)
+{
+	atomic_store_explicit(slot, 0, memory_order_relaxed);
+}
+
+static void nic_timer_scan(struct ur_nic *nic)
+{
+	struct ur_device *dev = nic->dev;
+	uint64_t now = ur_now_ns(), next = 0, d;
+	struct ur_list *pos;
+
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	pthread_mutex_lock(&nic->qp_list_lock);
+	atomic_store(&nic->next_deadline, 0);
+	ur_list_for_each(pos, &nic->qps) {
+		struct ur_qp_xport *xp =
+			ur_list_entry(pos, struct ur_qp_xport, node);
+		struct ur_qp *qp = xp->qp;
+		uint64_t rto = atomic_load(&xp->rto_deadline);
+		uint64_t rnr = atomic_load(&xp->rnr_deadline);
+
+		if (qp->state == IBV_QPS_ERR && xp->resp.have_rwqe)
+			ur_flush_rq(qp, true);
+		if ((rto && rto <= now) || (rnr && rnr <= now)) {
+			pthread_mutex_lock(&qp->sq_lock);
+			ur_comp_timer(qp, now);
+			pthread_mutex_unlock(&qp->sq_lock);
+			rto = atomic_load(&xp->rto_deadline);
+			rnr = atomic_load(&xp->rnr_deadline);
+		}
+		d = rto && (!rnr || rto < rnr) ? rto : rnr;
+		if (d && (!next || d < next))
+			next = d;
+	}
+	pthread_mutex_unlock(&nic->qp_list_lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	/* Timers armed meanwhile lowered next_deadline themselves. */
+	if (next) {
+		uint64_t cur = atomic_load(&nic->next_deadline);
+
+		while (!cur || next < cur)
+			if (atomic_compare_exchange_weak(&nic->next_deadline,
+							 &cur, next))
+				break;
+	}
+}
+
+static bool nic_timer_due(struct ur_nic *nic)
+{
+	uint64_t d = atomic_load_explicit(&nic->next_deadline,
+					  memory_order_relaxed);
+
+	return d && d <= ur_now_ns();
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive bursts                                                      */
+/* ------------------------------------------------------------------ */
+
+/* rx_lock held. Returns datagrams handled. */
+static int nic_rx_burst(struct ur_nic *nic)
+{
+	int n, i, total = 0;
+
+	do {
+		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH, 0);
+		if (n <= 0)
+			break;
+		ur_cnt_stat(&nic->cnt, UR_STAT_RX_PKTS, (unsigned int)n);
+		pthread_rwlock_rdlock(&nic->dev->obj_lock);
+		for (i = 0; i < n; i++)
+			ur_rx_datagram(nic, &nic->rxd[i]);
+		ur_txb_flush(&nic->txb);
+		pthread_rwlock_unlock(&nic->dev->obj_lock);
+		total += n;
+	} while (n == UR_RX_BATCH && total < 4 * UR_RX_BATCH);
+	return total;
+}
+
+int ur_engine_poll(struct ur_device *dev)
+{
+	struct ur_nic *nic = dev->nic;
+	int n;
+
+	if (!nic || pthread_mutex_trylock(&nic->rx_lock))
+		return 0;
+	n = nic_rx_burst(nic);
+	if (nic_timer_due(nic))
+		nic_timer_scan(nic);
+	pthread_mutex_unlock(&nic->rx_lock);
+	return n;
+}
+
+static void nic_wait(struct ur_nic *nic)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
+		{ .fd = nic->wake_fd, .events = POLLIN },
+	};
+	uint64_t d = atomic_load(&nic->next_deadline), now, v;
+	struct timespec ts, *tsp = NULL;
+	ssize_t r;
+
+	if (d) {
+		now = ur_now_ns();
+		d = d > now ? d - now : 0;
+		ts.tv_sec = (time_t)(d / 1000000000ull);
+		ts.tv_nsec = (long)(d % 1000000000ull);
+		tsp = &ts;
+	}
+	if (ppoll(pfd, 2, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+		r = read(nic->wake_fd, &v, sizeof(v));
+		(void)r;
+	}
+}
+
+static void *nic_thread(void *arg)
+{
+	struct ur_nic *nic = arg;
+	int n;
+
+	while (!atomic_load(&nic->stop)) {
+		if (!nic->busy_poll)
+			nic_wait(nic);
+		pthread_mutex_lock(&nic->rx_lock);
+		n = nic_rx_burst(nic);
+		if (nic_timer_due(nic))
+			nic_timer_scan(nic);
+		pthread_mutex_unlock(&nic->rx_lock);
+		if (nic->busy_poll && !n)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle                                                           */
+/* ------------------------------------------------------------------ */
+
+static bool env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0");
+}
+
+static void nic_open_pcap(struct ur_nic *nic)
+{
+	const char *path = getenv("UROCE_PCAP");
+	char buf[4096];
+	int rc;
+
+	if (!path || !*path)
+		return;
+	if (nic->dev->index) {
+		snprintf(buf, sizeof(buf), "%s.%u", path, nic->dev->index);
+		path = buf;
+	}
+	rc = ur_pcap_open(&nic->pcap, path, UR_LINKTYPE_ETHERNET);
+	if (rc) {
+		ur_warn("engine: cannot open pcap %s: %d", path, rc);
+		nic->pcap = NULL;
+	}
+}
+
+static int nic_open_link(struct ur_nic *nic)
+{
+	struct ur_device *dev = nic->dev;
+	struct ur_link_config cfg;
+	int rc, tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.bind = dev->gids[0].addr;
+		if (cfg.bind.sa.sa_family == AF_INET)
+			cfg.bind.in.sin_port = htons(UR_ROCEV2_PORT);
+		else
+			cfg.bind.in6.sin6_port = htons(UR_ROCEV2_PORT);
+		cfg.rcvbuf = 8u << 20;
+		cfg.sndbuf = 4u << 20;
+		cfg.use_gso = 0;
+		cfg.use_gro = 1;
+		rc = ur_link_open(&cfg, &nic->link);
+		if (rc != -EADDRINUSE)
+			break;
+		if (!ur_device_reroll_auto_addr ||
+		    ur_device_reroll_auto_addr(dev))
+			break;
+	}
+	if (rc)
+		return rc;
+	nic->addr = cfg.bind;
+	return 0;
+}
+
+static void nic_free(struct ur_nic *nic)
+{
+	if (nic->link)
+		ur_link_close(nic->link);
+	if (nic->wake_fd >= 0)
+		close(nic->wake_fd);
+	ur_pcap_close(nic->pcap);
+	pthread_mutex_destroy(&nic->rx_lock);
+	pthread_mutex_destroy(&nic->qp_list_lock);
+	free(nic);
+}
+
+static int nic_create(struct ur_device *dev, struct ur_nic **out)
+{
+	struct ur_nic *nic;
+	int rc;
+
+	nic = calloc(1, sizeof(*nic));
+	if (!nic)
+		return -ENOMEM;
+	nic->dev = dev;
+	nic->wake_fd = -1;
+	pthread_mutex_init(&nic->rx_lock, NULL);
+	pthread_mutex_init(&nic->qp_list_lock, NULL);
+	ur_list_init(&nic->qps);
+	ur_txb_init(&nic->txb, nic);
+	nic->busy_poll = env_true("UROCE_BUSY_POLL");
+	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (nic->wake_fd < 0) {
+		rc = -errno;
+		goto err;
+	}
+	rc = nic_open_link(nic);
+	if (rc)
+		goto err;
+	nic_open_pcap(nic);
+	rc = -pthread_create(&nic->thread, NULL, nic_thread, nic);
+	if (rc)
+		goto err;
+	nic->thread_started = true;
+	*out = nic;
+	return 0;
+err:
+	nic_free(nic);
+	return rc;
+}
+
+static void nic_dump_stats_env(struct ur_nic *nic)
+{
+	const char *v = getenv("UROCE_STATS");
+	FILE *f;
+
+	if (!v || !*v || !strcmp(v, "0"))
+		return;
+	if (!strcmp(v, "1")) {
+		ur_engine_dump_counters(nic->dev, stderr);
+		return;
+	}
+	f = fopen(v, "a");
+	if (!f)
+		return;
+	ur_engine_dump_counters(nic->dev, f);
+	fclose(f);
+}
 
 int ur_nic_get(struct ur_device *dev)
 {
+	struct ur_nic *nic = NULL;
+	int rc;
+
+	/* dev->lock and open_count belong to the caller (open_device). */
+	if (dev->nic)
+		return 0;
+	rc = nic_create(dev, &nic);
+	if (rc)
+		return rc;
+	dev->nic = nic;
 	return 0;
 }
 
 void ur_nic_put(struct ur_device *dev)
 {
+	struct ur_nic *nic = dev->nic;
+
+	if (!nic || dev->open_count > 0)
+		return;
+	atomic_store(&nic->stop, true);
+	ur_nic_wake(nic);
+	if (nic->thread_started)
+		pthread_join(nic->thread, NULL);
+	nic_dump_stats_env(nic);
+	dev->nic = NULL;
+	nic_free(nic);
 }
+
+/* ------------------------------------------------------------------ */
+/* QP attach                                                           */
+/* ------------------------------------------------------------------ */
 
 int ur_engine_qp_init(struct ur_qp *qp)
 {
+	struct ur_nic *nic = qp->dev->nic;
+	struct ur_qp_xport *xp;
+
+	if (!nic)
+		return -ENODEV;
+	xp = calloc(1, sizeof(*xp));
+	if (!xp)
+		return -ENOMEM;
+	xp->qp = qp;
+	xp->nic = nic;
+	xp->mtu = ur_mtu_bytes(qp->dev->active_mtu);
+	ur_txb_init(&xp->txb, nic);
+	pthread_mutex_lock(&nic->qp_list_lock);
+	ur_list_add_tail(&nic->qps, &xp->node);
+	pthread_mutex_unlock(&nic->qp_list_lock);
+	qp->xp = xp;
 	return 0;
 }
 
 void ur_engine_qp_fini(struct ur_qp *qp)
 {
-}
+	struct ur_qp_xport *xp = qp->xp;
 
-void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
-			   int attr_mask)
-{
-}
-
-void ur_engine_sq_kick(struct ur_qp *qp)
-{
-}
-
-void ur_engine_rq_kick(struct ur_qp *qp)
-{
-}
-
-int ur_engine_poll(struct ur_device *dev)
-{
-	return 0;
-}
-
-void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
-{
+	if (!xp)
+		return;
+	pthread_mutex_lock(&xp->nic->qp_list_lock);
+	ur_list_del(&xp->node);
+	pthread_mutex_unlock(&xp->nic->qp_list_lock);
+	qp->xp = NULL;
+	free(xp);
 }

@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The completer: consumes ACKs, NAKs, read responses and atomic ACKs for
+ * the RC requester, completes WQEs in SQ order, and runs the retransmit and
+ * RNR timers. Runs with qp->sq_lock held (from the receive path or the
+ * timer scan). Also the error path of a QP: the failing WQE completes with
+ * its status, the QP moves to ERR and everything else is flushed.
+ *
+ * Rules (wire notes §3): ACKs are cumulative; any response with PSN p
+ * implicitly completes SEND/WRITE WQEs that end before p; a READ or atomic
+ * is never completed implicitly -- a response beyond it means its responses
+ * were lost, so the requester goes back to it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/time.h"
+
+enum ur_comp_state {
+	UR_COMP_GET_WQE,
+	UR_COMP_CHECK_PSN,
+	UR_COMP_CHECK_ACK,
+	UR_COMP_READ,
+	UR_COMP_ATOMIC,
+	UR_COMP_WRITE_SEND,
+	UR_COMP_PROGRESS,
+	UR_COMP_RETRY,
+	UR_COMP_RNR,
+	UR_COMP_ERROR,
+	UR_COMP_DONE,
+};
+
+static const char *const ur_comp_state_names[] UR_UNUSED = {
+	[UR_COMP_GET_WQE] = "GET_WQE",
+	[UR_COMP_CHECK_PSN] = "CHECK_PSN",
+	[UR_COMP_CHECK_ACK] = "CHECK_ACK",
+	[UR_COMP_READ] = "READ",
+	[UR_COMP_ATOMIC] = "ATOMIC",
+	[UR_COMP_WRITE_SEND] = "WRITE_SEND",
+	[UR_COMP_PROGRESS] = "PROGRESS",
+	[UR_COMP_RETRY] = "RETRY",
+	[UR_COMP_RNR] = "RNR",
+	[UR_COMP_ERROR] = "ERROR",
+	[UR_COMP_DONE] = "DONE",
+};
+
+struct ur_comp_ctx {
+	struct ur_qp *qp;
+	struct ur_qp_xport *xp;
+	const struct ur_pkt *pkt;
+	uint32_t idx;			/* SQ index of the WQE it is about */
+	struct ur_send_wqe *wqe;
+	uint8_t syn;
+	enum ibv_wc_status status;
+};
+
+/* RNR timer codes in microseconds (IBA table; wire notes §3.4). */
+static const uint32_t rnr_usec[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ||
+	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+void ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		     enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wqe->wr_id;
+	wc.status = status;
+	wc.opcode = wc_opcode(wqe->opcode);
+	wc.qp_num = ur_qp_num(qp);
+	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		wc.byte_len = 8;
+	else
+		wc.byte_len = wqe->length;
+	ur_cq_push(qp->send_cq, &wc, false);
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors and flushing                                                 */
+/* ------------------------------------------------------------------ */
+
+void ur_flush_sq(struct ur_qp *qp)
+{
+	struct ur_wq *sq = &qp->sq;
+
+	while (sq->consumer != sq->producer) {
+		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
+
+		ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
+		sq->consumer++;
+	}
+	sq->cursor = sq->consumer;
+	if (qp->xp) {
+		qp->xp->sq_high = sq->consumer;
+		qp->xp->req_pkt = 0;
+		qp->xp->req_entered = false;
+		qp->xp->rd_outstanding = 0;
+	}
+}
+
+static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = ur_qp_num(qp);
+	ur_cq_push(qp->recv_cq, &wc, false);
+}
+
+void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	union {
+		struct ur_recv_wqe w;
+		uint8_t buf[sizeof(struct ur_recv_wqe) +
+			    UR_MAX_SGE * sizeof(struct ur_sge)];
+	} r;
+
+	if (xp && rx_owner && xp->resp.have_rwqe) {
+		xp->resp.have_rwqe = false;
+		flush_recv_one(qp, xp->resp.rwqe.wr_id);
+	}
+	if (qp->srq)
+		return;	/* SRQ WQEs belong to the other QPs too */
+	while (!ur_qp_take_recv(qp, &r.w))
+		flush_recv_one(qp, r.w.wr_id);
+}
+
+void ur_qp_error_locked(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	if (qp->state != IBV_QPS_ERR) {
+		qp->state = IBV_QPS_ERR;
+		qp->attr.qp_state = IBV_QPS_ERR;
+		if (qp->srq) {
+			struct ibv_async_event ev = {
+				.element.qp = &qp->ibqp_ex.qp_base,
+				.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
+			};
+
+			ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+		}
+	}
+	if (xp) {
+		ur_timer_disarm(&xp->rto_deadline);
+		ur_timer_disarm(&xp->rnr_deadline);
+		xp->rnr_wait = false;
+		xp->need_retry = false;
+	}
+	ur_flush_sq(qp);
+	ur_flush_rq(qp, false);
+}
+
+/* Posts CQEs for finished WQEs at the head of the SQ, in order. */
+void ur_comp_drain(struct ur_qp *qp)
+{
+	struct ur_wq *sq = &qp->sq;
+
+	while (sq->consumer != sq->cursor) {
+		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
+
+		if (w->state == UR_WQE_DONE) {
+			if (qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
+				ur_wqe_complete(qp, w, IBV_WC_SUCCESS);
+			sq->consumer++;
+			continue;
+		}
+		if (w->state == UR_WQE_ERROR) {
+			ur_wqe_complete(qp, w, w->status);
+			sq->consumer++;
+			ur_qp_error_locked(qp);
+		}
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The completer state machine                                         */
+/* ------------------------------------------------------------------ */
+
+static bool in_flight(const struct ur_qp *qp, uint32_t idx)
+{
+	const struct ur_wq *sq = &qp->sq;
+
+	if (idx - sq->consumer < sq->cursor - sq->consumer)
+		return true;
+	return idx == sq->cursor && sq->cursor != sq->producer &&
+	       qp->xp->req_entered && qp->xp->req_pkt > 0;
+}
+
+static void wqe_acked(struct ur_comp_ctx *c, struct ur_send_wqe *w)
+{
+	struct ur_qp_xport *xp = c->xp;
+
+	w->state = UR_WQE_DONE;
+	if (wqe_is_rd_atomic(w) && xp->rd_outstanding)
+		xp->rd_outstanding--;
+	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp_psn))
+		xp->comp_psn = ur_psn_inc(w->last_psn);
+}
+
+static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
+{
+	if (ur_psn_diff(c->pkt->psn, c->xp->psn) >= 0)
+		return UR_COMP_DONE;	/* a PSN never sent */
+	c->idx = c->qp->sq.consumer;
+	return UR_COMP_CHECK_PSN;
+}
+
+static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
+{
+	uint32_t psn = c->pkt->psn;
+
+	for (; in_flight(c->qp, c->idx); c->idx++) {
+		struct ur_send_wqe *w = ur_wq_slot(&c->qp->sq, c->idx);
+
+		if (w->state == UR_WQE_DONE)
+			continue;
+		if (w->state != UR_WQE_PENDING)
+			return UR_COMP_DONE;
+		if (ur_psn_after(psn, w->last_psn)) {
+			if (wqe_is_rd_atomic(w))
+				return UR_COMP_RETRY;	/* responses lost */
+			wqe_acked(c, w);	/* implicit ACK */
+			continue;
+		}
+		if (ur_psn_before(psn, w->first_psn))
+			return UR_COMP_DONE;	/* stale */
+		c->wqe = w;
+		return UR_COMP_CHECK_ACK;
+	}
+	return UR_COMP_PROGRESS;
+}
+
+static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_send_wqe *w = c->wqe;
+
+	if (ur_op_is_read(pkt->opcode))
+		return w->opcode == IBV_WR_RDMA_READ ? UR_COMP_READ :
+						       UR_COMP_DONE;
+	if (pkt->opcode == UR_OPC_RC_ATOMIC_ACK)
+		return wqe_is_rd_atomic(w) && w->opcode != IBV_WR_RDMA_READ ?
+			       UR_COMP_ATOMIC :
+			       UR_COMP_DONE;
+	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;
+	switch (c->syn & UR_AETH_TYPE_MASK) {
+	case UR_AETH_ACK:
+		return UR_COMP_WRITE_SEND;
+	case UR_AETH_RNR_NAK:
+		return UR_COMP_RNR;
+	case UR_AETH_NAK:
+		break;
+	default:
+		return UR_COMP_DONE;
+	}
+	ur_cnt_stat(&c->xp->nic->cnt, c->syn == UR_AETH_NAK_PSN_SEQ ?
+					      UR_STAT_SEQ_NAK_RCVD :
+					      UR_STAT_ERR_NAK_RCVD, 1);
+	switch (c->syn) {
+	case UR_AETH_NAK_PSN_SEQ:
+		if (c->xp->rnr_wait)
+			return UR_COMP_DONE;
+		if (ur_psn_after(pkt->psn, c->xp->comp_psn))
+			c->xp->comp_psn = pkt->psn;
+		return UR_COMP_RETRY;
+	case UR_AETH_NAK_INV_REQ:
+		c->status = IBV_WC_REM_INV_REQ_ERR;
+		break;
+	case UR_AETH_NAK_REM_ACC:
+		c->status = IBV_WC_REM_ACCESS_ERR;
+		break;
+	default:
+		c->status = IBV_WC_REM_OP_ERR;
+		break;
+	}
+	return UR_COMP_ERROR;
+}
+
+static enum ur_comp_state comp_write_send(struct ur_comp_ctx *c)
+{
+	struct ur_send_wqe *w = c->wqe;
+
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ACK_RCVD, 1);
+	if (wqe_is_rd_atomic(w))
+		return UR_COMP_DONE;
+	if (c->pkt->psn == w->last_psn) {
+		wqe_acked(c, w);
+	} else if (ur_psn_after(ur_psn_inc(c->pkt->psn), c->xp->comp_psn)) {
+		c->xp->comp_psn = ur_psn_inc(c->pkt->psn);
+	}
+	return UR_COMP_PROGRESS;
+}
+
+static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_send_wqe *w = c->wqe;
+	struct ur_qp_xport *xp = c->xp;
+	uint32_t off, expect;
+
+	if (pkt->psn != xp->comp_psn)
+		return ur_psn_after(pkt->psn, xp->comp_psn) ? UR_COMP_RETRY :
+							      UR_COMP_DONE;
+	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
+	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
+	if (pkt->paylen != expect)
+		return UR_COMP_DONE;
+	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
+			   pkt->paylen)) {
+		c->status = IBV_WC_LOC_PROT_ERR;
+		return UR_COMP_ERROR;
+	}
+	if (pkt->psn == w->last_psn)
+		wqe_acked(c, w);
+	else
+		xp->comp_psn = ur_psn_inc(pkt->psn);
+	return UR_COMP_PROGRESS;
+}
+
+static enum ur_comp_state comp_atomic(struct ur_comp_ctx *c)
+{
+	struct ur_send_wqe *w = c->wqe;
+	uint64_t orig;
+
+	if (c->pkt->psn != w->first_psn || !c->pkt->atmack)
+		return UR_COMP_DONE;
+	orig = ur_atmack_orig(c->pkt->atmack);
+	w->atomic_orig = orig;
+	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, 0, &orig,
+			   sizeof(orig))) {
+		c->status = IBV_WC_LOC_PROT_ERR;
+		return UR_COMP_ERROR;
+	}
+	wqe_acked(c, w);
+	return UR_COMP_PROGRESS;
+}
+
+static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+	struct ur_qp *qp = c->qp;
+
+	xp->retry_left = qp->attr.retry_cnt;
+	xp->rnr_left = qp->attr.rnr_retry;
+	if (xp->psn == xp->comp_psn || !xp->timeout_ns)
+		ur_timer_disarm(&xp->rto_deadline);
+	else
+		ur_timer_arm(xp->nic, &xp->rto_deadline,
+			     ur_now_ns() + xp->timeout_ns);
+	return UR_COMP_DONE;
+}
+
+/* Fast retry (NAK or a response past a lost one): once per comp_psn; a
+ * second one for the same PSN waits for the timer. */
+static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+
+	if (xp->rnr_wait || (xp->retry_psn == xp->comp_psn && xp->need_retry))
+		return UR_COMP_DONE;
+	if (xp->retry_psn == xp->comp_psn && xp->retry_left_fast_used)
+		return UR_COMP_DONE;
+	xp->retry_left_fast_used = true;
+	xp->need_retry = true;
+	return UR_COMP_DONE;
+}
+
+static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+	struct ur_qp *qp = c->qp;
+
+	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RNR_NAK_RCVD, 1);
+	if (xp->rnr_wait)
+		return UR_COMP_DONE;
+	if (ur_psn_after(c->pkt->psn, xp->comp_psn))
+		xp->comp_psn = c->pkt->psn;
+	if (!xp->rnr_left) {
+		c->status = IBV_WC_RNR_RETRY_EXC_ERR;
+		return UR_COMP_ERROR;
+	}
+	if (qp->attr.rnr_retry != 7)
+		xp->rnr_left--;
+	xp->rnr_wait = true;
+	xp->need_retry = true;
+	ur_timer_disarm(&xp->rto_deadline);
+	ur_timer_arm(xp->nic, &xp->rnr_deadline,
+		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
+	return UR_COMP_DONE;
+}
+
+static void mark_error(struct ur_qp *qp, uint32_t idx,
+		       struct ur_send_wqe *w, enum ibv_wc_status st)
+{
+	w->state = UR_WQE_ERROR;
+	w->status = st;
+	qp->xp->req_halted = true;
+	if (idx == qp->sq.cursor)	/* partly sent */
+		ur_req_advance(qp);
+}
+
+static enum ur_comp_state comp_error(struct ur_comp_ctx *c)
+{
+	mark_error(c->qp, c->idx, c->wqe, c->status);
+	return UR_COMP_DONE;
+}
+
+typedef enum ur_comp_state (*ur_comp_fn)(struct ur_comp_ctx *c);
+
+static const ur_comp_fn comp_handlers[] = {
+	[UR_COMP_GET_WQE] = comp_get_wqe,
+	[UR_COMP_CHECK_PSN] = comp_check_psn,
+	[UR_COMP_CHECK_ACK] = comp_check_ack,
+	[UR_COMP_READ] = comp_read,
+	[UR_COMP_ATOMIC] = comp_atomic,
+	[UR_COMP_WRITE_SEND] = comp_write_send,
+	[UR_COMP_PROGRESS] = comp_progress,
+	[UR_COMP_RETRY] = comp_retry,
+	[UR_COMP_RNR] = comp_rnr,
+	[UR_COMP_ERROR] = comp_error,
+};
+
+void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
+{
+	struct ur_comp_ctx c = { .qp = qp, .xp = qp->xp, .pkt = pkt };
+	enum ur_comp_state st = UR_COMP_GET_WQE;
+
+	if (qp->type != IBV_QPT_RC)
+		return;
+	pthread_mutex_lock(&qp->sq_lock);
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) {
+		while (st != UR_COMP_DONE)
+			st = comp_handlers[st](&c);
+		ur_comp_drain(qp);
+		ur_req_run(qp);
+	}
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+/* First WQE still waiting for its responses. */
+static struct ur_send_wqe *comp_head(struct ur_qp *qp, uint32_t *idx)
+{
+	uint32_t i;
+
+	for (i = qp->sq.consumer; in_flight(qp, i); i++) {
+		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, i);
+
+		if (w->state == UR_WQE_PENDING) {
+			*idx = i;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+void ur_comp_timer(struct ur_qp *qp, uint64_t now)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	uint64_t rnr = atomic_load(&xp->rnr_deadline);
+	uint64_t rto = atomic_load(&xp->rto_deadline);
+	struct ur_send_wqe *head;
+	uint32_t idx = 0;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		ur_timer_disarm(&xp->rnr_deadline);
+		ur_timer_disarm(&xp->rto_deadline);
+		return;
+	}
+	if (rnr && rnr <= now) {
+		ur_timer_disarm(&xp->rnr_deadline);
+		xp->rnr_wait = false;
+		xp->need_retry = true;
+		ur_req_run(qp);
+		return;
+	}
+	if (!rto || rto > now)
+		return;
+	ur_timer_disarm(&xp->rto_deadline);
+	head = comp_head(qp, &idx);
+	if (!head || xp->rnr_wait)
+		return;
+	ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
+	if (!xp->retry_left) {
+		mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
+		ur_comp_drain(qp);
+		return;
+	}
+	xp->retry_left--;
+	xp->retry_left_fast_used = false;
+	xp->need_retry = true;
+	ur_req_run(qp);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * SGE walks: every byte the engine reads from or writes to user memory goes
+ * through ur_mem_check() on the key that names it, with dev->obj_lock held
+ * for reading by the caller, so a packet never touches memory outside the
+ * MR or window its key grants.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+
+static int sge_host(struct ur_qp *qp, const struct ur_sge *s, uint64_t off,
+		    uint32_t len, unsigned int access, uintptr_t *host)
+{
+	struct ur_mem *m = ur_mem_lookup(qp->dev, s->lkey);
+
+	if (!m || m->kind != UR_MEM_MR)
+		return -EACCES;
+	return ur_mem_check(m, qp->pd, ur_qp_num(qp), s->addr + off, len,
+			    access, host) ? -EACCES : 0;
+}
+
+int ur_sgl_check(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		 unsigned int access)
+{
+	uintptr_t host;
+	uint32_t i;
+
+	for (i = 0; i < nsge; i++) {
+		if (!sge[i].length)
+			continue;
+		if (sge_host(qp, &sge[i], 0, sge[i].length, access, &host))
+			return -EACCES;
+	}
+	return 0;
+}
+
+int ur_sgl_map(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+	       uint32_t off, uint32_t len, unsigned int access,
+	       struct iovec *iov, unsigned int max_iov, unsigned int *niov)
+{
+	unsigned int n = 0;
+	uintptr_t host;
+	uint32_t i, piece;
+
+	for (i = 0; i < nsge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		piece = UR_MIN(sge[i].length - off, len);
+		if (n == max_iov)
+			return -EMSGSIZE;
+		if (sge_host(qp, &sge[i], off, piece, access, &host))
+			return -EACCES;
+		iov[n].iov_base = (void *)host;
+		iov[n++].iov_len = piece;
+		len -= piece;
+		off = 0;
+	}
+	*niov = n;
+	return len ? -EMSGSIZE : 0;
+}
+
+int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		   uint32_t off, const void *src, uint32_t len)
+{
+	const uint8_t *p = src;
+	uintptr_t host;
+	uint32_t i, piece;
+
+	for (i = 0; i < nsge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		piece = UR_MIN(sge[i].length - off, len);
+		if (sge_host(qp, &sge[i], off, piece, IBV_ACCESS_LOCAL_WRITE,
+			     &host))
+			return -EACCES;
+		memcpy((void *)host, p, piece);
+		p += piece;
+		len -= piece;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
+int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
+		unsigned int access, uintptr_t *host)
+{
+	struct ur_mem *m;
+
+	*host = 0;
+	if (!len)
+		return 0;	/* C9-88: zero-length skips the key check */
+	m = ur_mem_lookup(qp->dev, rkey);
+	if (!m)
+		return -EACCES;
+	return ur_mem_check(m, qp->pd, ur_qp_num(qp), va, len, access, host) ?
+		       -EACCES : 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Per-device counters: every dropped packet by reason (enum ur_drop_reason
+ * of wire/), transport events, and the link's own statistics. Dumped as
+ * "name value" lines by ur_engine_dump_counters(), and at the last close
+ * when UROCE_STATS=1 (stderr) or UROCE_STATS=<path> (appended).
+ */
+#include <inttypes.h>
+
+#include "engine/engine_priv.h"
+
+const char *const ur_stat_names[UR_STAT__MAX] = {
+	[UR_STAT_TX_PKTS] = "tx_pkts",
+	[UR_STAT_TX_ERRORS] = "tx_errors",
+	[UR_STAT_RX_PKTS] = "rx_pkts",
+	[UR_STAT_RETRANSMITS] = "retransmits",
+	[UR_STAT_TIMEOUTS] = "timeouts",
+	[UR_STAT_SEQ_NAK_SENT] = "seq_nak_sent",
+	[UR_STAT_SEQ_NAK_RCVD] = "seq_nak_rcvd",
+	[UR_STAT_RNR_NAK_SENT] = "rnr_nak_sent",
+	[UR_STAT_RNR_NAK_RCVD] = "rnr_nak_rcvd",
+	[UR_STAT_ERR_NAK_SENT] = "err_nak_sent",
+	[UR_STAT_ERR_NAK_RCVD] = "err_nak_rcvd",
+	[UR_STAT_ACK_SENT] = "ack_sent",
+	[UR_STAT_ACK_RCVD] = "ack_rcvd",
+	[UR_STAT_DUP_REQ] = "duplicate_requests",
+	[UR_STAT_READ_REPLAY] = "read_replays",
+	[UR_STAT_ATOMIC_REPLAY] = "atomic_replays",
+	[UR_STAT_UD_TOO_BIG] = "ud_too_big",
+	[UR_STAT_STALE_RESP] = "stale_responses",
+};
+
+void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
+{
+	struct ur_nic *nic = dev->nic;
+	struct ur_link_stats ls;
+	unsigned int i;
+
+	if (!nic)
+		return;
+	fprintf(out, "# uroce%u engine counters\n", dev->index);
+	for (i = 0; i < UR_STAT__MAX; i++)
+		fprintf(out, "%s %" PRIu64 "\n", ur_stat_names[i],
+			atomic_load(&nic->cnt.stat[i]));
+	for (i = 1; i < UR_DROP__MAX; i++)
+		fprintf(out, "drop_%s %" PRIu64 "\n", ur_drop_reason_str(i),
+			atomic_load(&nic->cnt.drop[i]));
+	ur_link_get_stats(nic->link, &ls);
+	fprintf(out,
+		"link_tx_pkts %" PRIu64 "\nlink_tx_bytes %" PRIu64
+		"\nlink_tx_errors %" PRIu64 "\nlink_rx_pkts %" PRIu64
+		"\nlink_rx_bytes %" PRIu64 "\nlink_rx_truncated %" PRIu64
+		"\nfault_dropped %" PRIu64 "\nfault_duplicated %" PRIu64
+		"\nfault_reordered %" PRIu64 "\nfault_corrupted %" PRIu64
+		"\nfault_delayed %" PRIu64 "\n",
+		ls.tx_pkts, ls.tx_bytes, ls.tx_errors, ls.rx_pkts, ls.rx_bytes,
+		ls.rx_truncated, ls.fi_dropped, ls.fi_duplicated,
+		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed);
+}

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * engine/ internals: the NIC (link, progress thread, timers, counters), the
+ * per-QP transport state (requester, completer, responder) and the
+ * functions the engine files call on each other.
+ *
+ * Threads and locks (docs/design.md, "Engine: threads, locks and progress"):
+ *  - nic->rx_lock: whoever holds it owns the receive path (ur_link_recv, the
+ *    responder state of every QP, nic->txb, the timer scan). The progress
+ *    thread takes it after poll() says the socket is readable; poll_cq takes
+ *    it with trylock. Nobody sleeps while holding it.
+ *  - lock order: rx_lock -> dev->obj_lock (read) -> nic->qp_list_lock ->
+ *    qp->sq_lock. post_send enters with sq_lock held and then takes
+ *    obj_lock for reading (glibc rwlocks prefer readers, so the reverse
+ *    order of two readers cannot deadlock).
+ */
+#ifndef UR_ENGINE_ENGINE_PRIV_H
+#define UR_ENGINE_ENGINE_PRIV_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "engine/engine.h"
+#include "link/link.h"
+#include "obj/obj.h"
+#include "util/list.h"
+/* obj/limits.h and wire/hdr.h both define UR_QPN_MASK (same value,
+ * different spelling); keep wire's. */
+#undef UR_QPN_MASK
+#include "wire/wire.h"
+
+#define UR_TX_BATCH 32		/* packets per ur_link_send() */
+#define UR_RX_BATCH 64		/* datagrams per ur_link_recv() */
+#define UR_TX_PAY_IOV 34	/* payload pieces of one packet (SGEs) */
+#define UR_HDR_MAX 64		/* BTH + extension headers, rounded up */
+#define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
+#define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
+#define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
+#define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
+
+enum ur_stat {
+	UR_STAT_TX_PKTS,
+	UR_STAT_TX_ERRORS,
+	UR_STAT_RX_PKTS,
+	UR_STAT_RETRANSMITS,
+	UR_STAT_TIMEOUTS,
+	UR_STAT_SEQ_NAK_SENT,
+	UR_STAT_SEQ_NAK_RCVD,
+	UR_STAT_RNR_NAK_SENT,
+	UR_STAT_RNR_NAK_RCVD,
+	UR_STAT_ERR_NAK_SENT,
+	UR_STAT_ERR_NAK_RCVD,
+	UR_STAT_ACK_SENT,
+	UR_STAT_ACK_RCVD,
+	UR_STAT_DUP_REQ,
+	UR_STAT_READ_REPLAY,
+	UR_STAT_ATOMIC_REPLAY,
+	UR_STAT_UD_TOO_BIG,
+	UR_STAT_STALE_RESP,
+	UR_STAT__MAX,
+};
+
+struct ur_counters {
+	_Atomic uint64_t drop[UR_DROP__MAX];
+	_Atomic uint64_t stat[UR_STAT__MAX];
+};
+
+static inline void ur_cnt_drop(struct ur_counters *c, enum ur_drop_reason r)
+{
+	atomic_fetch_add_explicit(&c->drop[r], 1, memory_order_relaxed);
+}
+
+static inline void ur_cnt_stat(struct ur_counters *c, enum ur_stat s,
+			       uint64_t n)
+{
+	atomic_fetch_add_explicit(&c->stat[s], n, memory_order_relaxed);
+}
+
+extern const char *const ur_stat_names[UR_STAT__MAX];
+
+/* One packet being assembled: hdr | payload pieces | pad + ICRC. */
+struct ur_txpkt {
+	uint8_t hdr[UR_HDR_MAX];
+	uint8_t trailer[8];
+	struct iovec iov[UR_TX_PAY_IOV + 2];
+	struct ur_ip_flow flow;
+};
+
+/* A batch of packets sent with one ur_link_send(). */
+struct ur_txb {
+	struct ur_nic *nic;
+	unsigned int n;
+	int ack_slot;			/* index of a coalescable ACK, or -1 */
+	const struct ur_qp *ack_qp;
+	struct ur_txd txd[UR_TX_BATCH];
+	struct ur_txpkt pkt[UR_TX_BATCH];
+};
+
+struct ur_nic {
+	struct ur_device *dev;
+	struct ur_link *link;
+	union ur_sockaddr addr;		/* our bound IP and port */
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool stop;
+	bool busy_poll;
+	int wake_fd;			/* eventfd: timers moved, shutdown */
+
+	pthread_mutex_t rx_lock;
+	pthread_mutex_t qp_list_lock;
+	struct ur_list qps;		/* ur_qp_xport.node */
+	_Atomic uint64_t next_deadline;	/* earliest armed timer, ns; 0 none */
+
+	struct ur_counters cnt;
+	struct ur_pcap *pcap;
+
+	/* rx owner only */
+	struct ur_rxd rxd[UR_RX_BATCH];
+	struct ur_txb txb;
+};
+
+/* Responder resource: a READ or atomic kept for replay (§3.5). */
+enum ur_res_type {
+	UR_RES_NONE,
+	UR_RES_READ,
+	UR_RES_ATOMIC,
+};
+
+struct ur_res {
+	enum ur_res_type type;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig;			/* atomic: value before the operation */
+};
+
+enum ur_resp_msg {
+	UR_MSG_NONE,
+	UR_MSG_SEND,
+	UR_MSG_WRITE,
+};
+
+struct ur_resp_state_qp {
+	uint32_t epsn;			/* next expected request PSN */
+	uint32_t msn;
+	bool nak_sent;			/* PSN-sequence NAK sent, awaiting epsn */
+	bool uc_drop;			/* UC: dropping until next FIRST/ONLY */
+	enum ur_resp_msg msg;		/* multi-packet message in progress */
+	uint32_t msg_len;		/* bytes of the current message so far */
+	/* WRITE in progress */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t resid;
+	uint32_t write_len;		/* RETH length */
+	/* receive WQE taken for the current SEND / WRITE_IMM */
+	bool have_rwqe;
+	union {
+		struct ur_recv_wqe rwqe;
+		uint8_t rwqe_buf[sizeof(struct ur_recv_wqe) +
+				 UR_MAX_SGE * sizeof(struct ur_sge)];
+	};
+	/* read/atomic replay ring */
+	struct ur_res res[UR_NUM_RES];
+	unsigned int res_head;
+};
+
+struct ur_qp_xport {
+	struct ur_qp *qp;
+	struct ur_nic *nic;
+	struct ur_list node;		/* in nic->qps */
+	struct ur_ip_flow flow;		/* RC/UC: our address -> peer */
+	uint32_t mtu;			/* RC/UC: path MTU bytes; UD: port MTU */
+
+	/* requester (sq_lock) */
+	uint32_t psn;			/* next PSN to send */
+	uint32_t req_pkt;		/* packet index inside the cursor WQE */
+	uint32_t sq_high;		/* furthest cursor: WQE states before it
+					 * are ours, after it stale slots */
+	bool req_entered;		/* cursor WQE passed fence/credit checks */
+	bool req_halted;		/* a WQE failed locally: send no more */
+	uint32_t noack_pkts;
+	unsigned int rd_outstanding;	/* READ/atomic WQEs in flight */
+	bool need_retry;
+
+	/* completer (sq_lock) */
+	uint32_t comp_psn;		/* oldest PSN not yet acknowledged */
+	unsigned int retry_left;
+	unsigned int rnr_left;
+	bool rnr_wait;
+	uint32_t retry_psn;		/* comp_psn when the last retry began */
+	bool retry_left_fast_used;	/* a fast retry happened at retry_psn */
+	uint64_t timeout_ns;		/* 0 = no retransmit timer */
+	_Atomic uint64_t rto_deadline;	/* 0 = off */
+	_Atomic uint64_t rnr_deadline;	/* 0 = off */
+
+	/* responder (rx owner) */
+	struct ur_resp_state_qp resp;
+
+	/* requester's packet batch (sq_lock) */
+	struct ur_txb txb;
+};
+
+static inline struct ur_nic *ur_qp_nic(const struct ur_qp *qp)
+{
+	return qp->xp ? qp->xp->nic : NULL;
+}
+
+static inline uint32_t ur_qp_num(const struct ur_qp *qp)
+{
+	return qp->ibqp_ex.qp_base.qp_num;
+}
+
+static inline uint32_t ur_mtu_bytes(enum ibv_mtu mtu)
+{
+	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
+}
+
+/* nic.c */
+void ur_nic_wake(struct ur_nic *nic);
+void ur_timer_arm(struct ur_nic *nic, _Atomic uint64_t *slot, uint64_t when);
+void ur_timer_disarm(_Atomic uint64_t *slot);
+
+/* tx (nic.c): packet batches. */
+void ur_txb_init(struct ur_txb *b, struct ur_nic *nic);
+/* Adds one packet; payload as iovecs (may be 0). Flushes when full. */
+void ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+		const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+		const struct iovec *pay, unsigned int npay, uint32_t paylen);
+/* Adds an ACK that replaces a still-queued ACK of the same QP. */
+void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
+		    struct ur_hdr_fields *f);
+void ur_txb_flush(struct ur_txb *b);
+
+/* recv.c */
+void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
+
+/* req.c */
+void ur_req_run(struct ur_qp *qp);		/* sq_lock held */
+void ur_req_rewind(struct ur_qp *qp);		/* sq_lock held */
+void ur_req_advance(struct ur_qp *qp);		/* cursor past its WQE */
+
+/* comp.c */
+void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt);
+void ur_comp_drain(struct ur_qp *qp);		/* sq_lock held */
+void ur_comp_timer(struct ur_qp *qp, uint64_t now); /* sq_lock held */
+void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
+void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
+void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
+void ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		     enum ibv_wc_status status);
+
+/* resp.c */
+void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
+		const struct ur_rxd *d, const struct ur_ip_flow *flow);
+void ur_resp_reset(struct ur_qp *qp);
+
+/* rdatm.c */
+struct ur_res *ur_res_alloc(struct ur_qp_xport *xp);
+struct ur_res *ur_res_find(struct ur_qp_xport *xp, uint32_t psn);
+void ur_res_clear(struct ur_qp_xport *xp);
+
+/* copy.c: SGE walks. Return 0, -EACCES (key/range/access), -EMSGSIZE. */
+int ur_sgl_map(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+	       uint32_t off, uint32_t len, unsigned int access,
+	       struct iovec *iov, unsigned int max_iov, unsigned int *niov);
+int ur_sgl_check(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		 unsigned int access);
+int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		   uint32_t off, const void *src, uint32_t len);
+int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
+		unsigned int access, uintptr_t *host);
+
+#endif

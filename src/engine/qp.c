@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What api/ tells the engine about a QP: state changes (RESET clears the
+ * transport state, RTR/RTS load PSNs, peer and timers, ERR flushes) and
+ * doorbells for the send and receive queues.
+ */
+#include <string.h>
+
+#include "engine/engine_priv.h"
+
+static uint64_t timeout_ns(uint8_t timeout)
+{
+	uint64_t ns;
+
+	if (!timeout)
+		return 0;	/* infinite */
+	ns = 4096ull << (timeout > 31 ? 31 : timeout);
+	return ns < UR_MIN_TIMEOUT_NS ? UR_MIN_TIMEOUT_NS : ns;
+}
+
+static void xp_reset(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+
+	ur_timer_disarm(&xp->rto_deadline);
+	ur_timer_disarm(&xp->rnr_deadline);
+	xp->psn = xp->comp_psn = 0;
+	xp->req_pkt = 0;
+	xp->req_entered = false;
+	xp->req_halted = false;
+	xp->noack_pkts = 0;
+	xp->rd_outstanding = 0;
+	xp->need_retry = false;
+	xp->rnr_wait = false;
+	xp->retry_left_fast_used = false;
+	sq->cursor = sq->consumer;
+	xp->sq_high = sq->consumer;
+	ur_resp_reset(qp);
+	ur_res_clear(xp);
+}
+
+static void xp_load_path(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	if (qp->type == IBV_QPT_UD) {
+		xp->mtu = ur_mtu_bytes(qp->dev->active_mtu);
+		return;
+	}
+	xp->mtu = qp->path_mtu_bytes ? qp->path_mtu_bytes :
+				       ur_mtu_bytes(qp->attr.path_mtu);
+	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
+		memset(&xp->flow, 0, sizeof(xp->flow));
+}
+
+void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
+			   int attr_mask)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_nic *nic;
+	bool kick = false;
+
+	if (!xp)
+		return;
+	nic = xp->nic;
+	pthread_mutex_lock(&nic->rx_lock);
+	pthread_mutex_lock(&qp->sq_lock);
+	switch (qp->state) {
+	case IBV_QPS_RESET:
+		xp_reset(qp);
+		break;
+	case IBV_QPS_INIT:
+		if (old_state == IBV_QPS_RESET)
+			xp_reset(qp);
+		break;
+	case IBV_QPS_RTR:
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+		if (attr_mask & (IBV_QP_AV | IBV_QP_PATH_MTU) ||
+		    old_state == IBV_QPS_INIT)
+			xp_load_path(qp);
+		if (attr_mask & IBV_QP_RQ_PSN) {
+			xp->resp.epsn = qp->attr.rq_psn & UR_PSN_MASK;
+			xp->resp.nak_sent = false;
+		}
+		if (attr_mask & IBV_QP_SQ_PSN) {
+			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
+			xp->retry_psn = xp->comp_psn;
+		}
+		if (attr_mask & IBV_QP_TIMEOUT)
+			xp->timeout_ns = timeout_ns(qp->attr.timeout);
+		if (attr_mask & IBV_QP_RETRY_CNT)
+			xp->retry_left = qp->attr.retry_cnt;
+		if (attr_mask & IBV_QP_RNR_RETRY)
+			xp->rnr_left = qp->attr.rnr_retry;
+		kick = qp->state == IBV_QPS_RTS;
+		break;
+	case IBV_QPS_ERR:
+		ur_qp_error_locked(qp);
+		ur_flush_rq(qp, true);
+		break;
+	default:
+		break;
+	}
+	if (kick)
+		ur_req_run(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&nic->rx_lock);
+}
+
+void ur_engine_sq_kick(struct ur_qp *qp)
+{
+	ur_req_run(qp);
+}
+
+void ur_engine_rq_kick(struct ur_qp *qp)
+{
+	if (qp->state == IBV_QPS_ERR)
+		ur_flush_rq(qp, false);
+}

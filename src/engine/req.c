@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The requester: turns send WQEs into packets. Runs inline in post_send
+ * (sq_lock held by the caller) and again from the completer when ACKs open
+ * the window, a NAK asks for go-back-N, or a timer fires.
+ *
+ * Per WQE: fence and READ/atomic credit checks, local operations (bind,
+ * invalidate) executed in SQ order, segmentation by the path MTU with
+ * FIRST/MIDDLE/LAST/ONLY opcodes, one PSN per packet except READ (which
+ * consumes one per response packet), AckReq on the last packet of a message
+ * and every UR_ACKREQ_EVERY packets. Payload goes to the link straight from
+ * registered memory as iovecs, the ICRC computed over them incrementally.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/time.h"
+
+enum ur_pos {
+	UR_POS_FIRST,
+	UR_POS_MIDDLE,
+	UR_POS_LAST,
+	UR_POS_ONLY,
+};
+
+struct ur_op_row {
+	bool ok;
+	uint8_t op[4];			/* by enum ur_pos, RC opcodes */
+};
+
+static const struct ur_op_row rc_ops[] = {
+	[IBV_WR_SEND] = { true, { UR_OPC_RC_SEND_FIRST, UR_OPC_RC_SEND_MIDDLE,
+				  UR_OPC_RC_SEND_LAST,
+				  UR_OPC_RC_SEND_ONLY } },
+	[IBV_WR_SEND_WITH_IMM] = { true, { UR_OPC_RC_SEND_FIRST,
+					   UR_OPC_RC_SEND_MIDDLE,
+					   UR_OPC_RC_SEND_LAST_IMM,
+					   UR_OPC_RC_SEND_ONLY_IMM } },
+	[IBV_WR_SEND_WITH_INV] = { true, { UR_OPC_RC_SEND_FIRST,
+					   UR_OPC_RC_SEND_MIDDLE,
+					   UR_OPC_RC_SEND_LAST_INV,
+					   UR_OPC_RC_SEND_ONLY_INV } },
+	[IBV_WR_RDMA_WRITE] = { true, { UR_OPC_RC_WRITE_FIRST,
+					UR_OPC_RC_WRITE_MIDDLE,
+					UR_OPC_RC_WRITE_LAST,
+					UR_OPC_RC_WRITE_ONLY } },
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { true, { UR_OPC_RC_WRITE_FIRST,
+						 UR_OPC_RC_WRITE_MIDDLE,
+						 UR_OPC_RC_WRITE_LAST_IMM,
+						 UR_OPC_RC_WRITE_ONLY_IMM } },
+};
+
+static bool wr_is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool wr_is_local(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
+
+static uint32_t wqe_npkts(const struct ur_qp_xport *xp,
+			  const struct ur_send_wqe *wqe)
+{
+	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !wqe->length)
+		return 1;
+	return (wqe->length + xp->mtu - 1) / xp->mtu;
+}
+
+/* Memory window helpers of obj/mem.c (mem owner). Weak until they land. */
+int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
+	__attribute__((weak));
+int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
+		      uint32_t qp_num, uint32_t rkey) __attribute__((weak));
+
+static enum ibv_wc_status req_local_op(struct ur_qp *qp,
+				       struct ur_send_wqe *wqe)
+{
+	if (wqe->opcode == IBV_WR_BIND_MW) {
+		if (!ur_mw_bind_wqe || ur_mw_bind_wqe(qp, wqe))
+			return IBV_WC_MW_BIND_ERR;
+		return IBV_WC_SUCCESS;
+	}
+	if (!ur_mem_invalidate ||
+	    ur_mem_invalidate(qp->dev, qp->pd, ur_qp_num(qp),
+			      wqe->invalidate_rkey))
+		return IBV_WC_LOC_PROT_ERR;
+	return IBV_WC_SUCCESS;
+}
+
+void ur_req_advance(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+
+	sq->cursor++;
+	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
+		xp->sq_high = sq->cursor;
+	xp->req_pkt = 0;
+	xp->req_entered = false;
+}
+
+static void wqe_fail(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		     enum ibv_wc_status st)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	wqe->state = UR_WQE_ERROR;
+	wqe->status = st;
+	xp->req_halted = true;
+	ur_req_advance(qp);
+}
+
+static void wqe_sent(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	if (qp->type != IBV_QPT_RC)
+		wqe->state = UR_WQE_DONE;
+	ur_req_advance(qp);
+}
+
+/* Payload of [off, off+len) of a WQE as iovecs; 0 or -errno. */
+static int wqe_payload(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		       uint32_t off, uint32_t len, struct iovec *iov,
+		       unsigned int *niov)
+{
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		iov[0].iov_base = wqe->inline_data + off;
+		iov[0].iov_len = len;
+		*niov = 1;
+		return 0;
+	}
+	return ur_sgl_map(qp, wqe->sge, wqe->num_sge, off, len, 0, iov,
+			  UR_TX_PAY_IOV, niov);
+}
+
+static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_hdr_fields f = { 0 };
+	struct iovec iov[UR_TX_PAY_IOV];
+	struct ur_ip_flow flow;
+	unsigned int niov = 0;
+	struct ur_ah *ah = wqe->ud.ah;
+	uint32_t qkey = wqe->ud.remote_qkey;
+
+	if (wqe->opcode != IBV_WR_SEND && wqe->opcode != IBV_WR_SEND_WITH_IMM) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	if (!ah || ur_ip_flow_from_sockaddr(&flow, &xp->nic->addr,
+					    &ah->av.dest)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	if (wqe->length > xp->mtu) {
+		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
+		 * "lost in the fabric": completed, not sent. */
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_UD_TOO_BIG, 1);
+		wqe_sent(qp, wqe);
+		return;
+	}
+	if (wqe_payload(qp, wqe, 0, wqe->length, iov, &niov)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	if (qkey & 0x80000000u)
+		qkey = qp->attr.qkey;
+	if (ur_qp_num(qp) == UR_QPN_GSI)
+		qkey = UR_GSI_QKEY;
+	f.opcode = wqe->opcode == IBV_WR_SEND ? UR_OPC_UD_SEND_ONLY :
+						UR_OPC_UD_SEND_ONLY_IMM;
+	f.se = wqe->send_flags & IBV_SEND_SOLICITED;
+	f.qpn = wqe->ud.remote_qpn;
+	f.psn = xp->psn;
+	f.deth.qkey = qkey;
+	f.deth.sqp = ur_qp_num(qp);
+	f.imm_be = wqe->imm_data;
+	wqe->first_psn = wqe->last_psn = xp->psn;
+	xp->psn = ur_psn_inc(xp->psn);
+	ur_txb_add(&xp->txb, &ah->av.dest, &flow, &f, iov, niov, wqe->length);
+	wqe_sent(qp, wqe);
+}
+
+static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
+{
+	if (n == 1)
+		return UR_POS_ONLY;
+	if (!idx)
+		return UR_POS_FIRST;
+	return idx == n - 1 ? UR_POS_LAST : UR_POS_MIDDLE;
+}
+
+static bool want_ackreq(struct ur_qp_xport *xp, bool last)
+{
+	if (last || ++xp->noack_pkts >= UR_ACKREQ_EVERY) {
+		xp->noack_pkts = 0;
+		return true;
+	}
+	return false;
+}
+
+/* One packet of a SEND/WRITE on RC/UC. */
+static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_hdr_fields f = { 0 };
+	struct iovec iov[UR_TX_PAY_IOV];
+	unsigned int niov = 0;
+	uint32_t off = xp->req_pkt * xp->mtu;
+	uint32_t len = UR_MIN(xp->mtu, wqe->length - off);
+	enum ur_pos pos = pkt_pos(xp->req_pkt, wqe->npkts);
+	bool last = pos == UR_POS_LAST || pos == UR_POS_ONLY;
+
+	if (wqe_payload(qp, wqe, off, len, iov, &niov)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	f.opcode = rc_ops[wqe->opcode].op[pos];
+	if (qp->type == IBV_QPT_UC)
+		f.opcode += UR_OPC_UC_SEND_FIRST;
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = xp->psn;
+	f.ackreq = qp->type == IBV_QPT_RC && want_ackreq(xp, last);
+	f.se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
+	       wqe->opcode != IBV_WR_RDMA_WRITE;
+	if (pos == UR_POS_FIRST || pos == UR_POS_ONLY) {
+		f.reth.va = wqe->rdma.remote_addr;
+		f.reth.rkey = wqe->rdma.rkey;
+		f.reth.len = wqe->length;
+	}
+	f.imm_be = wqe->imm_data;
+	f.ieth_rkey = wqe->invalidate_rkey;
+	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov, len);
+	xp->psn = ur_psn_inc(xp->psn);
+	wqe->sent = off + len;
+	if (++xp->req_pkt == wqe->npkts)
+		wqe_sent(qp, wqe);
+}
+
+static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_hdr_fields f = { 0 };
+	uint32_t off = xp->req_pkt * xp->mtu;
+
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = xp->psn;
+	f.ackreq = true;
+	xp->noack_pkts = 0;
+	if (wqe->opcode == IBV_WR_RDMA_READ) {
+		f.opcode = UR_OPC_RC_READ_REQ;
+		f.reth.va = wqe->rdma.remote_addr + off;
+		f.reth.rkey = wqe->rdma.rkey;
+		f.reth.len = wqe->length - off;
+	} else {
+		f.opcode = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+				   UR_OPC_RC_CMP_SWAP :
+				   UR_OPC_RC_FETCH_ADD;
+		f.atmeth.va = wqe->atomic.remote_addr;
+		f.atmeth.rkey = wqe->atomic.rkey;
+		if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			f.atmeth.swap_add = wqe->atomic.swap;
+			f.atmeth.compare = wqe->atomic.compare_add;
+		} else {
+			f.atmeth.swap_add = wqe->atomic.compare_add;
+		}
+	}
+	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	xp->psn = ur_psn_inc(wqe->last_psn);
+	wqe_sent(qp, wqe);
+}
+
+/* Checks before a WQE starts (or resumes after a rewind). true = go. */
+static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	if (xp->req_entered)
+		return true;
+	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
+		return false;
+	if (wr_is_rd_atomic(wqe->opcode)) {
+		if (qp->type != IBV_QPT_RC) {
+			wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+			return false;
+		}
+		if (xp->rd_outstanding >= max_rd)
+			return false;
+		xp->rd_outstanding++;
+	}
+	if (!xp->req_pkt) {
+		wqe->npkts = wqe_npkts(xp, wqe);
+		wqe->first_psn = xp->psn;
+		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
+		wqe->sent = 0;
+		if ((wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		     wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+		    !(wqe->send_flags & IBV_SEND_INLINE) &&
+		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
+				 IBV_ACCESS_LOCAL_WRITE)) {
+			wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+			return false;
+		}
+	}
+	wqe->state = UR_WQE_PENDING;
+	xp->req_entered = true;
+	return true;
+}
+
+/* Returns false when the requester must stop for now. */
+static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	enum ibv_wc_status st;
+
+	if (qp->sq.cursor - qp->sq.consumer >= xp->sq_high - qp->sq.consumer &&
+	    !xp->req_entered && !xp->req_pkt)
+		wqe->state = UR_WQE_POSTED;	/* a fresh slot */
+	if (wqe->state == UR_WQE_DONE) {
+		/* already finished before a rewind (local op) */
+		ur_req_advance(qp);
+		return true;
+	}
+	if (wqe->state == UR_WQE_ERROR) {
+		xp->req_halted = true;
+		ur_req_advance(qp);
+		return false;
+	}
+	if (wr_is_local(wqe->opcode)) {
+		if (wqe->opcode == IBV_WR_LOCAL_INV &&
+		    qp->sq.consumer != qp->sq.cursor)
+			return false;	/* waits for every prior WQE */
+		if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
+			return false;
+		st = req_local_op(qp, wqe);
+		if (st != IBV_WC_SUCCESS) {
+			wqe_fail(qp, wqe, st);
+			return false;
+		}
+		wqe->state = UR_WQE_DONE;
+		ur_req_advance(qp);
+		return true;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		req_ud(qp, wqe);
+		return !xp->req_halted;
+	}
+	if (!xp->req_entered && qp->state != IBV_QPS_RTS)
+		return false;	/* SQD: nothing new starts */
+	if ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) &&
+	    !wr_is_rd_atomic(wqe->opcode)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	if (!wr_is_rd_atomic(wqe->opcode) && !rc_ops[wqe->opcode].ok) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	if (qp->type == IBV_QPT_UC &&
+	    wqe->opcode == IBV_WR_SEND_WITH_INV) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	if (!req_enter(qp, wqe))
+		return false;
+	if (qp->type == IBV_QPT_RC &&
+	    ur_psn_diff(xp->psn, xp->comp_psn) >= UR_WINDOW_PSNS)
+		return false;
+	if (wr_is_rd_atomic(wqe->opcode))
+		req_read_atomic(qp, wqe);
+	else
+		req_send_write_pkt(qp, wqe);
+	return !xp->req_halted;
+}
+
+static void req_arm_timer(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	if (qp->type != IBV_QPT_RC || !xp->timeout_ns || xp->rnr_wait)
+		return;
+	if (xp->psn == xp->comp_psn)
+		return;
+	if (!atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+		ur_timer_arm(xp->nic, &xp->rto_deadline,
+			     ur_now_ns() + xp->timeout_ns);
+}
+
+void ur_req_run(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_device *dev = qp->dev;
+	unsigned int budget = 4096;
+
+	if (!xp)
+		return;
+	if (qp->state == IBV_QPS_ERR) {
+		ur_flush_sq(qp);
+		return;
+	}
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	if (xp->rnr_wait)
+		return;
+	if (xp->need_retry) {
+		xp->need_retry = false;
+		ur_req_rewind(qp);
+	}
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
+	       budget--) {
+		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
+
+		if (!req_step(qp, wqe))
+			break;
+	}
+	ur_txb_flush(&xp->txb);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	req_arm_timer(qp);
+	ur_comp_drain(qp);
+}
+
+/* Go-back-N (wire notes §3.3): restart from the oldest unacknowledged PSN;
+ * a partially acknowledged head WQE resumes at that packet (a READ asks for
+ * the remaining bytes only). */
+void ur_req_rewind(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+	struct ur_send_wqe *head = NULL;
+	uint32_t i, end = xp->sq_high;
+
+	if (xp->req_entered && sq->cursor == end)
+		end++;
+	for (i = sq->consumer; i != end; i++) {
+		struct ur_send_wqe *w = ur_wq_slot(sq, i);
+
+		if (w->state == UR_WQE_POSTED || w->state == UR_WQE_ERROR)
+			break;
+		if (w->state == UR_WQE_PENDING) {
+			if (!head)
+				head = w;
+			w->state = UR_WQE_POSTED;
+		}
+	}
+	sq->cursor = sq->consumer;
+	xp->psn = xp->comp_psn;
+	xp->req_pkt = 0;
+	xp->req_entered = false;
+	xp->req_halted = false;
+	xp->rd_outstanding = 0;
+	xp->noack_pkts = 0;
+	xp->retry_psn = xp->comp_psn;
+	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
+				    head->last_psn))
+		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;
+	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
+}

@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The responder: executes requests that arrive for a QP (wire notes §1.5,
+ * §3). One dispatcher loop walks the states below for each packet; the
+ * error states are named after the IBA error they report and map to the
+ * NAK classes of §3.7. Runs on the thread that owns the receive path
+ * (nic->rx_lock) with dev->obj_lock held for reading, so every key it
+ * resolves stays valid while the packet is handled.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/log.h"
+
+enum ur_resp_state {
+	UR_RESP_CHK_PSN,
+	UR_RESP_CHK_OP_SEQ,
+	UR_RESP_CHK_OP_VALID,
+	UR_RESP_CHK_RESOURCE,
+	UR_RESP_CHK_LENGTH,
+	UR_RESP_CHK_RKEY,
+	UR_RESP_EXECUTE,
+	UR_RESP_COMPLETE,
+	UR_RESP_READ_REPLY,
+	UR_RESP_ATOMIC_REPLY,
+	UR_RESP_ACKNOWLEDGE,
+	UR_RESP_DUPLICATE,
+	UR_RESP_ERR_PSN_SEQUENCE,	/* class B: NAK 0x60 */
+	UR_RESP_ERR_RNR,		/* class B: RNR NAK */
+	UR_RESP_ERR_INVALID_REQUEST,	/* class C: NAK 0x61 */
+	UR_RESP_ERR_LENGTH,		/* class C: NAK 0x61, LOC_LEN_ERR */
+	UR_RESP_ERR_REMOTE_ACCESS,	/* class C: NAK 0x62 */
+	UR_RESP_ERR_REMOTE_OPERATION,	/* class A: NAK 0x63 */
+	UR_RESP_DROP,
+	UR_RESP_DONE,
+	UR_RESP__MAX,
+};
+
+static const char *const ur_resp_state_names[UR_RESP__MAX] = {
+	[UR_RESP_CHK_PSN] = "CHK_PSN",
+	[UR_RESP_CHK_OP_SEQ] = "CHK_OP_SEQ",
+	[UR_RESP_CHK_OP_VALID] = "CHK_OP_VALID",
+	[UR_RESP_CHK_RESOURCE] = "CHK_RESOURCE",
+	[UR_RESP_CHK_LENGTH] = "CHK_LENGTH",
+	[UR_RESP_CHK_RKEY] = "CHK_RKEY",
+	[UR_RESP_EXECUTE] = "EXECUTE",
+	[UR_RESP_COMPLETE] = "COMPLETE",
+	[UR_RESP_READ_REPLY] = "READ_REPLY",
+	[UR_RESP_ATOMIC_REPLY] = "ATOMIC_REPLY",
+	[UR_RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[UR_RESP_DUPLICATE] = "DUPLICATE",
+	[UR_RESP_ERR_PSN_SEQUENCE] = "ERR_PSN_SEQUENCE",
+	[UR_RESP_ERR_RNR] = "ERR_RNR",
+	[UR_RESP_ERR_INVALID_REQUEST] = "ERR_INVALID_REQUEST",
+	[UR_RESP_ERR_LENGTH] = "ERR_LENGTH",
+	[UR_RESP_ERR_REMOTE_ACCESS] = "ERR_REMOTE_ACCESS",
+	[UR_RESP_ERR_REMOTE_OPERATION] = "ERR_REMOTE_OPERATION",
+	[UR_RESP_DROP] = "DROP",
+	[UR_RESP_DONE] = "DONE",
+};
+
+struct ur_resp_ctx {
+	struct ur_qp *qp;
+	struct ur_qp_xport *xp;
+	struct ur_resp_state_qp *r;
+	const struct ur_pkt *pkt;
+	const struct ur_rxd *d;
+	const struct ur_ip_flow *flow;
+	uint8_t op;
+	uintptr_t host;			/* resolved target of WRITE/atomic */
+	enum ur_drop_reason drop;
+	enum ibv_wc_status rwqe_status;	/* for a taken receive WQE */
+	bool inv_failed;
+};
+
+/* Memory window helper of obj/mem.c (mem owner); weak until it lands. */
+int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
+		      uint32_t qp_num, uint32_t rkey) __attribute__((weak));
+
+static bool is_rc(const struct ur_resp_ctx *c)
+{
+	return c->qp->type == IBV_QPT_RC;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies                                                             */
+/* ------------------------------------------------------------------ */
+
+static void resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode,
+			   uint8_t syn, uint32_t psn)
+{
+	struct ur_hdr_fields f = { 0 };
+
+	f.opcode = opcode;
+	f.qpn = c->qp->attr.dest_qp_num;
+	f.psn = psn;
+	f.aeth.syn = syn;
+	f.aeth.msn = c->r->msn;
+	if (syn == UR_AETH_ACK_UNLIMITED) {
+		ur_txb_add_ack(&c->xp->nic->txb, c->qp, &f);
+		ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ACK_SENT, 1);
+	} else {
+		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f,
+			   NULL, 0, 0);
+	}
+}
+
+static void resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
+				 uint64_t orig)
+{
+	struct ur_hdr_fields f = { 0 };
+
+	f.opcode = UR_OPC_RC_ATOMIC_ACK;
+	f.qpn = c->qp->attr.dest_qp_num;
+	f.psn = psn;
+	f.aeth.syn = UR_AETH_ACK_UNLIMITED;
+	f.aeth.msn = c->r->msn;
+	f.atmack_orig = orig;
+	ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
+		   0, 0);
+}
+
+/* Read response packets for [va, va+len) with PSNs from psn on. The
+ * memory is re-checked through the rkey for every packet. */
+static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
+			   uint32_t psn, uint64_t va, uint32_t len)
+{
+	uint32_t mtu = c->xp->mtu, n = len ? (len + mtu - 1) / mtu : 1, i;
+	struct ur_hdr_fields f = { 0 };
+	struct iovec iov;
+	uintptr_t host;
+
+	for (i = 0; i < n; i++) {
+		uint32_t off = i * mtu, plen = UR_MIN(mtu, len - off);
+
+		if (ur_rkey_map(c->qp, res->rkey, va + off, plen,
+				IBV_ACCESS_REMOTE_READ, &host)) {
+			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
+				       ur_psn_add(psn, (int32_t)i));
+			return;
+		}
+		memset(&f, 0, sizeof(f));
+		if (n == 1)
+			f.opcode = UR_OPC_RC_READ_RESP_ONLY;
+		else if (!i)
+			f.opcode = UR_OPC_RC_READ_RESP_FIRST;
+		else if (i == n - 1)
+			f.opcode = UR_OPC_RC_READ_RESP_LAST;
+		else
+			f.opcode = UR_OPC_RC_READ_RESP_MIDDLE;
+		f.qpn = c->qp->attr.dest_qp_num;
+		f.psn = ur_psn_add(psn, (int32_t)i);
+		f.aeth.syn = UR_AETH_ACK_UNLIMITED;
+		f.aeth.msn = c->r->msn;
+		iov.iov_base = (void *)host;
+		iov.iov_len = plen;
+		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow,
+			   &f, &iov, 1, plen);
+	}
+}
+
+/* Responder-side class A/C error: the QP goes to ERR. */
+static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
+{
+	struct ur_qp *qp = c->qp;
+	struct ibv_async_event ev = {
+		.element.qp = &qp->ibqp_ex.qp_base,
+		.event_type = ev_type,
+	};
+
+	if (c->r->have_rwqe && c->rwqe_status != IBV_WC_SUCCESS) {
+		struct ibv_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = c->r->rwqe.wr_id;
+		wc.status = c->rwqe_status;
+		wc.opcode = IBV_WC_RECV;
+		wc.qp_num = ur_qp_num(qp);
+		c->r->have_rwqe = false;
+		ur_cq_push(qp->recv_cq, &wc, false);
+	}
+	pthread_mutex_lock(&qp->sq_lock);
+	ur_qp_error_locked(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+	ur_flush_rq(qp, true);
+	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+}
+
+/* ------------------------------------------------------------------ */
+/* States                                                              */
+/* ------------------------------------------------------------------ */
+
+static void msg_reset(struct ur_resp_state_qp *r)
+{
+	r->msg = UR_MSG_NONE;
+	r->msg_len = 0;
+}
+
+static enum ur_resp_state resp_chk_psn(struct ur_resp_ctx *c)
+{
+	struct ur_resp_state_qp *r = c->r;
+	uint32_t psn = c->pkt->psn;
+	int32_t diff = ur_psn_diff(psn, r->epsn);
+
+	if (c->qp->type == IBV_QPT_UD)
+		return UR_RESP_CHK_RESOURCE;
+	if (c->qp->type == IBV_QPT_UC) {
+		if (diff || r->uc_drop) {
+			if (!ur_op_has_start(c->op)) {
+				r->uc_drop = true;
+				r->epsn = ur_psn_inc(psn);
+				c->drop = UR_DROP_PSN_WINDOW;
+				return UR_RESP_DROP;
+			}
+			r->uc_drop = false;
+			msg_reset(r);
+			r->epsn = psn;
+		}
+		return UR_RESP_CHK_OP_SEQ;
+	}
+	if (diff > 0) {
+		if (r->nak_sent) {
+			c->drop = UR_DROP_PSN_WINDOW;
+			return UR_RESP_DROP;
+		}
+		return UR_RESP_ERR_PSN_SEQUENCE;
+	}
+	if (diff < 0)
+		return UR_RESP_DUPLICATE;
+	r->nak_sent = false;
+	return UR_RESP_CHK_OP_SEQ;
+}
+
+static enum ur_resp_state resp_seq_error(struct ur_resp_ctx *c)
+{
+	if (is_rc(c))
+		return UR_RESP_ERR_INVALID_REQUEST;
+	c->r->uc_drop = true;
+	msg_reset(c->r);
+	c->drop = UR_DROP_OPCODE_SEQ;
+	return UR_RESP_DROP;
+}
+
+static enum ur_resp_state resp_chk_op_seq(struct ur_resp_ctx *c)
+{
+	struct ur_resp_state_qp *r = c->r;
+	uint8_t op = c->op;
+
+	switch (r->msg) {
+	case UR_MSG_SEND:
+		if (!ur_op_is_send(op) || ur_op_has_start(op))
+			return resp_seq_error(c);
+		break;
+	case UR_MSG_WRITE:
+		if (!ur_op_is_write(op) || ur_op_has_start(op))
+			return resp_seq_error(c);
+		break;
+	default:
+		if (!ur_op_has_start(op))
+			return resp_seq_error(c);
+		break;
+	}
+	return UR_RESP_CHK_OP_VALID;
+}
+
+static enum ur_resp_state resp_chk_op_valid(struct ur_resp_ctx *c)
+{
+	unsigned int acc = c->qp->attr.qp_access_flags, need = 0;
+
+	if (ur_op_is_write(c->op))
+		need = IBV_ACCESS_REMOTE_WRITE;
+	else if (ur_op_is_read(c->op))
+		need = IBV_ACCESS_REMOTE_READ;
+	else if (ur_op_is_atomic(c->op))
+		need = IBV_ACCESS_REMOTE_ATOMIC;
+	if ((acc & need) != need) {
+		if (is_rc(c))
+			return UR_RESP_ERR_INVALID_REQUEST;
+		c->r->uc_drop = true;
+		c->drop = UR_DROP_ACCESS;
+		return UR_RESP_DROP;
+	}
+	return UR_RESP_CHK_RESOURCE;
+}
+
+static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
+{
+	struct ur_resp_state_qp *r = c->r;
+
+	if ((ur_op_is_read(c->op) || ur_op_is_atomic(c->op)) &&
+	    !c->qp->attr.max_dest_rd_atomic)
+		return UR_RESP_ERR_INVALID_REQUEST;
+	if (ur_op_consumes_rwr(c->op) && !r->have_rwqe) {
+		if (ur_qp_take_recv(c->qp, &r->rwqe)) {
+			if (is_rc(c))
+				return UR_RESP_ERR_RNR;
+			c->drop = UR_DROP_NO_RECV_WQE;
+			if (c->qp->type == IBV_QPT_UC)
+				r->uc_drop = true;
+			return UR_RESP_DROP;
+		}
+		r->have_rwqe = true;
+		r->msg_len = 0;
+	}
+	return UR_RESP_CHK_LENGTH;
+}
+
+static enum ur_resp_state resp_chk_length(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_resp_state_qp *r = c->r;
+	uint64_t need;
+
+	if (ur_op_is_send(c->op)) {
+		need = (uint64_t)r->msg_len + pkt->paylen;
+		if (c->qp->type == IBV_QPT_UD)
+			need += UR_GRH_BYTES;
+		if (need > r->rwqe.length) {
+			if (is_rc(c))
+				return UR_RESP_ERR_LENGTH;
+			c->drop = UR_DROP_RECV_TOO_SMALL;
+			if (c->qp->type == IBV_QPT_UC) {
+				r->uc_drop = true;
+				msg_reset(r);
+			}
+			return UR_RESP_DROP;
+		}
+	}
+	if (ur_op_is_atomic(c->op) && (ur_atmeth_va(pkt->atmeth) & 7))
+		return UR_RESP_ERR_INVALID_REQUEST;
+	if (pkt->reth && ur_reth_len(pkt->reth) > UR_MAX_MSG_SZ)
+		return UR_RESP_ERR_INVALID_REQUEST;
+	return UR_RESP_CHK_RKEY;
+}
+
+static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_resp_state_qp *r = c->r;
+
+	if (ur_op_is_write(c->op)) {
+		if (ur_op_has_start(c->op)) {
+			r->va = ur_reth_va(pkt->reth);
+			r->rkey = ur_reth_rkey(pkt->reth);
+			r->resid = r->write_len = ur_reth_len(pkt->reth);
+		}
+		if (pkt->paylen > r->resid ||
+		    (ur_op_has_end(c->op) && pkt->paylen != r->resid) ||
+		    (!ur_op_has_end(c->op) && pkt->paylen == r->resid)) {
+			if (is_rc(c))
+				return UR_RESP_ERR_INVALID_REQUEST;
+			c->drop = UR_DROP_BAD_LENGTH;
+			r->uc_drop = true;
+			msg_reset(r);
+			return UR_RESP_DROP;
+		}
+		if (ur_rkey_map(c->qp, r->rkey, r->va, pkt->paylen,
+				IBV_ACCESS_REMOTE_WRITE, &c->host)) {
+			if (is_rc(c))
+				return UR_RESP_ERR_REMOTE_ACCESS;
+			c->drop = UR_DROP_ACCESS;
+			r->uc_drop = true;
+			msg_reset(r);
+			return UR_RESP_DROP;
+		}
+	} else if (ur_op_is_read(c->op)) {
+		if (ur_rkey_map(c->qp, ur_reth_rkey(pkt->reth),
+				ur_reth_va(pkt->reth), ur_reth_len(pkt->reth),
+				IBV_ACCESS_REMOTE_READ, &c->host))
+			return UR_RESP_ERR_REMOTE_ACCESS;
+	} else if (ur_op_is_atomic(c->op)) {
+		if (ur_rkey_map(c->qp, ur_atmeth_rkey(pkt->atmeth),
+				ur_atmeth_va(pkt->atmeth), 8,
+				IBV_ACCESS_REMOTE_ATOMIC, &c->host))
+			return UR_RESP_ERR_REMOTE_ACCESS;
+		if (c->host & 7)
+			return UR_RESP_ERR_INVALID_REQUEST;
+	}
+	return UR_RESP_EXECUTE;
+}
+
+static enum ur_resp_state resp_exec_send(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_resp_state_qp *r = c->r;
+	struct ur_recv_wqe *w = &r->rwqe;
+	uint32_t off = r->msg_len;
+	int rc;
+
+	if (c->qp->type == IBV_QPT_UD) {
+		uint8_t grh[UR_GRH_BYTES];
+
+		memset(grh, 0, sizeof(grh));
+		ur_grh_image_build(grh, c->flow, c->d->len);
+		rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, 0, grh,
+				    sizeof(grh));
+		off = UR_GRH_BYTES;
+		r->msg_len = UR_GRH_BYTES;
+		if (rc)
+			goto err;
+	}
+	rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
+			    pkt->paylen);
+	if (rc)
+		goto err;
+	r->msg_len += pkt->paylen;
+	r->msg = ur_op_has_end(c->op) ? UR_MSG_NONE : UR_MSG_SEND;
+	return UR_RESP_DONE;
+err:
+	c->rwqe_status = rc == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR :
+					   IBV_WC_LOC_PROT_ERR;
+	return UR_RESP_ERR_REMOTE_OPERATION;
+}
+
+static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_resp_state_qp *r = c->r;
+	enum ur_resp_state st;
+
+	if (ur_op_is_read(c->op))
+		return UR_RESP_READ_REPLY;
+	if (ur_op_is_atomic(c->op))
+		return UR_RESP_ATOMIC_REPLY;
+	if (ur_op_is_send(c->op)) {
+		st = resp_exec_send(c);
+		if (st != UR_RESP_DONE)
+			return st;
+	} else {
+		if (pkt->paylen)
+			memcpy((void *)c->host, pkt->payload, pkt->paylen);
+		r->va += pkt->paylen;
+		r->resid -= pkt->paylen;
+		r->msg = ur_op_has_end(c->op) ? UR_MSG_NONE : UR_MSG_WRITE;
+	}
+	if (pkt->ieth) {
+		uint32_t rkey = ur_ieth_rkey(pkt->ieth);
+
+		if (!ur_mem_invalidate ||
+		    ur_mem_invalidate(c->qp->dev, c->qp->pd, ur_qp_num(c->qp),
+				      rkey))
+			c->inv_failed = true;
+	}
+	r->epsn = ur_psn_inc(pkt->psn);
+	if (ur_op_has_end(c->op))
+		r->msn = (r->msn + 1) & UR_PSN_MASK;
+	if (ur_op_has_end(c->op) && ur_op_completes_rwr(c->op))
+		return UR_RESP_COMPLETE;
+	return UR_RESP_ACKNOWLEDGE;
+}
+
+static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_resp_state_qp *r = c->r;
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->rwqe.wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.qp_num = ur_qp_num(c->qp);
+	if (ur_op_is_write(c->op)) {
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = r->write_len;
+	} else {
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = r->msg_len;
+	}
+	if (pkt->immdt) {
+		wc.imm_data = ur_immdt_imm_be(pkt->immdt);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (pkt->ieth) {
+		wc.invalidated_rkey = ur_ieth_rkey(pkt->ieth);
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		if (c->inv_failed)
+			wc.status = IBV_WC_REM_INV_REQ_ERR;
+	}
+	if (c->qp->type == IBV_QPT_UD) {
+		wc.src_qp = ur_deth_sqp(pkt->deth);
+		wc.wc_flags |= IBV_WC_GRH;
+	} else {
+		wc.src_qp = c->qp->attr.dest_qp_num;
+	}
+	r->have_rwqe = false;
+	r->msg_len = 0;
+	ur_cq_push(c->qp->recv_cq, &wc, pkt->se);
+	if (wc.status != IBV_WC_SUCCESS && is_rc(c)) {
+		/* class J: the ACK still goes out, then the QP fails */
+		if (pkt->ackreq)
+			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				       pkt->psn);
+		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);
+		return UR_RESP_DONE;
+	}
+	return UR_RESP_ACKNOWLEDGE;
+}
+
+static enum ur_resp_state resp_read_reply(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_res *res = ur_res_alloc(c->xp);
+	uint32_t len = ur_reth_len(pkt->reth), mtu = c->xp->mtu;
+	uint32_t n = len ? (len + mtu - 1) / mtu : 1;
+
+	res->type = UR_RES_READ;
+	res->first_psn = pkt->psn;
+	res->last_psn = ur_psn_add(pkt->psn, (int32_t)n - 1);
+	res->va = ur_reth_va(pkt->reth);
+	res->rkey = ur_reth_rkey(pkt->reth);
+	res->len = len;
+	c->r->epsn = ur_psn_add(pkt->psn, (int32_t)n);
+	c->r->msn = (c->r->msn + 1) & UR_PSN_MASK;
+	resp_send_read(c, res, pkt->psn, res->va, len);
+	return UR_RESP_DONE;
+}
+
+static enum ur_resp_state resp_atomic_reply(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	uint64_t *p = (uint64_t *)c->host;
+	uint64_t orig, swap = ur_atmeth_swap_add(pkt->atmeth);
+	struct ur_res *res;
+
+	if (c->op == UR_OPC_RC_CMP_SWAP) {
+		orig = ur_atmeth_compare(pkt->atmeth);
+		__atomic_compare_exchange_n(p, &orig, swap, false,
+					    __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, swap, __ATOMIC_SEQ_CST);
+	}
+	res = ur_res_alloc(c->xp);
+	res->type = UR_RES_ATOMIC;
+	res->first_psn = res->last_psn = pkt->psn;
+	res->orig = orig;
+	c->r->epsn = ur_psn_inc(pkt->psn);
+	c->r->msn = (c->r->msn + 1) & UR_PSN_MASK;
+	resp_send_atomic_ack(c, pkt->psn, orig);
+	return UR_RESP_DONE;
+}
+
+static enum ur_resp_state resp_acknowledge(struct ur_resp_ctx *c)
+{
+	if (is_rc(c) && c->pkt->ackreq)
+		resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+			       c->pkt->psn);
+	return UR_RESP_DONE;
+}
+
+static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_res *res;
+	uint64_t va;
+	uint32_t len, mtu = c->xp->mtu;
+
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_DUP_REQ, 1);
+	if (ur_op_is_send(c->op) || ur_op_is_write(c->op)) {
+		/* C9-105: not executed again; ACK the last in-order PSN */
+		if (pkt->ackreq)
+			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				       ur_psn_add(c->r->epsn, -1));
+		return UR_RESP_DONE;
+	}
+	res = ur_res_find(c->xp, pkt->psn);
+	c->drop = UR_DROP_DUPLICATE;
+	if (!res)
+		return UR_RESP_DROP;
+	if (ur_op_is_atomic(c->op)) {
+		if (res->type != UR_RES_ATOMIC || res->first_psn != pkt->psn)
+			return UR_RESP_DROP;
+		ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ATOMIC_REPLAY, 1);
+		resp_send_atomic_ack(c, pkt->psn, res->orig);
+		return UR_RESP_DONE;
+	}
+	if (res->type != UR_RES_READ)
+		return UR_RESP_DROP;
+	va = ur_reth_va(pkt->reth);
+	len = ur_reth_len(pkt->reth);
+	/* a retried READ asks for a tail of the original range */
+	if (ur_reth_rkey(pkt->reth) != res->rkey || va < res->va ||
+	    va + len > res->va + res->len ||
+	    (va - res->va) !=
+		    (uint64_t)((pkt->psn - res->first_psn) & UR_PSN_MASK) * mtu)
+		return UR_RESP_DROP;
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_READ_REPLAY, 1);
+	resp_send_read(c, res, pkt->psn, va, len);
+	return UR_RESP_DONE;
+}
+
+static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
+{
+	c->r->nak_sent = true;
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
+	resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
+	c->drop = UR_DROP_PSN_WINDOW;
+	return UR_RESP_DROP;
+}
+
+static enum ur_resp_state resp_err_rnr(struct ur_resp_ctx *c)
+{
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_RNR_NAK_SENT, 1);
+	resp_send_aeth(c, UR_OPC_RC_ACK,
+		       UR_AETH_RNR_NAK | (c->qp->attr.min_rnr_timer & 0x1f),
+		       c->pkt->psn);
+	c->drop = UR_DROP_NO_RECV_WQE;
+	return UR_RESP_DROP;
+}
+
+static enum ur_resp_state resp_err_class_c(struct ur_resp_ctx *c, uint8_t syn,
+					   enum ibv_event_type ev)
+{
+	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ERR_NAK_SENT, 1);
+	resp_send_aeth(c, UR_OPC_RC_ACK, syn, c->pkt->psn);
+	resp_qp_error(c, ev);
+	return UR_RESP_DONE;
+}
+
+static enum ur_resp_state resp_err_invalid_request(struct ur_resp_ctx *c)
+{
+	c->rwqe_status = IBV_WC_REM_INV_REQ_ERR;
+	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+}
+
+static enum ur_resp_state resp_err_length(struct ur_resp_ctx *c)
+{
+	c->rwqe_status = IBV_WC_LOC_LEN_ERR;
+	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+}
+
+static enum ur_resp_state resp_err_remote_access(struct ur_resp_ctx *c)
+{
+	c->rwqe_status = IBV_WC_REM_ACCESS_ERR;
+	return resp_err_class_c(c, UR_AETH_NAK_REM_ACC,
+				IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static enum ur_resp_state resp_err_remote_operation(struct ur_resp_ctx *c)
+{
+	if (c->rwqe_status == IBV_WC_SUCCESS)
+		c->rwqe_status = IBV_WC_LOC_QP_OP_ERR;
+	if (!is_rc(c)) {
+		/* UC/UD: the message is dropped, the WQE kept for reuse */
+		c->r->msg_len = 0;
+		c->r->uc_drop = c->qp->type == IBV_QPT_UC;
+		c->drop = UR_DROP_RECV_TOO_SMALL;
+		return UR_RESP_DROP;
+	}
+	return resp_err_class_c(c, UR_AETH_NAK_REM_OP, IBV_EVENT_QP_FATAL);
+}
+
+static enum ur_resp_state resp_drop(struct ur_resp_ctx *c)
+{
+	ur_cnt_drop(&c->xp->nic->cnt, c->drop ? c->drop : UR_DROP_UNSUPPORTED);
+	return UR_RESP_DONE;
+}
+
+typedef enum ur_resp_state (*ur_resp_fn)(struct ur_resp_ctx *c);
+
+static const ur_resp_fn resp_handlers[UR_RESP__MAX] = {
+	[UR_RESP_CHK_PSN] = resp_chk_psn,
+	[UR_RESP_CHK_OP_SEQ] = resp_chk_op_seq,
+	[UR_RESP_CHK_OP_VALID] = resp_chk_op_valid,
+	[UR_RESP_CHK_RESOURCE] = resp_chk_resource,
+	[UR_RESP_CHK_LENGTH] = resp_chk_length,
+	[UR_RESP_CHK_RKEY] = resp_chk_rkey,
+	[UR_RESP_EXECUTE] = resp_execute,
+	[UR_RESP_COMPLETE] = resp_complete,
+	[UR_RESP_READ_REPLY] = resp_read_reply,
+	[UR_RESP_ATOMIC_REPLY] = resp_atomic_reply,
+	[UR_RESP_ACKNOWLEDGE] = resp_acknowledge,
+	[UR_RESP_DUPLICATE] = resp_duplicate,
+	[UR_RESP_ERR_PSN_SEQUENCE] = resp_err_psn_sequence,
+	[UR_RESP_ERR_RNR] = resp_err_rnr,
+	[UR_RESP_ERR_INVALID_REQUEST] = resp_err_invalid_request,
+	[UR_RESP_ERR_LENGTH] = resp_err_length,
+	[UR_RESP_ERR_REMOTE_ACCESS] = resp_err_remote_access,
+	[UR_RESP_ERR_REMOTE_OPERATION] = resp_err_remote_operation,
+	[UR_RESP_DROP] = resp_drop,
+};
+
+void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
+		const struct ur_rxd *d, const struct ur_ip_flow *flow)
+{
+	struct ur_resp_ctx c = {
+		.qp = qp,
+		.xp = qp->xp,
+		.r = &qp->xp->resp,
+		.pkt = pkt,
+		.d = d,
+		.flow = flow,
+		.op = pkt->opcode,
+	};
+	enum ur_resp_state st = UR_RESP_CHK_PSN;
+
+	while (st != UR_RESP_DONE) {
+		ur_dbg_dp("resp qp %u psn %u: %s", ur_qp_num(qp), pkt->psn,
+			  ur_resp_state_names[st]);
+		st = resp_handlers[st](&c);
+	}
+	(void)ur_resp_state_names;
+}
+
+void ur_resp_reset(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	memset(&xp->resp, 0, sizeof(xp->resp));
+	xp->resp.epsn = qp->attr.rq_psn & UR_PSN_MASK;
+}
