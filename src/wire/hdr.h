@@ -403,6 +403,10 @@ static inline uint8_t ur_feth_plt(const struct ur_feth *h)
 {
 	return UR_HDR_GET32(h->bits) & 0xf;
 }
+static inline uint32_t ur_feth_resv(const struct ur_feth *h)
+{
+	return UR_HDR_GET32(h->bits) & ~0x3fu;
+}
 static inline void ur_feth_set(struct ur_feth *h, uint8_t sel, uint8_t plt)
 {
 	UR_HDR_SET32(h->bits, ((uint32_t)(sel & 3) << 4) | (plt & 0xf));

@@ -92,6 +92,9 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 	pkt->deth = hdr_ptr(p, oi, UR_HDR_DETH);
 	if (unlikely(pkt->deth && ur_deth_resv8(pkt->deth)))
 		return UR_DROP_RESERVED;
+	pkt->feth = hdr_ptr(p, oi, UR_HDR_FETH);
+	if (unlikely(pkt->feth && ur_feth_resv(pkt->feth)))
+		return UR_DROP_RESERVED;
 
 	pkt->buf = p;
 	pkt->len = (uint32_t)len;
@@ -105,7 +108,6 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 	pkt->qpn = ur_bth_qpn(bth);
 	pkt->bth = bth;
 	pkt->reth = hdr_ptr(p, oi, UR_HDR_RETH);
-	pkt->feth = hdr_ptr(p, oi, UR_HDR_FETH);
 	pkt->atmeth = hdr_ptr(p, oi, UR_HDR_ATMETH);
 	pkt->aeth = hdr_ptr(p, oi, UR_HDR_AETH);
 	pkt->atmack = hdr_ptr(p, oi, UR_HDR_ATMACK);

@@ -20,7 +20,7 @@ enum ur_drop_reason {
 	UR_DROP_TOO_SHORT,   /* shorter than BTH + ICRC */
 	UR_DROP_BAD_OPCODE,  /* opcode has no table entry (RD, reserved) */
 	UR_DROP_BAD_TVER,    /* BTH TVer != 0 */
-	UR_DROP_RESERVED,    /* reserved bits set (BTH resv6a/resv7, DETH) */
+	UR_DROP_RESERVED,    /* reserved bits set (BTH, DETH, FETH) */
 	UR_DROP_BAD_LENGTH,  /* shorter than headers + pad + ICRC */
 	UR_DROP_BAD_PAD,     /* pad count on an opcode without payload,
 			      * or pad larger than the payload area */

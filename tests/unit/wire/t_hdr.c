@@ -348,6 +348,11 @@ static void test_parse_rejects(void **state)
 	tmp[12 + 4] = 1; /* DETH resv8 */
 	assert_int_equal(parse(tmp, (size_t)len), UR_DROP_RESERVED);
 
+	len = tw_build(tmp, sizeof(tmp), UR_OPC_RC_FLUSH, 0, &flow, NULL);
+	assert_int_equal(parse(tmp, (size_t)len), UR_DROP_NONE);
+	tmp[12 + 2] = 1; /* FETH reserved */
+	assert_int_equal(parse(tmp, (size_t)len), UR_DROP_RESERVED);
+
 	/* truncated headers: WRITE_ONLY needs 28 + 4 */
 	len = tw_build(buf, sizeof(buf), UR_OPC_RC_WRITE_ONLY, 0, &flow, NULL);
 	assert_int_equal(len, 32);
