@@ -54,32 +54,49 @@ static size_t pseudo_hdr(uint8_t *ph, const struct ur_ip_flow *flow,
 void ur_icrc_begin(struct ur_icrc *c, const struct ur_ip_flow *flow,
 		   size_t udp_payload_len)
 {
-	uint8_t ph[LRH_MASK_BYTES + UR_IPV6_HDR_BYTES + UR_UDP_HDR_BYTES];
-
-	c->crc = ur_crc32(0, ph, pseudo_hdr(ph, flow, udp_payload_len));
+	c->head_len = (uint8_t)pseudo_hdr(c->head, flow, udp_payload_len);
+	c->crc = 0;
 	c->pos = 0;
+}
+
+/* Hash the buffered pseudo-headers and BTH bytes (once). */
+static void flush_head(struct ur_icrc *c)
+{
+	if (c->head_len) {
+		c->crc = ur_crc32(0, c->head, c->head_len);
+		c->head_len = 0;
+	}
 }
 
 void ur_icrc_update(struct ur_icrc *c, const void *buf, size_t len)
 {
-	static const uint8_t ff = 0xff;
 	const uint8_t *p = buf;
-	size_t head;
 
-	if (c->pos <= BTH_RESV8A_OFF && c->pos + len > BTH_RESV8A_OFF) {
-		head = BTH_RESV8A_OFF - c->pos;
-		c->crc = ur_crc32(c->crc, p, head);
-		c->crc = ur_crc32(c->crc, &ff, 1);
-		p += head + 1;
-		len -= head + 1;
-		c->pos += head + 1;
+	/* The BTH (first 12 bytes) joins the pseudo-headers so that masking
+	 * byte 4 costs no extra CRC call. */
+	if (c->pos < UR_BTH_BYTES && c->head_len) {
+		size_t n = UR_MIN(len, UR_BTH_BYTES - c->pos);
+
+		memcpy(c->head + c->head_len, p, n);
+		if (c->pos <= BTH_RESV8A_OFF && c->pos + n > BTH_RESV8A_OFF)
+			c->head[c->head_len + BTH_RESV8A_OFF - c->pos] = 0xff;
+		c->head_len += (uint8_t)n;
+		c->pos += (uint32_t)n;
+		p += n;
+		len -= n;
+		if (c->pos < UR_BTH_BYTES)
+			return;
 	}
-	c->crc = ur_crc32(c->crc, p, len);
-	c->pos += len;
+	flush_head(c);
+	if (len) {
+		c->crc = ur_crc32(c->crc, p, len);
+		c->pos += (uint32_t)len;
+	}
 }
 
-uint32_t ur_icrc_final(const struct ur_icrc *c)
+uint32_t ur_icrc_final(struct ur_icrc *c)
 {
+	flush_head(c);
 	return c->crc;
 }
 
@@ -217,7 +234,19 @@ static bool solver_solve(const struct id_solver *s, uint32_t delta,
 	return delta == 0;
 }
 
-static __thread struct id_solver solver_cache;
+/* Small per-thread cache, direct-mapped by length: ACKs and data packets
+ * of a flow alternate between a few lengths. */
+#define SOLVER_CACHE 16
+static __thread struct id_solver solver_cache[SOLVER_CACHE];
+
+static const struct id_solver *solver_get(size_t udp_len)
+{
+	struct id_solver *s = &solver_cache[(udp_len >> 2) % SOLVER_CACHE];
+
+	if (s->udp_len != udp_len)
+		solver_init(s, udp_len);
+	return s;
+}
 
 enum ur_drop_reason ur_icrc_check_rx(struct ur_ip_flow *flow, const void *buf,
 				     size_t len)
@@ -238,9 +267,7 @@ enum ur_drop_reason ur_icrc_check_rx(struct ur_ip_flow *flow, const void *buf,
 		flow->ip_id = 0;
 		return UR_DROP_NONE;
 	}
-	if (solver_cache.udp_len != len)
-		solver_init(&solver_cache, len);
-	if (!solver_solve(&solver_cache, crc0 ^ stored, &id))
+	if (!solver_solve(solver_get(len), crc0 ^ stored, &id))
 		return UR_DROP_ICRC;
 	flow->ip_id = id;
 	return UR_DROP_NONE;

@@ -24,15 +24,20 @@
 /* Incremental ICRC: begin() hashes the masked pseudo-headers; update() takes
  * the UDP payload from its first byte (BTH) in any number of pieces, without
  * the 4 ICRC bytes; final() returns the CRC value. */
+#define UR_ICRC_HEAD_MAX (8 + 40 + 8 + 12)
+
 struct ur_icrc {
 	uint32_t crc; /* running zlib-style crc32 */
 	uint32_t pos; /* bytes of UDP payload seen */
+	/* masked pseudo-headers + BTH, hashed in one call once complete */
+	uint8_t head_len;
+	uint8_t head[UR_ICRC_HEAD_MAX];
 };
 
 void ur_icrc_begin(struct ur_icrc *c, const struct ur_ip_flow *flow,
 		   size_t udp_payload_len);
 void ur_icrc_update(struct ur_icrc *c, const void *buf, size_t len);
-uint32_t ur_icrc_final(const struct ur_icrc *c);
+uint32_t ur_icrc_final(struct ur_icrc *c);
 
 /* ICRC value <-> its 4 wire bytes (little-endian). */
 static inline void ur_icrc_store(void *dst, uint32_t icrc)
