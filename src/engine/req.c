@@ -298,8 +298,8 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		wqe->first_psn = xp->psn;
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
-		if ((wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		     wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+		/* READ and atomic results land in local memory */
+		if (wr_is_rd_atomic(wqe->opcode) &&
 		    !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {

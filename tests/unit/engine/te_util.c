@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "te_util.h"
+
+static struct ibv_context *te_ctx[2];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int open_devices(void)
+{
+	struct ibv_device **list;
+	int n = 0, i;
+
+	if (te_ctx[0])
+		return 0;
+	setenv("UROCE_NUM_DEVICES", "2", 0);
+	list = ibv_get_device_list(&n);
+	if (!list || n < 2)
+		return -ENODEV;
+	for (i = 0; i < 2; i++) {
+		te_ctx[i] = ibv_open_device(list[i]);
+		if (!te_ctx[i])
+			return -errno;
+	}
+	ibv_free_device_list(list);
+	return 0;
+}
+
+static int side_open(struct te_side *s, struct ibv_context *ctx,
+		     enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = ctx;
+	if (ibv_query_gid(ctx, 1, 0, &s->gid))
+		return -1;
+	s->pd = ibv_alloc_pd(ctx);
+	s->scq = ibv_create_cq(ctx, 512, NULL, NULL, 0);
+	s->rcq = ibv_create_cq(ctx, 512, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, TE_BUF);
+	if (!s->pd || !s->scq || !s->rcq || !s->buf)
+		return -1;
+	memset(s->buf, 0, TE_BUF);
+	s->mr = ibv_reg_mr(s->pd, s->buf, TE_BUF,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr)
+		return -1;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = s->scq;
+	ia.recv_cq = s->rcq;
+	ia.qp_type = t;
+	ia.cap.max_send_wr = 256;
+	ia.cap.max_recv_wr = 256;
+	ia.cap.max_send_sge = 4;
+	ia.cap.max_recv_sge = 4;
+	ia.cap.max_inline_data = 256;
+	s->qp = ibv_create_qp(s->pd, &ia);
+	return s->qp ? 0 : -1;
+}
+
+int te_pair_open(struct te_pair *p, enum ibv_qp_type t)
+{
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	p->type = t;
+	if (open_devices())
+		return -1;
+	for (i = 0; i < 2; i++)
+		if (side_open(&p->s[i], te_ctx[i], t))
+			return -1;
+	return 0;
+}
+
+void te_pair_close(struct te_pair *p)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct te_side *s = &p->s[i];
+
+		if (s->qp)
+			ibv_destroy_qp(s->qp);
+		if (s->mr)
+			ibv_dereg_mr(s->mr);
+		if (s->scq)
+			ibv_destroy_cq(s->scq);
+		if (s->rcq)
+			ibv_destroy_cq(s->rcq);
+		if (s->pd)
+			ibv_dealloc_pd(s->pd);
+		free(s->buf);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+int te_qp_to_reset(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+static int side_connect(struct te_pair *p, int me,
+			const struct te_conn_opts *o)
+{
+	struct te_side *s = &p->s[me], *peer = &p->s[!me];
+	struct ibv_qp_attr a;
+	int mask;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (p->type == IBV_QPT_UD) {
+		a.qkey = 0x11111111;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	if (ibv_modify_qp(s->qp, &a, mask))
+		return -1;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	if (p->type != IBV_QPT_UD) {
+		a.path_mtu = TE_MTU;
+		a.dest_qp_num = peer->qp->qp_num;
+		a.rq_psn = o->psn[!me];
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = peer->gid;
+		a.ah_attr.grh.sgid_index = 0;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (p->type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 16;
+			a.min_rnr_timer = o->min_rnr_timer ? o->min_rnr_timer :
+							     1;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	if (ibv_modify_qp(s->qp, &a, mask))
+		return -1;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = o->psn[me];
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (p->type == IBV_QPT_RC) {
+		a.timeout = o->timeout ? o->timeout : 12;
+		a.retry_cnt = o->retry_cnt;
+		a.rnr_retry = o->rnr_retry;
+		a.max_rd_atomic = 16;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return ibv_modify_qp(s->qp, &a, mask) ? -1 : 0;
+}
+
+int te_pair_connect(struct te_pair *p, const struct te_conn_opts *o)
+{
+	struct te_conn_opts def = { .retry_cnt = 7, .rnr_retry = 7,
+				    .psn = { 0x123456, 0xfffff0 } };
+
+	if (!o)
+		o = &def;
+	return side_connect(p, 0, o) || side_connect(p, 1, o) ? -1 : 0;
+}
+
+int te_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+	} while (now_ms() < end);
+	return 0;
+}
+
+int te_poll_none(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc;
+	uint64_t end = now_ms() + (uint64_t)ms;
+	int seen = 0;
+
+	do {
+		seen += ibv_poll_cq(cq, 1, &wc) > 0;
+	} while (now_ms() < end);
+	return seen;
+}
+
+int te_post_recv(struct te_side *s, uint64_t wr_id, uint32_t off,
+		 uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(s->qp, &wr, &bad);
+}
+
+int te_post_send(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
+		 uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
+		 unsigned int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = flags | IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(s->qp, &wr, &bad);
+}

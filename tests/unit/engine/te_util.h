@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Engine tests through the public verbs API: two devices in one process
+ * (UROCE_NUM_DEVICES=2), one RC/UC/UD QP on each, connected over loopback.
+ */
+#ifndef UR_TE_UTIL_H
+#define UR_TE_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define TE_BUF 65536
+#define TE_MTU IBV_MTU_1024
+
+struct te_side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq;
+	struct ibv_cq *rcq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	union ibv_gid gid;
+};
+
+struct te_pair {
+	struct te_side s[2];
+	enum ibv_qp_type type;
+};
+
+struct te_conn_opts {
+	uint8_t timeout;		/* 0 = default 12 */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint32_t psn[2];
+};
+
+/* Opens both devices (once per process) and sets up QPs of type t. */
+int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
+void te_pair_close(struct te_pair *p);
+/* RESET -> INIT -> RTR -> RTS on both sides, each aimed at the other. */
+int te_pair_connect(struct te_pair *p, const struct te_conn_opts *o);
+int te_qp_to_reset(struct ibv_qp *qp);
+
+/* Polls cq until one completion or timeout_ms; returns 1, 0, or -1. */
+int te_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+/* Waits that nothing arrives for ms on cq (returns the count seen). */
+int te_poll_none(struct ibv_cq *cq, int ms);
+
+int te_post_recv(struct te_side *s, uint64_t wr_id, uint32_t off,
+		 uint32_t len);
+int te_post_send(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
+		 uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
+		 unsigned int flags);
+
+#endif
