@@ -150,6 +150,36 @@ static void test_bitflips(void **state)
 	assert_int_equal(solver_pass, UR_TEST_SOLVER_PASSES);
 }
 
+/* Random corruption of the stored ICRC: the ID solver accepts a random
+ * 32-bit value with probability 2^16 / 2^32 (it has 16 unknowns), so over
+ * 2^20 trials about 16 pass; exact verification accepts none. */
+static void test_solver_strength(void **state)
+{
+	const struct tw_pkt *p = &caps.pkts[0];
+	uint32_t seed = 2024, i, solver = 0, exact = 0;
+	uint8_t buf[2048];
+
+	memcpy(buf, p->udp, p->len);
+	for (i = 0; i < (1u << 20); i++) {
+		struct ur_ip_flow f = p->flow;
+		uint32_t v = rnd(&seed);
+
+		if (!v)
+			continue;
+		ur_icrc_store(buf + p->len - 4,
+			      ur_icrc_load(p->udp + p->len - 4) ^ v);
+		if (ur_icrc_verify(&f, buf, p->len) == UR_DROP_NONE)
+			exact++;
+		if (ur_icrc_check_rx(&f, buf, p->len) == UR_DROP_NONE)
+			solver++;
+	}
+	print_message("random ICRC corruptions: 2^20, passed exact: %u, "
+		      "passed ID solver: %u (expected ~16)\n",
+		      exact, solver);
+	assert_int_equal(exact, 0);
+	assert_in_range(solver, 4, 40);
+}
+
 static void test_masked_fields(void **state)
 {
 	const struct tw_pkt *p = &caps.pkts[0];
@@ -277,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_pcaps_verify_exact),
 		cmocka_unit_test(test_pcaps_solve_id),
 		cmocka_unit_test(test_bitflips),
+		cmocka_unit_test(test_solver_strength),
 		cmocka_unit_test(test_masked_fields),
 		cmocka_unit_test(test_incremental),
 		cmocka_unit_test(test_ipv6),
