@@ -3,8 +3,7 @@
  * The RoCEv2 opcode table as data (wire notes §2.5): one entry per 8-bit
  * opcode with its name, which headers follow the BTH, their offsets and
  * flags (first/middle/last/only, payload, request/response...). Parse and
- * build both read this table; nothing else tests header bits by hand.
- * Opcodes without an entry (RD, reserved) have mask 0 and are invalid.
+ * build read it; others use the predicates. No entry (RD, reserved): mask 0.
  */
 #ifndef UR_WIRE_OPCODE_H
 #define UR_WIRE_OPCODE_H
@@ -71,7 +70,7 @@ enum ur_opcode {
 enum ur_hdr_id {
 	UR_HDR_BTH,
 	UR_HDR_DETH,
-	UR_HDR_FETH,	/* FLUSH: FETH precedes RETH */
+	UR_HDR_FETH, /* FLUSH: FETH precedes RETH */
 	UR_HDR_RETH,
 	UR_HDR_ATMETH,
 	UR_HDR_AETH,
