@@ -34,6 +34,8 @@
 #define UR_RX_BATCH 64		/* datagrams per ur_link_recv() */
 #define UR_TX_PAY_IOV 34	/* payload pieces of one packet (SGEs) */
 #define UR_HDR_MAX 64		/* BTH + extension headers, rounded up */
+#define UR_GSO_MAX_IOV 4	/* packets with more pieces go alone */
+#define UR_GSO_MAX_BYTES 65000	/* one UDP_SEGMENT train */
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
 #define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
@@ -95,6 +97,9 @@ struct ur_txb {
 	const struct ur_qp *ack_qp;
 	struct ur_txd txd[UR_TX_BATCH];
 	struct ur_txpkt pkt[UR_TX_BATCH];
+	/* GSO trains: equal-sized packets to one peer, iovecs end to end */
+	struct ur_txd gtxd[UR_TX_BATCH];
+	struct iovec giov[UR_TX_BATCH * UR_GSO_MAX_IOV];
 };
 
 struct ur_nic {
@@ -105,6 +110,7 @@ struct ur_nic {
 	bool thread_started;
 	atomic_bool stop;
 	bool busy_poll;
+	bool use_gso;
 	int wake_fd;			/* eventfd: timers moved, shutdown */
 
 	pthread_mutex_t rx_lock;
