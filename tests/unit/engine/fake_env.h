@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A test bench for the engine alone: the obj/ functions the engine calls
+ * and the link API, faked in memory. Two devices "127.0.0.1" and
+ * "127.0.0.2" exchange datagrams through queues with programmable loss,
+ * duplication and reordering (deterministic PRNG).
+ */
+#ifndef UR_FAKE_ENV_H
+#define UR_FAKE_ENV_H
+
+#include "engine/engine_priv.h"
+
+struct fe_fault {
+	unsigned int drop_pct;
+	unsigned int dup_pct;
+	unsigned int reorder_pct;
+	unsigned int drop_opcode_once;	/* drop the first packet of this
+					 * opcode + 1 (0 = off) */
+};
+
+extern struct fe_fault fe_fault;
+
+struct fe_side {
+	struct ur_device *dev;
+	struct ur_pd pd;
+	struct ur_cq scq, rcq;
+	struct ur_qp *qp;
+	uint8_t *buf;
+	struct ur_mr *mr;
+};
+
+void fe_init(void);
+void fe_fini(void);
+struct ur_device *fe_dev(int i);
+struct ur_mr *fe_reg_mr(struct ur_device *dev, struct ur_pd *pd, void *addr,
+			size_t len, unsigned int access);
+void fe_dereg_mr(struct ur_device *dev, struct ur_mr *mr);
+void fe_cq_init(struct ur_cq *cq, uint32_t size);
+int fe_cq_poll(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms);
+struct ur_qp *fe_qp_create(struct ur_device *dev, struct ur_pd *pd,
+			   struct ur_cq *scq, struct ur_cq *rcq,
+			   enum ibv_qp_type t);
+void fe_qp_destroy(struct ur_qp *qp);
+void fe_qp_modify(struct ur_qp *qp, enum ibv_qp_state st, int mask);
+void fe_connect(struct ur_qp *a, struct ur_qp *b, uint32_t psn_a,
+		uint32_t psn_b, uint8_t timeout, uint8_t retry,
+		uint8_t rnr_retry);
+struct ur_send_wqe *fe_sq_next(struct ur_qp *qp);
+void fe_sq_post(struct ur_qp *qp);
+void fe_rq_post(struct ur_qp *qp, uint64_t wr_id, void *addr, uint32_t len,
+		uint32_t lkey);
+int fe_side_open(struct fe_side *s, int dev, enum ibv_qp_type t);
+void fe_side_close(struct fe_side *s);
+
+#endif
