@@ -83,4 +83,11 @@ struct ur_link_stats {
 };
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
 
+/*
+ * Replaces the fault injection config (syntax in fault.c; NULL or "" turns
+ * it off). UROCE_FAULT sets it at ur_link_open(). For tests; call it while
+ * no other thread sends. Returns 0 or -EINVAL (bad spec, old one kept).
+ */
+int ur_link_set_fault(struct ur_link *l, const char *spec);
+
 #endif

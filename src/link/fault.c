@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Fault injection between the engine and the socket, for tests.
+ *
+ * Configured at ur_link_open() from the environment, or later with
+ * ur_link_set_fault():
+ *
+ *   UROCE_FAULT="seed=42,drop=0.05,dup=0.01,reorder=0.02,corrupt=0.001,
+ *                delay_us=200,delay=0.1,dir=both"
+ *
+ * Comma-separated key=value pairs, any order, all optional:
+ *   seed=N       PRNG seed (decimal or 0x hex), default 1. Same seed, same
+ *                traffic order => same decisions (splitmix64, not a CSPRNG).
+ *   drop=P       probability (0..1) a datagram is silently dropped.
+ *   dup=P        probability it is sent/delivered twice.
+ *   reorder=P    probability it is held back and released right after the
+ *                next datagram in the same direction (or after 10 ms if no
+ *                other datagram comes).
+ *   corrupt=P    probability one random bit of its payload is flipped.
+ *   delay_us=N   hold time for delayed datagrams (microseconds).
+ *   delay=P      probability a datagram is delayed by delay_us; defaults to
+ *                1 (every datagram) when delay_us is given.
+ *   dir=tx|rx|both   where faults apply (default tx: with every node using
+ *                the same spec, each datagram meets the faults once).
+ * An empty spec, "off" or "0" disables injection. An unknown key or a bad
+ * value fails ur_link_open() with -EINVAL and an error log line.
+ *
+ * Per datagram (a GSO train counts as its datagrams, which the stage sends
+ * one by one) the stage draws a fixed number of random values, so the
+ * decisions depend only on the seed and the datagram order. Precedence:
+ * drop; else corrupt, then dup (the copy goes out at once), then reorder,
+ * else delay. Held datagrams are released by later ur_link_send()/recv()
+ * calls and by ur_link_recv()'s wait, which wakes up when one is due.
+ *
+ * This is the slow path: with injection on, everything runs under one
+ * mutex and datagrams are copied.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "link/link_priv.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define FI_DIR_TX 1u
+#define FI_DIR_RX 2u
+#define FI_REORDER_MAX_NS (10ull * 1000000ull)
+#define FI_RAW_BATCH 64
+#define FI_SCRATCH 65536
+
+struct fi_pkt {
+	struct fi_pkt *next;
+	uint64_t due;			/* release at this ur_now_ns() */
+	bool after_next;		/* reorder: also release after the next */
+	union ur_sockaddr src, dst;
+	uint8_t tos, ttl;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct fi_cfg {
+	uint64_t seed;
+	double drop, dup, reorder, corrupt, delay;
+	uint32_t delay_us;
+	unsigned int dir;
+};
+
+struct ur_fault {
+	pthread_mutex_t lock;
+	struct fi_cfg cfg;
+	uint64_t rng;
+	struct fi_pkt *txq, *rxq;	/* held, oldest first */
+	struct fi_pkt *rx_out;		/* handed out last recv; freed next */
+	uint8_t *scratch;		/* one flattened tx datagram */
+	struct ur_rxd raw[FI_RAW_BATCH];
+	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed;
+};
+
+enum fi_key {
+	FI_SEED,
+	FI_DROP,
+	FI_DUP,
+	FI_REORDER,
+	FI_CORRUPT,
+	FI_DELAY_US,
+	FI_DELAY,
+	FI_DIR,
+};
+
+static const char *const fi_key_names[] = {
+	[FI_SEED] = "seed",
+	[FI_DROP] = "drop",
+	[FI_DUP] = "dup",
+	[FI_REORDER] = "reorder",
+	[FI_CORRUPT] = "corrupt",
+	[FI_DELAY_US] = "delay_us",
+	[FI_DELAY] = "delay",
+	[FI_DIR] = "dir",
+};
+
+/* splitmix64 */
+static uint64_t fi_next(struct ur_fault *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double fi_unit(struct ur_fault *f)
+{
+	return (double)(fi_next(f) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+struct fi_action {
+	bool drop, dup, reorder, corrupt, delay;
+	uint64_t bit;
+};
+
+/* Always draws six values so decisions depend only on datagram order. */
+static void fi_decide(struct ur_fault *f, struct fi_action *a)
+{
+	const struct fi_cfg *c = &f->cfg;
+	double r_drop = fi_unit(f), r_dup = fi_unit(f);
+	double r_reorder = fi_unit(f), r_corrupt = fi_unit(f);
+	double r_delay = fi_unit(f);
+
+	a->bit = fi_next(f);
+	a->drop = r_drop < c->drop;
+	a->dup = !a->drop && r_dup < c->dup;
+	a->corrupt = !a->drop && r_corrupt < c->corrupt;
+	a->reorder = !a->drop && r_reorder < c->reorder;
+	a->delay = !a->drop && !a->reorder && r_delay < c->delay;
+}
+
+static void fi_flip(uint8_t *p, uint32_t len, uint64_t bit)
+{
+	if (len)
+		p[(bit >> 3) % len] ^= (uint8_t)(1u << (bit & 7));
+}
+
+static struct fi_pkt *fi_pkt_new(const void *data, uint32_t len)
+{
+	struct fi_pkt *p = malloc(sizeof(*p) + len);
+
+	if (!p)
+		return NULL;
+	memset(p, 0, sizeof(*p));
+	memcpy(p->data, data, len);
+	p->len = len;
+	return p;
+}
+
+static void fi_append(struct fi_pkt **q, struct fi_pkt *p)
+{
+	while (*q)
+		q = &(*q)->next;
+	p->next = NULL;
+	*q = p;
+}
+
+static void fi_free_list(struct fi_pkt **q)
+{
+	struct fi_pkt *p;
+
+	while ((p = *q)) {
+		*q = p->next;
+		free(p);
+	}
+}
+
+int ur_fault_create(struct ur_fault **out)
+{
+	struct ur_fault *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->scratch = malloc(FI_SCRATCH);
+	if (!f->scratch) {
+		free(f);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	f->cfg.seed = 1;
+	f->cfg.dir = FI_DIR_TX;
+	f->rng = 1;
+	*out = f;
+	return 0;
+}
+
+void ur_fault_destroy(struct ur_fault *f)
+{
+	fi_free_list(&f->txq);
+	fi_free_list(&f->rxq);
+	fi_free_list(&f->rx_out);
+	pthread_mutex_destroy(&f->lock);
+	free(f->scratch);
+	free(f);
+}
+
+static int fi_prob(const char *key, const char *v, double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || end == v || *end || !(d >= 0.0 && d <= 1.0)) {
+		ur_err("link: UROCE_FAULT: %s=%s is not a probability in [0,1]",
+		       key, v);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+}
+
+static int fi_u64(const char *key, const char *v, uint64_t max, uint64_t *out)
+{
+	unsigned long long x;
+	char *end;
+
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || end == v || *end || *v == '-' || x > max) {
+		ur_err("link: UROCE_FAULT: %s=%s is not a number (max %" PRIu64
+		       ")", key, v, max);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
+static int fi_set(struct fi_cfg *c, const char *key, const char *v,
+		  bool *delay_given)
+{
+	unsigned int k;
+	uint64_t x;
+	int rc;
+
+	for (k = 0; k < UR_ARRAY_SIZE(fi_key_names); k++)
+		if (!strcmp(key, fi_key_names[k]))
+			break;
+	switch (k) {
+	case FI_SEED:
+		return fi_u64(key, v, UINT64_MAX, &c->seed);
+	case FI_DROP:
+		return fi_prob(key, v, &c->drop);
+	case FI_DUP:
+		return fi_prob(key, v, &c->dup);
+	case FI_REORDER:
+		return fi_prob(key, v, &c->reorder);
+	case FI_CORRUPT:
+		return fi_prob(key, v, &c->corrupt);
+	case FI_DELAY:
+		*delay_given = true;
+		return fi_prob(key, v, &c->delay);
+	case FI_DELAY_US:
+		rc = fi_u64(key, v, 10000000, &x);
+		c->delay_us = (uint32_t)x;
+		return rc;
+	case FI_DIR:
+		if (!strcmp(v, "tx"))
+			c->dir = FI_DIR_TX;
+		else if (!strcmp(v, "rx"))
+			c->dir = FI_DIR_RX;
+		else if (!strcmp(v, "both"))
+			c->dir = FI_DIR_TX | FI_DIR_RX;
+		else {
+			ur_err("link: UROCE_FAULT: dir=%s: want tx, rx or both",
+			       v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	ur_err("link: UROCE_FAULT: unknown key '%s' (known: seed drop dup "
+	       "reorder corrupt delay_us delay dir)", key);
+	return -EINVAL;
+}
+
+static int fi_parse(const char *spec, struct fi_cfg *c)
+{
+	bool delay_given = false;
+	char *copy, *tok, *save = NULL, *eq;
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->seed = 1;
+	c->dir = FI_DIR_TX;
+	if (!spec || !*spec || !strcmp(spec, "off") || !strcmp(spec, "0"))
+		return 0;
+	copy = strdup(spec);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		tok += strspn(tok, " \t\n");
+		if (!*tok)
+			continue;
+		eq = strchr(tok, '=');
+		if (!eq) {
+			ur_err("link: UROCE_FAULT: '%s' is not key=value", tok);
+			rc = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		rc = fi_set(c, tok, eq + 1, &delay_given);
+	}
+	free(copy);
+	if (rc)
+		return rc;
+	if (c->delay_us && !delay_given)
+		c->delay = 1.0;
+	if (c->delay > 0 && !c->delay_us) {
+		ur_err("link: UROCE_FAULT: delay=P needs delay_us=N");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool fi_active(const struct fi_cfg *c)
+{
+	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
+	       c->delay > 0;
+}
+
+/* lock held: sends every held tx datagram that is due (all if force). */
+static void fi_tx_release(struct ur_link *l, struct ur_fault *f, bool force,
+			  bool after_next)
+{
+	uint64_t now = ur_now_ns();
+	struct fi_pkt **q = &f->txq, *p;
+
+	while ((p = *q)) {
+		if (force || p->due <= now || (after_next && p->after_next)) {
+			*q = p->next;
+			ur_link_sendto_raw(l, &p->dst, p->data, p->len);
+			free(p);
+		} else {
+			q = &p->next;
+		}
+	}
+}
+
+int ur_fault_configure(struct ur_link *l, const char *spec)
+{
+	struct ur_fault *f = l->fi;
+	struct fi_cfg c;
+	int rc = fi_parse(spec, &c);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&f->lock);
+	fi_tx_release(l, f, true, false);
+	fi_free_list(&f->rxq);
+	f->cfg = c;
+	f->rng = c.seed;
+	pthread_mutex_unlock(&f->lock);
+	if (fi_active(&c))
+		ur_info("link: fault injection: seed=%" PRIu64
+			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
+			"delay_us=%u dir=%s", c.seed, c.drop, c.dup, c.reorder,
+			c.corrupt, c.delay, c.delay_us,
+			c.dir == FI_DIR_TX ? "tx" :
+			c.dir == FI_DIR_RX ? "rx" : "both");
+	return fi_active(&c) ? 1 : 0;
+}
+
+/* lock held: one flat tx datagram through the fault decisions. */
+static int fi_tx_one(struct ur_link *l, struct ur_fault *f,
+		     const union ur_sockaddr *dst, uint8_t *buf, uint32_t len)
+{
+	struct fi_action a;
+	struct fi_pkt *p;
+	int rc;
+
+	fi_decide(f, &a);
+	if (a.drop) {
+		f->dropped++;
+		return 0;
+	}
+	if (a.corrupt) {
+		fi_flip(buf, len, a.bit);
+		f->corrupted++;
+	}
+	if (a.dup) {
+		ur_link_sendto_raw(l, dst, buf, len);
+		f->duplicated++;
+	}
+	if (a.reorder || a.delay) {
+		p = fi_pkt_new(buf, len);
+		if (!p)
+			return -ENOMEM;
+		p->dst = *dst;
+		if (a.reorder) {
+			p->after_next = true;
+			p->due = ur_now_ns() + FI_REORDER_MAX_NS;
+			f->reordered++;
+		} else {
+			p->due = ur_now_ns() + (uint64_t)f->cfg.delay_us * 1000;
+			f->delayed++;
+		}
+		fi_append(&f->txq, p);
+		return 0;
+	}
+	rc = ur_link_sendto_raw(l, dst, buf, len);
+	fi_tx_release(l, f, false, true);
+	return rc;
+}
+
+/* lock held: flattens descriptor d and feeds its datagram(s) through. */
+static int fi_tx_desc(struct ur_link *l, struct ur_fault *f,
+		      const struct ur_txd *d)
+{
+	size_t total = 0, off, seg;
+	unsigned int i;
+	int rc = 0, r;
+
+	for (i = 0; i < d->iovcnt; i++) {
+		if (total + d->iov[i].iov_len > FI_SCRATCH)
+			return -EMSGSIZE;
+		memcpy(f->scratch + total, d->iov[i].iov_base,
+		       d->iov[i].iov_len);
+		total += d->iov[i].iov_len;
+	}
+	seg = d->gso_size ? d->gso_size : total;
+	if (!seg)
+		return fi_tx_one(l, f, d->dst, f->scratch, 0);
+	for (off = 0; off < total; off += seg) {
+		r = fi_tx_one(l, f, d->dst, f->scratch + off,
+			      (uint32_t)UR_MIN(seg, total - off));
+		rc = rc ?: r;
+	}
+	return rc;
+}
+
+int ur_fault_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
+{
+	struct ur_fault *f = l->fi;
+	unsigned int i, sent = 0;
+	int rc, err = -EIO;
+
+	pthread_mutex_lock(&f->lock);
+	if (!(f->cfg.dir & FI_DIR_TX)) {
+		fi_tx_release(l, f, false, false);
+		pthread_mutex_unlock(&f->lock);
+		return ur_link_send_raw(l, d, n);
+	}
+	for (i = 0; i < n; i++) {
+		rc = fi_tx_desc(l, f, &d[i]);
+		if (rc)
+			err = rc;
+		else
+			sent++;
+	}
+	fi_tx_release(l, f, false, false);
+	pthread_mutex_unlock(&f->lock);
+	return sent ? (int)sent : err;
+}
+
+static void fi_rxd_from_pkt(struct ur_rxd *x, struct fi_pkt *p)
+{
+	x->data = p->data;
+	x->len = p->len;
+	x->src = p->src;
+	x->dst = p->dst;
+	x->tos = p->tos;
+	x->ttl = p->ttl;
+}
+
+static struct fi_pkt *fi_pkt_from_rxd(const struct ur_rxd *x)
+{
+	struct fi_pkt *p = fi_pkt_new(x->data, x->len);
+
+	if (!p)
+		return NULL;
+	p->src = x->src;
+	p->dst = x->dst;
+	p->tos = x->tos;
+	p->ttl = x->ttl;
+	return p;
+}
+
+/* lock held: moves due rx holds (and reorder holds if after_next) into the
+ * output; the rest of them stay queued with due = now when out of room. */
+static unsigned int fi_rx_release(struct ur_fault *f, struct ur_rxd *d,
+				  unsigned int out, unsigned int max,
+				  bool after_next)
+{
+	uint64_t now = ur_now_ns();
+	struct fi_pkt **q = &f->rxq, *p;
+
+	while ((p = *q)) {
+		if (p->due > now && !(after_next && p->after_next)) {
+			q = &p->next;
+			continue;
+		}
+		if (out == max) {
+			p->due = 0;	/* next call */
+			q = &p->next;
+			continue;
+		}
+		*q = p->next;
+		fi_rxd_from_pkt(&d[out++], p);
+		p->next = f->rx_out;
+		f->rx_out = p;
+	}
+	return out;
+}
+
+/* lock held: queue a copy to be handed out at due. */
+static void fi_rx_hold(struct ur_fault *f, const struct ur_rxd *x,
+		       uint64_t due, bool after_next)
+{
+	struct fi_pkt *p = fi_pkt_from_rxd(x);
+
+	if (!p) {
+		f->dropped++;
+		return;
+	}
+	p->due = due;
+	p->after_next = after_next;
+	fi_append(&f->rxq, p);
+}
+
+int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
+{
+	struct ur_fault *f = l->fi;
+	struct fi_action a;
+	unsigned int out, i;
+	int n;
+
+	pthread_mutex_lock(&f->lock);
+	fi_free_list(&f->rx_out);
+	fi_tx_release(l, f, false, false);
+	if (!(f->cfg.dir & FI_DIR_RX)) {
+		out = fi_rx_release(f, d, 0, max, true);
+		pthread_mutex_unlock(&f->lock);
+		if (out)
+			return (int)out;
+		return ur_link_recv_raw(l, d, max);
+	}
+	out = fi_rx_release(f, d, 0, max, false);
+	n = out < max ? ur_link_recv_raw(l, f->raw,
+					 UR_MIN(max - out, FI_RAW_BATCH)) : 0;
+	if (n < 0 && !out) {
+		pthread_mutex_unlock(&f->lock);
+		return n;
+	}
+	for (i = 0; i < (unsigned int)UR_MAX(n, 0); i++) {
+		struct ur_rxd *x = &f->raw[i];
+
+		fi_decide(f, &a);
+		if (a.drop) {
+			f->dropped++;
+			continue;
+		}
+		if (a.corrupt) {
+			fi_flip(x->data, x->len, a.bit);
+			f->corrupted++;
+		}
+		if (a.dup) {
+			f->duplicated++;
+			fi_rx_hold(f, x, 0, false);
+		}
+		if (a.reorder) {
+			f->reordered++;
+			fi_rx_hold(f, x, ur_now_ns() + FI_REORDER_MAX_NS, true);
+			continue;
+		}
+		if (a.delay) {
+			f->delayed++;
+			fi_rx_hold(f, x, ur_now_ns() +
+				   (uint64_t)f->cfg.delay_us * 1000, false);
+			continue;
+		}
+		if (out < max)
+			d[out++] = *x;
+		else
+			fi_rx_hold(f, x, 0, false);
+		out = fi_rx_release(f, d, out, max, true);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return (int)out;
+}
+
+int ur_fault_poll(struct ur_link *l)
+{
+	struct ur_fault *f = l->fi;
+	uint64_t now, next = UINT64_MAX;
+	struct fi_pkt *p;
+
+	pthread_mutex_lock(&f->lock);
+	fi_tx_release(l, f, false, false);
+	for (p = f->txq; p; p = p->next)
+		next = UR_MIN(next, p->due);
+	for (p = f->rxq; p; p = p->next)
+		next = UR_MIN(next, p->due);
+	pthread_mutex_unlock(&f->lock);
+	if (next == UINT64_MAX)
+		return -1;
+	now = ur_now_ns();
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+bool ur_fault_rx_ready(struct ur_link *l)
+{
+	struct ur_fault *f = l->fi;
+	uint64_t now = ur_now_ns();
+	struct fi_pkt *p;
+	bool ready = false;
+
+	pthread_mutex_lock(&f->lock);
+	for (p = f->rxq; p && !ready; p = p->next)
+		ready = p->due <= now;
+	pthread_mutex_unlock(&f->lock);
+	return ready;
+}
+
+void ur_fault_stats(const struct ur_fault *f, struct ur_link_stats *st)
+{
+	struct ur_fault *m = (struct ur_fault *)f;
+
+	st->fi_dropped = atomic_load(&m->dropped);
+	st->fi_duplicated = atomic_load(&m->duplicated);
+	st->fi_reordered = atomic_load(&m->reordered);
+	st->fi_corrupted = atomic_load(&m->corrupted);
+	st->fi_delayed = atomic_load(&m->delayed);
+}
