@@ -62,4 +62,23 @@
 /* A QPN is 24 bits; 0 and 1 are the special QPs, 0xFFFFFF multicast. */
 #define UR_QPN_MASK 0xFFFFFFu
 
+/* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
+ * generation, P_Key/Q_Key violation counters, port events, SRQ resize,
+ * type 1 and 2B memory windows, fast-register/local-invalidate extensions,
+ * and a system image GUID (the node GUID). */
+#define UR_DEVICE_CAP_FLAGS                                                   \
+	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_BAD_PKEY_CNTR |               \
+	 IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_PORT_ACTIVE_EVENT |             \
+	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |                      \
+	 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |      \
+	 IBV_DEVICE_SYS_IMAGE_GUID)
+/* cq_ex timestamps are CLOCK_MONOTONIC nanoseconds: full 64 bits, 1 GHz. */
+#define UR_TIMESTAMP_MASK (~0ull)
+#define UR_HCA_CORE_CLOCK_KHZ 1000000ull
+/* Port speed 1X EDR = 25 Gb/s, a common RoCE port (IBTA width/speed codes). */
+#define UR_PORT_WIDTH 1			/* 1X */
+#define UR_PORT_SPEED 32		/* EDR, 25 Gb/s per lane */
+/* phys_state 5 = LinkUp (IBTA PortPhysicalState). */
+#define UR_PORT_PHYS_LINK_UP 5
+
 #endif
