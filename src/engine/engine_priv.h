@@ -39,6 +39,8 @@
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
 #define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
+#define UR_APP_POLL_QUIET_NS 1000000ull	/* app polled this recently: the
+					 * progress thread leaves rx to it */
 #define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
 
 enum ur_stat {
@@ -117,6 +119,7 @@ struct ur_nic {
 	pthread_mutex_t qp_list_lock;
 	struct ur_list qps;		/* ur_qp_xport.node */
 	_Atomic uint64_t next_deadline;	/* earliest armed timer, ns; 0 none */
+	_Atomic uint64_t last_app_poll;	/* ns of the last ur_engine_poll() */
 
 	struct ur_counters cnt;
 	struct ur_pcap *pcap;

@@ -330,7 +330,11 @@ int ur_engine_poll(struct ur_device *dev)
 	struct ur_nic *nic = dev->nic;
 	int n;
 
-	if (!nic || pthread_mutex_trylock(&nic->rx_lock))
+	if (!nic)
+		return 0;
+	atomic_store_explicit(&nic->last_app_poll, ur_now_ns(),
+			      memory_order_relaxed);
+	if (pthread_mutex_trylock(&nic->rx_lock))
 		return 0;
 	n = nic_rx_burst(nic);
 	if (nic_timer_due(nic))
@@ -345,18 +349,34 @@ static void nic_wait(struct ur_nic *nic)
 		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
 		{ .fd = nic->wake_fd, .events = POLLIN },
 	};
-	uint64_t d = atomic_load(&nic->next_deadline), now, v;
+	uint64_t d = atomic_load(&nic->next_deadline), now = ur_now_ns(), v;
+	uint64_t last = atomic_load_explicit(&nic->last_app_poll,
+					     memory_order_relaxed);
 	struct timespec ts, *tsp = NULL;
+	struct pollfd *p = pfd;
+	nfds_t np = 2;
 	ssize_t r;
 
+	/*
+	 * While the application polls its CQs it runs the receive path
+	 * itself; waking up for every datagram as well would only steal its
+	 * core. Check back when it may have stopped.
+	 */
+	if (last && now - last < UR_APP_POLL_QUIET_NS) {
+		uint64_t until = last + UR_APP_POLL_QUIET_NS;
+
+		if (!d || until < d)
+			d = until;
+		p = &pfd[1];
+		np = 1;
+	}
 	if (d) {
-		now = ur_now_ns();
 		d = d > now ? d - now : 0;
 		ts.tv_sec = (time_t)(d / 1000000000ull);
 		ts.tv_nsec = (long)(d % 1000000000ull);
 		tsp = &ts;
 	}
-	if (ppoll(pfd, 2, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+	if (ppoll(p, np, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
 		r = read(nic->wake_fd, &v, sizeof(v));
 		(void)r;
 	}
