@@ -39,8 +39,10 @@
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
 #define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
-#define UR_APP_POLL_QUIET_NS 1000000ull	/* app polled this recently: the
-					 * progress thread leaves rx to it */
+#define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
+					 * the progress thread leaves rx to it */
+#define UR_APP_POLL_GAP_NS 20000ull	/* polls closer than this are a spin */
+#define UR_APP_POLL_SPIN 16		/* ... and this many make one */
 #define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
 
 enum ur_stat {
@@ -119,7 +121,9 @@ struct ur_nic {
 	pthread_mutex_t qp_list_lock;
 	struct ur_list qps;		/* ur_qp_xport.node */
 	_Atomic uint64_t next_deadline;	/* earliest armed timer, ns; 0 none */
-	_Atomic uint64_t last_app_poll;	/* ns of the last ur_engine_poll() */
+	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
+	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
+	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
 
 	struct ur_counters cnt;
 	struct ur_pcap *pcap;

@@ -325,6 +325,30 @@ static int nic_rx_burst(struct ur_nic *nic)
 	return total;
 }
 
+/*
+ * An application spinning on poll_cq runs the receive path itself; one
+ * that polls once and then blocks for an event (ibv_get_cq_event) needs the
+ * progress thread. Only a streak of close polls counts as spinning.
+ */
+static void app_poll_note(struct ur_nic *nic)
+{
+	uint64_t now = ur_now_ns();
+	uint64_t prev = atomic_exchange_explicit(&nic->prev_poll, now,
+						 memory_order_relaxed);
+	unsigned int streak;
+
+	if (now - prev > UR_APP_POLL_GAP_NS) {
+		atomic_store_explicit(&nic->poll_streak, 0,
+				      memory_order_relaxed);
+		return;
+	}
+	streak = atomic_fetch_add_explicit(&nic->poll_streak, 1,
+					   memory_order_relaxed);
+	if (streak >= UR_APP_POLL_SPIN)
+		atomic_store_explicit(&nic->last_app_poll, now,
+				      memory_order_relaxed);
+}
+
 int ur_engine_poll(struct ur_device *dev)
 {
 	struct ur_nic *nic = dev->nic;
@@ -332,8 +356,7 @@ int ur_engine_poll(struct ur_device *dev)
 
 	if (!nic)
 		return 0;
-	atomic_store_explicit(&nic->last_app_poll, ur_now_ns(),
-			      memory_order_relaxed);
+	app_poll_note(nic);
 	if (pthread_mutex_trylock(&nic->rx_lock))
 		return 0;
 	n = nic_rx_burst(nic);
