@@ -134,6 +134,7 @@ struct ur_mem {
 	uintptr_t host_base;		/* host address of iova */
 	unsigned int access;		/* IBV_ACCESS_* granted */
 	bool valid;			/* MW: bound; MR: registered */
+	uint32_t key;			/* current lkey/rkey (MW: changes on bind) */
 };
 
 struct ur_mr {
@@ -152,6 +153,7 @@ struct ur_mw {
 	struct ur_mem mem;
 	struct ur_mr *mr;		/* bound to; NULL when unbound */
 	uint32_t qp_num;		/* type 2: the QP it is bound to */
+	pthread_spinlock_t lock;	/* mem + mr + qp_num vs bind/invalidate */
 };
 
 static inline struct ur_mw *to_ur_mw(struct ibv_mw *ibmw)
@@ -204,6 +206,11 @@ struct ur_cq {
 	uint64_t wc_flags_ex;		/* IBV_WC_EX_WITH_* requested */
 	uint32_t cur;			/* cq_ex: index being read */
 	atomic_int usecnt;		/* QPs and SRQs using it */
+	uint32_t events_queued;		/* channel events not yet fetched */
+	uint32_t comp_delivered;	/* by ibv_get_cq_event (ibcq.mutex) */
+	uint32_t async_delivered;	/* by ibv_get_async_event (ibcq.mutex) */
+	struct ur_cqe ex_cqe;		/* cq_ex: the entry being read */
+	bool ignore_overrun;		/* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN */
 };
 
 static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)
@@ -333,6 +340,7 @@ struct ur_srq {
 	struct ur_wq rq;
 	uint32_t limit;			/* srq_limit; 0 = disarmed */
 	atomic_int usecnt;		/* QPs attached */
+	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };
 
 static inline struct ur_srq *to_ur_srq(struct ibv_srq *ibsrq)
@@ -445,5 +453,33 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out);
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,
 			 const struct ibv_async_event *ev);
+
+/*
+ * Takes the oldest WQE of srq into out (room for UR_MAX_SGE entries).
+ * Takes srq->lock itself. Raises IBV_EVENT_SRQ_LIMIT_REACHED once when the
+ * count drops below an armed limit, then disarms. Returns 0 or -EAGAIN.
+ */
+int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
+
+/*
+ * Executes a BIND_MW WQE (type 1 from ibv_bind_mw, type 2 from a BIND_MW
+ * WR): wqe->bind.{mw,rkey,mr,addr,length,access}. Caller holds
+ * dev->obj_lock for reading and qp->sq_lock. Checks the IBA rules (RC/UC
+ * QP; PD of QP, MW and MR equal; MR valid with MW_BIND; window inside the
+ * MR; remote write/atomic window needs MR LOCAL_WRITE; type 1 not
+ * zero-based, length 0 unbinds it; type 2 must be free and length > 0;
+ * only the low 8 bits of the rkey change). Returns 0, or -EINVAL/-EACCES:
+ * the caller completes the WQE with IBV_WC_MW_BIND_ERR.
+ */
+int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe);
+
+/*
+ * LOCAL_INV / SEND_WITH_INV of rkey by a QP of pd. Caller holds
+ * dev->obj_lock for reading. Only bound type 2 windows of the same PD are
+ * invalidated (freed); MRs (no fast-reg MRs exist) and type 1 windows are
+ * refused. Returns 0 or -EINVAL/-EACCES.
+ */
+int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
+		      uint32_t qp_num, uint32_t rkey);
 
 #endif

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Completion queues and completion channels.
+ *
+ * A CQ is a ring of final ibv_wc entries (cq->lock). The engine adds with
+ * ur_cq_push(); poll_cq copies out. An armed CQ that receives a matching
+ * completion disarms and queues one event on its channel: the channel's
+ * eventfd (semaphore mode) counts queued events, so the fd is readable
+ * exactly while an event waits, and ibv_get_cq_event reads one count and
+ * takes the oldest CQ off the channel's pending list. A CQ destroyed with
+ * events still queued leaves stale counts behind; the reader skips them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "obj/obj_priv.h"
+#include "util/time.h"
+
+#define UR_CQ_WC_FLAGS_SUPPORTED                                               \
+	((uint64_t)IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+#define UR_CQ_INIT_MASK_SUPPORTED IBV_CQ_INIT_ATTR_MASK_FLAGS
+#define UR_CQ_FLAGS_SUPPORTED                                                  \
+	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+
+static uint32_t ring_slots(uint32_t cqe)
+{
+	uint32_t n = 2;
+
+	while (n < cqe + 1)
+		n <<= 1;
+	return n;
+}
+
+static inline uint32_t cq_count(const struct ur_cq *cq)
+{
+	return cq->tail - cq->head;
+}
+
+int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
+		 struct ur_cq **out)
+{
+	struct ur_comp_channel *ch = NULL;
+	struct ur_cq *cq;
+
+	if (!a->cqe || a->cqe > UR_MAX_CQE)
+		return -EINVAL;
+	if (ctx->num_comp_vectors > 0 &&
+	    a->comp_vector >= (uint32_t)ctx->num_comp_vectors)
+		return -EINVAL;
+	if (a->wc_flags & ~UR_CQ_WC_FLAGS_SUPPORTED)
+		return -EOPNOTSUPP;
+	if (a->comp_mask & ~(uint32_t)UR_CQ_INIT_MASK_SUPPORTED)
+		return -EOPNOTSUPP;	/* parent domains are not supported */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (a->flags & ~(uint32_t)UR_CQ_FLAGS_SUPPORTED))
+		return -EOPNOTSUPP;
+	if (a->channel) {
+		ch = to_ur_channel(a->channel);
+		if (ch->ibch.context != ctx)
+			return -EINVAL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->size = ring_slots(a->cqe);
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return -ENOMEM;
+	}
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	ur_list_init(&cq->chan_node);
+	cq->arm = UR_CQ_DISARMED;
+	cq->wc_flags_ex = a->wc_flags;
+	cq->ignore_overrun = (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+			     (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
+	atomic_init(&cq->usecnt, 0);
+
+	cq->ibcq.context = ctx;
+	cq->ibcq.channel = a->channel;
+	cq->ibcq.cq_context = a->cq_context;
+	cq->ibcq.handle = ur_obj_handle();
+	cq->ibcq.cqe = (int)(cq->size - 1);
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	if (ch) {
+		atomic_fetch_add(&ch->refcnt, 1);
+		pthread_mutex_lock(&ch->lock);
+		ch->ibch.refcnt++;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	*out = cq;
+	return 0;
+}
+
+int ur_cq_destroy(struct ur_cq *cq)
+{
+	struct ur_comp_channel *ch = NULL;
+
+	if (atomic_load(&cq->usecnt))
+		return -EBUSY;
+	ur_cq_wait_acked(cq);
+	if (cq->ibcq.channel) {
+		ch = to_ur_channel(cq->ibcq.channel);
+		pthread_mutex_lock(&ch->lock);
+		if (cq->events_queued)
+			ur_list_del(&cq->chan_node);
+		cq->events_queued = 0;
+		ch->ibch.refcnt--;
+		pthread_mutex_unlock(&ch->lock);
+		atomic_fetch_sub(&ch->refcnt, 1);
+	}
+	pthread_mutex_destroy(&cq->ibcq.mutex);
+	pthread_cond_destroy(&cq->ibcq.cond);
+	pthread_spin_destroy(&cq->lock);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+int ur_cq_resize(struct ur_cq *cq, int cqe)
+{
+	struct ur_cqe *ring, *old;
+	uint32_t slots, i, n;
+
+	if (cqe <= 0 || cqe > UR_MAX_CQE)
+		return -EINVAL;
+	slots = ring_slots((uint32_t)cqe);
+	ring = calloc(slots, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	pthread_spin_lock(&cq->lock);
+	n = cq_count(cq);
+	if ((uint32_t)cqe < n) {
+		pthread_spin_unlock(&cq->lock);
+		free(ring);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	old = cq->ring;
+	cq->ring = ring;
+	cq->size = slots;
+	cq->head = 0;
+	cq->tail = n;
+	cq->overflow = false;
+	cq->ibcq.cqe = (int)(slots - 1);
+	pthread_spin_unlock(&cq->lock);
+	free(old);
+	return 0;
+}
+
+int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (i < n && cq->head != cq->tail) {
+		wc[i++] = cq->ring[cq->head & (cq->size - 1)].wc;
+		cq->head++;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return i;
+}
+
+int ur_cq_pop_ex(struct ur_cq *cq)
+{
+	int err = -ENOENT;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->head != cq->tail) {
+		cq->ex_cqe = cq->ring[cq->head & (cq->size - 1)];
+		cq->cur = cq->head++;
+		err = 0;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return err;
+}
+
+int ur_cq_arm(struct ur_cq *cq, int solicited_only)
+{
+	pthread_spin_lock(&cq->lock);
+	/* "next completion" already covers the solicited ones */
+	if (!solicited_only)
+		cq->arm = UR_CQ_ARMED_NEXT;
+	else if (cq->arm != UR_CQ_ARMED_NEXT)
+		cq->arm = UR_CQ_ARMED_SOLICITED;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+static void channel_signal(struct ur_cq *cq)
+{
+	struct ur_comp_channel *ch = to_ur_channel(cq->ibcq.channel);
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&ch->lock);
+	if (!cq->events_queued++)
+		ur_list_add_tail(&ch->pending, &cq->chan_node);
+	pthread_mutex_unlock(&ch->lock);
+	/* An eventfd write only fails at a count of 2^64-2. */
+	if (write(ch->ibch.fd, &one, sizeof(one)) != sizeof(one))
+		return;
+}
+
+int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool fire = false, overflow_event = false;
+	struct ur_cqe *e;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq_count(cq) >= cq->size - 1) {
+		if (!cq->overflow && !cq->ignore_overrun) {
+			cq->overflow = true;
+			overflow_event = true;
+		}
+		pthread_spin_unlock(&cq->lock);
+		if (overflow_event) {
+			struct ibv_async_event ev = {
+				.element.cq = &cq->ibcq,
+				.event_type = IBV_EVENT_CQ_ERR,
+			};
+
+			ur_async_event_post(cq->ibcq.context, &ev);
+		}
+		return -ENOSPC;
+	}
+	e = &cq->ring[cq->tail & (cq->size - 1)];
+	e->wc = *wc;
+	if (cq->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		e->ts_ns = ur_now_ns();
+	cq->tail++;
+	if (cq->arm == UR_CQ_ARMED_NEXT ||
+	    (cq->arm == UR_CQ_ARMED_SOLICITED &&
+	     (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->arm = UR_CQ_DISARMED;
+		fire = cq->ibcq.channel != NULL;
+	}
+	pthread_spin_unlock(&cq->lock);
+	if (fire)
+		channel_signal(cq);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion channels                                                 */
+/* ------------------------------------------------------------------ */
+
+int ur_channel_create(struct ibv_context *ctx, struct ur_comp_channel **out)
+{
+	struct ur_comp_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return -ENOMEM;
+	ch->ibch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (ch->ibch.fd < 0) {
+		int err = -errno;
+
+		free(ch);
+		return err;
+	}
+	ch->ibch.context = ctx;
+	ch->ibch.refcnt = 0;
+	pthread_mutex_init(&ch->lock, NULL);
+	ur_list_init(&ch->pending);
+	atomic_init(&ch->refcnt, 0);
+	*out = ch;
+	return 0;
+}
+
+int ur_channel_destroy(struct ur_comp_channel *ch)
+{
+	if (atomic_load(&ch->refcnt))
+		return -EBUSY;
+	close(ch->ibch.fd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **out)
+{
+	struct ur_cq *cq;
+	uint64_t v;
+
+	for (;;) {
+		if (read(ch->ibch.fd, &v, sizeof(v)) != sizeof(v))
+			return errno ? -errno : -EIO;
+		pthread_mutex_lock(&ch->lock);
+		if (!ur_list_empty(&ch->pending))
+			break;
+		pthread_mutex_unlock(&ch->lock);	/* stale count */
+	}
+	cq = ur_list_first(&ch->pending, struct ur_cq, chan_node);
+	if (!--cq->events_queued)
+		ur_list_del(&cq->chan_node);
+	pthread_mutex_unlock(&ch->lock);
+
+	pthread_mutex_lock(&cq->ibcq.mutex);
+	cq->comp_delivered++;
+	pthread_mutex_unlock(&cq->ibcq.mutex);
+	*out = cq;
+	return 0;
+}
+
+void ur_cq_ack_events(struct ur_cq *cq, unsigned int n)
+{
+	pthread_mutex_lock(&cq->ibcq.mutex);
+	cq->ibcq.comp_events_completed += n;
+	pthread_cond_broadcast(&cq->ibcq.cond);
+	pthread_mutex_unlock(&cq->ibcq.mutex);
+}
+
+void ur_cq_wait_acked(struct ur_cq *cq)
+{
+	pthread_mutex_lock(&cq->ibcq.mutex);
+	while (cq->ibcq.comp_events_completed != cq->comp_delivered ||
+	       cq->ibcq.async_events_completed != cq->async_delivered)
+		pthread_cond_wait(&cq->ibcq.cond, &cq->ibcq.mutex);
+	pthread_mutex_unlock(&cq->ibcq.mutex);
+}

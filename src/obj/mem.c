@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Memory regions, memory windows and the keys that name them.
+ *
+ * Keys. Every key is 32 random bits from the OS CSPRNG (never 0). Its upper
+ * 24 bits are its "slot": a slot is issued once per open device
+ * (dev->issued_keys remembers every slot ever handed out), so no key is
+ * ever reissued, and dev->mem_keys maps a live slot to its ur_mem. A window
+ * keeps its slot for life: a bind changes only the low 8 bits of its rkey
+ * (IBA, ibv_inc_rkey), which the map never sees. So binds and invalidates,
+ * which run in the engine under dev->obj_lock held for reading, never
+ * modify the map; only registration and removal do, as writers.
+ *
+ * An MR's fields change only under dev->obj_lock held for writing. A
+ * window's fields change under its own spinlock (bind, invalidate), which
+ * the engine's lookups take too, for windows only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "obj/obj_priv.h"
+#include "util/random.h"
+
+#define UR_KEY_SLOT(k) (((uint32_t)(k) >> 8) + 1)
+#define UR_KEY_TAG_MASK 0xFFu
+#define UR_KEY_TRIES 64
+
+#define UR_MW_ACCESS_SUPPORTED                                                 \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)
+#define UR_ACCESS_NEEDS_LOCAL_WRITE                                            \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+
+static struct ur_mw *mem_to_mw(const struct ur_mem *m)
+{
+	return container_of((struct ur_mem *)m, struct ur_mw, mem);
+}
+
+/* Caller holds dev->obj_lock for writing. */
+static int key_new(struct ur_device *dev, uint32_t *key)
+{
+	int i, err;
+
+	for (i = 0; i < UR_KEY_TRIES; i++) {
+		uint32_t k = ur_random_u32();
+
+		if (!k)
+			continue;
+		pthread_mutex_lock(&dev->lock);
+		if (ur_u32_map_contains(&dev->issued_keys, UR_KEY_SLOT(k))) {
+			pthread_mutex_unlock(&dev->lock);
+			continue;
+		}
+		err = ur_u32_map_insert(&dev->issued_keys, UR_KEY_SLOT(k), dev);
+		pthread_mutex_unlock(&dev->lock);
+		if (err)
+			return err;
+		*key = k;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* Caller holds dev->obj_lock for writing. */
+static int key_publish(struct ur_device *dev, struct ur_mem *m)
+{
+	int err = key_new(dev, &m->key);
+
+	if (err)
+		return err;
+	return ur_u32_map_insert(&dev->mem_keys, UR_KEY_SLOT(m->key), m);
+}
+
+int ur_mr_access_ok(unsigned int access)
+{
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~(unsigned int)UR_MR_ACCESS_SUPPORTED)
+		return -EINVAL;
+	if ((access & UR_ACCESS_NEEDS_LOCAL_WRITE) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+static int range_ok(const void *addr, size_t length, uint64_t iova)
+{
+	if (!addr || !length)
+		return -EINVAL;
+	if ((uintptr_t)addr + (length - 1) < (uintptr_t)addr)
+		return -EINVAL;
+	if (iova + (length - 1) < iova)
+		return -EINVAL;
+	return 0;
+}
+
+int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
+	      unsigned int access, struct ur_mr **out)
+{
+	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_mr *mr;
+	int err;
+
+	err = ur_mr_access_ok(access);
+	if (!err)
+		err = range_ok(addr, length, iova);
+	if (err)
+		return err;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->mem.kind = UR_MEM_MR;
+	mr->mem.pd = pd;
+	mr->mem.iova = iova;
+	mr->mem.length = length;
+	mr->mem.host_base = (uintptr_t)addr;
+	mr->mem.access = access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	mr->mem.valid = true;
+	atomic_init(&mr->num_mw, 0);
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	err = key_publish(dev, &mr->mem);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	if (err) {
+		free(mr);
+		return err;
+	}
+	mr->ibmr.context = pd->ibpd.context;
+	mr->ibmr.pd = &pd->ibpd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = ur_obj_handle();
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
+	atomic_fetch_add(&pd->usecnt, 1);
+	*out = mr;
+	return 0;
+}
+
+int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
+		size_t length, unsigned int access)
+{
+	struct ur_device *dev = ur_ctx_dev(mr->ibmr.context);
+	struct ur_pd *old_pd = mr->mem.pd;
+	int err = 0;
+
+	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+		return -EINVAL;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		err = range_ok(addr, length, (uintptr_t)addr);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		err = ur_mr_access_ok(access);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_PD) && !pd)
+		err = -EINVAL;
+	if (err)
+		return err;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (atomic_load(&mr->num_mw)) {
+		pthread_rwlock_unlock(&dev->obj_lock);
+		return -EBUSY;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->mem.iova = (uintptr_t)addr;
+		mr->mem.length = length;
+		mr->mem.host_base = (uintptr_t)addr;
+		mr->ibmr.addr = addr;
+		mr->ibmr.length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->mem.access =
+			access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd != old_pd) {
+		mr->mem.pd = pd;
+		mr->ibmr.pd = &pd->ibpd;
+		atomic_fetch_add(&pd->usecnt, 1);
+		atomic_fetch_sub(&old_pd->usecnt, 1);
+	}
+	pthread_rwlock_unlock(&dev->obj_lock);
+	return 0;
+}
+
+int ur_mr_dereg(struct ur_mr *mr)
+{
+	struct ur_device *dev = ur_ctx_dev(mr->ibmr.context);
+	struct ur_pd *pd = mr->mem.pd;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (atomic_load(&mr->num_mw)) {
+		pthread_rwlock_unlock(&dev->obj_lock);
+		return -EBUSY;
+	}
+	ur_u32_map_remove(&dev->mem_keys, UR_KEY_SLOT(mr->mem.key));
+	mr->mem.valid = false;
+	pthread_rwlock_unlock(&dev->obj_lock);
+	atomic_fetch_sub(&pd->usecnt, 1);
+	free(mr);
+	return 0;
+}
+
+int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out)
+{
+	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_mw *mw;
+	int err;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return -EINVAL;
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return -ENOMEM;
+	pthread_spin_init(&mw->lock, PTHREAD_PROCESS_PRIVATE);
+	mw->mem.kind = UR_MEM_MW;
+	mw->mem.pd = pd;
+	/* Type 1 starts valid with an empty window; type 2 starts free. */
+	mw->mem.valid = type == IBV_MW_TYPE_1;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	err = key_publish(dev, &mw->mem);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	if (err) {
+		pthread_spin_destroy(&mw->lock);
+		free(mw);
+		return err;
+	}
+	mw->ibmw.context = pd->ibpd.context;
+	mw->ibmw.pd = &pd->ibpd;
+	mw->ibmw.rkey = mw->mem.key;
+	mw->ibmw.handle = ur_obj_handle();
+	mw->ibmw.type = type;
+	atomic_fetch_add(&pd->usecnt, 1);
+	*out = mw;
+	return 0;
+}
+
+int ur_mw_dealloc(struct ur_mw *mw)
+{
+	struct ur_device *dev = ur_ctx_dev(mw->ibmw.context);
+	struct ur_pd *pd = mw->mem.pd;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	ur_u32_map_remove(&dev->mem_keys, UR_KEY_SLOT(mw->mem.key));
+	if (mw->mr)
+		atomic_fetch_sub(&mw->mr->num_mw, 1);
+	mw->mr = NULL;
+	pthread_rwlock_unlock(&dev->obj_lock);
+	atomic_fetch_sub(&pd->usecnt, 1);
+	pthread_spin_destroy(&mw->lock);
+	free(mw);
+	return 0;
+}
+
+uint32_t ur_mw_rkey(struct ur_mw *mw)
+{
+	uint32_t k;
+
+	pthread_spin_lock(&mw->lock);
+	k = mw->mem.key;
+	pthread_spin_unlock(&mw->lock);
+	return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* Engine-facing                                                       */
+/* ------------------------------------------------------------------ */
+
+struct ur_mem *ur_mem_lookup(struct ur_device *dev, uint32_t key)
+{
+	struct ur_mem *m = ur_u32_map_find(&dev->mem_keys, UR_KEY_SLOT(key));
+	struct ur_mw *mw;
+	bool match;
+
+	if (!m)
+		return NULL;
+	if (m->kind == UR_MEM_MR)
+		return m->key == key ? m : NULL;
+	mw = mem_to_mw(m);
+	pthread_spin_lock(&mw->lock);
+	match = m->key == key;
+	pthread_spin_unlock(&mw->lock);
+	return match ? m : NULL;
+}
+
+static int mem_check_locked(const struct ur_mem *m, const struct ur_pd *pd,
+			    uint64_t iova, uint64_t len, unsigned int access,
+			    uintptr_t *host)
+{
+	if (!m->valid || m->pd != pd)
+		return -EACCES;
+	if (access & ~m->access)
+		return -EACCES;
+	if (!len) {
+		*host = m->host_base;
+		return 0;
+	}
+	if (iova < m->iova || len > m->length ||
+	    iova - m->iova > m->length - len)
+		return -EINVAL;
+	*host = m->host_base + (uintptr_t)(iova - m->iova);
+	return 0;
+}
+
+int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
+		 uint32_t qp_num, uint64_t iova, uint64_t len,
+		 unsigned int access, uintptr_t *host)
+{
+	struct ur_mw *mw;
+	int err;
+
+	if (m->kind == UR_MEM_MR)
+		return mem_check_locked(m, pd, iova, len, access, host);
+	mw = mem_to_mw(m);
+	pthread_spin_lock(&mw->lock);
+	if (mw->ibmw.type == IBV_MW_TYPE_2 && mw->qp_num != qp_num)
+		err = -EACCES;
+	else
+		err = mem_check_locked(m, pd, iova, len, access, host);
+	pthread_spin_unlock(&mw->lock);
+	return err;
+}
+
+/* The MR side of a bind; the MR is stable under dev->obj_lock (read). */
+static int bind_mr_ok(const struct ur_mr *mr, const struct ur_pd *pd,
+		      uint64_t addr, uint64_t length, unsigned int access)
+{
+	const struct ur_mem *m = &mr->mem;
+
+	if (!m->valid || m->pd != pd)
+		return -EACCES;
+	if (!(m->access & IBV_ACCESS_MW_BIND))
+		return -EACCES;
+	if ((access & UR_ACCESS_NEEDS_LOCAL_WRITE) &&
+	    !(m->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EACCES;
+	if (addr < m->iova || length > m->length ||
+	    addr - m->iova > m->length - length)
+		return -EINVAL;
+	return 0;
+}
+
+int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_mw *mw = wqe->bind.mw;
+	struct ur_mr *mr = wqe->bind.mr;
+	uint64_t addr = wqe->bind.addr, length = wqe->bind.length;
+	unsigned int access = wqe->bind.access;
+	uint32_t rkey = wqe->bind.rkey;
+	bool type2;
+	int err = 0;
+
+	if (!mw || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC))
+		return -EINVAL;
+	if (mw->mem.pd != qp->pd)
+		return -EACCES;
+	if (access & ~(unsigned int)UR_MW_ACCESS_SUPPORTED)
+		return -EINVAL;
+	type2 = mw->ibmw.type == IBV_MW_TYPE_2;
+	if (type2 && (!length || !mr))
+		return -EINVAL;
+	if (!type2 && (access & IBV_ACCESS_ZERO_BASED))
+		return -EINVAL;
+	if (length && !mr)
+		return -EINVAL;
+	if (mr) {
+		err = bind_mr_ok(mr, qp->pd, addr, length, access);
+		if (err)
+			return err;
+	}
+
+	pthread_spin_lock(&mw->lock);
+	if ((rkey ^ mw->mem.key) & ~UR_KEY_TAG_MASK)
+		err = -EINVAL;		/* only the tag may change */
+	else if (type2 && mw->mem.valid)
+		err = -EINVAL;		/* type 2 binds only when free */
+	if (err) {
+		pthread_spin_unlock(&mw->lock);
+		return err;
+	}
+	if (mw->mr)
+		atomic_fetch_sub(&mw->mr->num_mw, 1);
+	mw->mem.key = rkey;
+	if (!length) {
+		/* type 1, zero length: the window is now empty */
+		mw->mr = NULL;
+		mw->mem.iova = 0;
+		mw->mem.length = 0;
+		mw->mem.host_base = 0;
+		mw->mem.access = 0;
+	} else {
+		atomic_fetch_add(&mr->num_mw, 1);
+		mw->mr = mr;
+		mw->mem.iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : addr;
+		mw->mem.length = length;
+		mw->mem.host_base =
+			mr->mem.host_base + (uintptr_t)(addr - mr->mem.iova);
+		mw->mem.access = access & ~(unsigned int)IBV_ACCESS_ZERO_BASED;
+	}
+	mw->mem.valid = true;
+	mw->qp_num = qp->ibqp_ex.qp_base.qp_num;
+	pthread_spin_unlock(&mw->lock);
+	/* type 1: ibv_bind_mw already told the user the new rkey */
+	if (type2)
+		mw->ibmw.rkey = rkey;
+	return 0;
+}
+
+int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
+		      uint32_t qp_num, uint32_t rkey)
+{
+	struct ur_mem *m = ur_mem_lookup(dev, rkey);
+	struct ur_mw *mw;
+	int err = 0;
+
+	/* MRs: only fast-registration MRs are invalidatable; none exist. */
+	if (!m || m->kind != UR_MEM_MW)
+		return -EINVAL;
+	mw = mem_to_mw(m);
+	if (mw->ibmw.type != IBV_MW_TYPE_2)
+		return -EINVAL;
+	pthread_spin_lock(&mw->lock);
+	if (m->key != rkey || !m->valid)
+		err = -EINVAL;
+	else if (m->pd != pd)
+		err = -EACCES;
+	if (!err) {
+		m->valid = false;
+		if (mw->mr)
+			atomic_fetch_sub(&mw->mr->num_mw, 1);
+		mw->mr = NULL;
+		mw->qp_num = 0;
+	}
+	pthread_spin_unlock(&mw->lock);
+	return err;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * obj/ functions that api/ (and obj/'s own files) call; engine/ uses only
+ * what obj.h declares. One section per file that implements it.
+ */
+#ifndef UR_OBJ_OBJ_PRIV_H
+#define UR_OBJ_OBJ_PRIV_H
+
+#include "obj/obj.h"
+
+/* ------------------------------------------------------------------ */
+/* pd.c */
+/* ------------------------------------------------------------------ */
+/* Sections pd.c .. async.c belong to the "mem" engineer. They return 0 or
+ * -errno and never touch errno: api/ translates to verbs conventions. */
+
+static inline struct ur_device *ur_ctx_dev(struct ibv_context *ctx)
+{
+	return to_ur_context(ctx)->dev;
+}
+
+/* A non-zero handle for ibv_* objects (process-wide counter). */
+uint32_t ur_obj_handle(void);
+int ur_pd_alloc(struct ibv_context *ctx, struct ur_pd **out);
+/* -EBUSY while something uses the PD. */
+int ur_pd_free(struct ur_pd *pd);
+
+/* ------------------------------------------------------------------ */
+/* mem.c */
+/* ------------------------------------------------------------------ */
+
+/* Access bits an MR may carry; the rest are EINVAL (optional ones ignored). */
+#define UR_MR_ACCESS_SUPPORTED                                                 \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+/* 0 or -EINVAL (unknown bit; remote write/atomic without local write). */
+int ur_mr_access_ok(unsigned int access);
+int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
+	      unsigned int access, struct ur_mr **out);
+/* flags: IBV_REREG_MR_CHANGE_*. Keys stay the same. -EBUSY if MWs bound. */
+int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
+		size_t length, unsigned int access);
+/* -EBUSY while windows are bound to it. */
+int ur_mr_dereg(struct ur_mr *mr);
+int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out);
+int ur_mw_dealloc(struct ur_mw *mw);
+/* The MW's current rkey as the engine sees it. */
+uint32_t ur_mw_rkey(struct ur_mw *mw);
+
+/* ------------------------------------------------------------------ */
+/* cq.c */
+/* ------------------------------------------------------------------ */
+
+int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
+		 struct ur_cq **out);
+/* -EBUSY while QPs/SRQs use it; waits for delivered events to be acked. */
+int ur_cq_destroy(struct ur_cq *cq);
+int ur_cq_resize(struct ur_cq *cq, int cqe);
+/* Copies up to n CQEs out; returns how many. */
+int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
+/* Pops the oldest CQE into cq->ex_cqe; 0 or -ENOENT. */
+int ur_cq_pop_ex(struct ur_cq *cq);
+int ur_cq_arm(struct ur_cq *cq, int solicited_only);
+int ur_channel_create(struct ibv_context *ctx, struct ur_comp_channel **out);
+/* -EBUSY while CQs use it. */
+int ur_channel_destroy(struct ur_comp_channel *ch);
+/* Blocks (unless the fd is O_NONBLOCK: -EAGAIN) for the next CQ event. */
+int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
+void ur_cq_ack_events(struct ur_cq *cq, unsigned int n);
+/* Waits until every delivered async/comp event of the CQ is acked. */
+void ur_cq_wait_acked(struct ur_cq *cq);
+
+/* ------------------------------------------------------------------ */
+/* srq.c */
+/* ------------------------------------------------------------------ */
+
+/* attr in: requested max_wr/max_sge; out: granted. */
+int ur_srq_create(struct ur_pd *pd, void *srq_context,
+		  struct ibv_srq_attr *attr, struct ur_srq **out);
+/* -EBUSY while QPs use it; waits for delivered events to be acked. */
+int ur_srq_destroy(struct ur_srq *srq);
+int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask);
+void ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr);
+int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad);
+
+/* ------------------------------------------------------------------ */
+/* ah.c */
+/* ------------------------------------------------------------------ */
+
+int ur_ah_create(struct ur_pd *pd, const struct ibv_ah_attr *attr,
+		 struct ur_ah **out);
+void ur_ah_destroy(struct ur_ah *ah);
+/* Fills attr from a received wc and the 40 bytes before its payload. */
+int ur_ah_attr_from_grh(struct ur_device *dev, uint8_t port_num,
+			const struct ibv_wc *wc, const void *grh,
+			struct ibv_ah_attr *attr);
+
+/* ------------------------------------------------------------------ */
+/* async.c */
+/* ------------------------------------------------------------------ */
+
+/* Blocks (unless the fd is O_NONBLOCK: -EAGAIN) for the next event. */
+int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev);
+void ur_async_event_ack(struct ibv_async_event *ev);
+/* Frees the events still queued (close_device calls it before freeing). */
+void ur_async_events_drain(struct ur_context *uctx);
+void ur_srq_wait_acked(struct ur_srq *srq);
+
+/* ------------------------------------------------------------------ */
+/* qp.c */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Doorbells obj/ rings after enqueueing WQEs. obj/ cannot call engine/, so
+ * api/ registers them once (ur_api_install_qp_ops); tests register fakes.
+ * sq_kick runs with qp->sq_lock held, rq_kick with no QP lock held.
+ */
+struct ur_qp_hooks {
+	void (*sq_kick)(struct ur_qp *qp);
+	void (*rq_kick)(struct ur_qp *qp);
+};
+void ur_qp_set_hooks(const struct ur_qp_hooks *hooks);
+extern struct ur_qp_hooks ur_qp_hooks;
+
+/*
+ * Checks attr (comp_mask, type, caps, CQs/SRQ/PD of the same context) and
+ * builds a QP in RESET with its rings. cap gets the granted capabilities.
+ * The QP has no number and is not findable until ur_qp_publish().
+ * Returns 0, -EINVAL, -EOPNOTSUPP or -ENOMEM.
+ */
+int ur_qp_create(struct ibv_context *ctx,
+		 const struct ibv_qp_init_attr_ex *attr, struct ibv_qp_cap *cap,
+		 struct ur_qp **out);
+/* Picks a random unused QPN and inserts it in dev->qpns (obj_lock write). */
+int ur_qp_publish(struct ur_qp *qp);
+/* Removes it from dev->qpns (obj_lock write): no packet can reach it after. */
+void ur_qp_unpublish(struct ur_qp *qp);
+/* Drops the PD/CQ/SRQ use counts and frees (after unpublish/engine fini). */
+void ur_qp_free(struct ur_qp *qp);
+/* Everything query_qp reports, whatever the mask. */
+void ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr,
+		 struct ibv_qp_init_attr *init);
+/* The granted capabilities. */
+void ur_qp_caps(const struct ur_qp *qp, struct ibv_qp_cap *cap);
+
+/* ------------------------------------------------------------------ */
+/* qp_state.c */
+/* ------------------------------------------------------------------ */
+
+#define UR_QPS_NUM (IBV_QPS_ERR + 1)
+
+/* One cell of the IBA transition table; masks indexed RC, UC, UD. */
+struct ur_qp_trans {
+	bool valid;
+	uint32_t req[3];
+	uint32_t opt[3];
+};
+
+const char *ur_qp_state_name(enum ibv_qp_state s);
+/* 0 RC, 1 UC, 2 UD, -1 otherwise. */
+int ur_qp_type_index(enum ibv_qp_type type);
+/* The table cell, or NULL when the transition does not exist. */
+const struct ur_qp_trans *ur_qp_transition(enum ibv_qp_state cur,
+					   enum ibv_qp_state next);
+/* Table rules only (transition, required, allowed). 0/-EINVAL/-EOPNOTSUPP. */
+int ur_qp_mask_check(enum ibv_qp_type type, enum ibv_qp_state cur,
+		     enum ibv_qp_state next, int mask);
+/* Table rules plus every attribute value. 0/-EINVAL/-EOPNOTSUPP. */
+int ur_qp_modify_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
+		       int mask);
+/*
+ * Validates, then applies under qp->sq_lock (all or nothing). On success
+ * *old_state is the state before; the caller then tells the engine.
+ */
+int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
+		 enum ibv_qp_state *old_state);
+void ur_qp_attr_defaults(struct ur_qp *qp);
+void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
+		     struct ur_av *av);
+/* IBV_MTU_256..4096 -> bytes, 0 for anything else. */
+uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu);
+
+/* ------------------------------------------------------------------ */
+/* wr_opcode.c */
+/* ------------------------------------------------------------------ */
+
+enum {
+	UR_WR_PAYLOAD = 1 << 0,		/* gathers local data (may be inline) */
+	UR_WR_REMOTE = 1 << 1,		/* rdma.remote_addr/rkey */
+	UR_WR_IMM = 1 << 2,		/* imm_data */
+	UR_WR_INV = 1 << 3,		/* invalidate_rkey sent in IETH */
+	UR_WR_SCATTER = 1 << 4,		/* SGEs receive the response */
+	UR_WR_ATOMIC = 1 << 5,		/* atomic.*, one 8-byte SGE */
+	UR_WR_LOCAL = 1 << 6,		/* executed locally (BIND_MW/LOCAL_INV) */
+};
+
+struct ur_wr_opcode_info {
+	const char *name;
+	unsigned int types;		/* bit 0 RC, 1 UC, 2 UD */
+	unsigned int flags;		/* UR_WR_* */
+	uint64_t ops_flag;		/* IBV_QP_EX_WITH_* */
+};
+
+/* NULL when op is unknown or not allowed on a QP of this type. */
+const struct ur_wr_opcode_info *ur_wr_opcode(enum ibv_qp_type type,
+					     enum ibv_wr_opcode op);
+/* IBV_QP_EX_WITH_* bits a QP of this type supports. */
+uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type);
+
+/* ------------------------------------------------------------------ */
+/* post.c */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ibv_post_send/ibv_post_recv semantics: WRs before a bad one stay posted,
+ * *bad names the bad one, and the return is a positive errno or 0.
+ */
+int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad);
+int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad);
+/* ibv_bind_mw (type 1): queues a BIND_MW WQE; mw->rkey gets the new rkey. */
+int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
+		  const struct ibv_mw_bind *bind);
+/* The post-time rules of one built WQE, whatever API built it. */
+int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe);
+/* Sets the ibv_qp_ex wr_* function pointers. */
+void ur_qp_init_wr_ops(struct ur_qp *qp);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Shared receive queues: a ring of receive WQEs (srq->lock) that several
+ * QPs consume, with the IBA limit ("low watermark") event: armed by
+ * ibv_modify_srq(IBV_SRQ_LIMIT), raised once when the number of queued WQEs
+ * drops below the limit, then disarmed (srq_limit reads back 0).
+ * Scatter lists are not checked at post time; the lkeys are checked when a
+ * message lands (IBA: local protection errors complete on the receive).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "obj/obj_priv.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static int srq_wq_alloc(struct ur_wq *wq, uint32_t max_wr, uint32_t max_sge)
+{
+	wq->slots = pow2_at_least(max_wr);
+	wq->max_wr = wq->slots;
+	wq->max_sge = max_sge;
+	wq->stride = sizeof(struct ur_recv_wqe) + max_sge * sizeof(struct ur_sge);
+	wq->buf = calloc(wq->slots, wq->stride);
+	return wq->buf ? 0 : -ENOMEM;
+}
+
+int ur_srq_create(struct ur_pd *pd, void *srq_context,
+		  struct ibv_srq_attr *attr, struct ur_srq **out)
+{
+	struct ur_srq *srq;
+	uint32_t max_sge;
+
+	if (!attr->max_wr || attr->max_wr > UR_MAX_SRQ_WR ||
+	    attr->max_sge > UR_MAX_SRQ_SGE)
+		return -EINVAL;
+	max_sge = attr->max_sge ? attr->max_sge : 1;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	if (srq_wq_alloc(&srq->rq, attr->max_wr, max_sge)) {
+		free(srq);
+		return -ENOMEM;
+	}
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->pd = pd;
+	atomic_init(&srq->usecnt, 0);
+	srq->ibsrq.context = pd->ibpd.context;
+	srq->ibsrq.srq_context = srq_context;
+	srq->ibsrq.pd = &pd->ibpd;
+	srq->ibsrq.handle = ur_obj_handle();
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	atomic_fetch_add(&pd->usecnt, 1);
+	/* report what was granted; srq_limit is ignored at creation */
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = max_sge;
+	*out = srq;
+	return 0;
+}
+
+int ur_srq_destroy(struct ur_srq *srq)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+
+	if (atomic_load(&srq->usecnt))
+		return -EBUSY;
+	ur_srq_wait_acked(srq);
+	/* as a writer: no packet in flight still looks at it */
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	atomic_fetch_sub(&srq->pd->usecnt, 1);
+	pthread_mutex_destroy(&srq->ibsrq.mutex);
+	pthread_cond_destroy(&srq->ibsrq.cond);
+	pthread_spin_destroy(&srq->lock);
+	free(srq->rq.buf);
+	free(srq);
+	return 0;
+}
+
+/* Moves the queued WQEs into a ring of new_wr slots; srq->lock held. */
+static void srq_move(struct ur_srq *srq, struct ur_wq *nwq)
+{
+	struct ur_wq *wq = &srq->rq;
+	uint32_t i, n = ur_wq_count(wq);
+
+	for (i = 0; i < n; i++)
+		memcpy(ur_wq_slot(nwq, i), ur_wq_slot(wq, wq->consumer + i),
+		       wq->stride);
+	nwq->producer = n;
+	nwq->consumer = 0;
+	free(wq->buf);
+	*wq = *nwq;
+}
+
+int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct ur_wq nwq = { 0 };
+	uint32_t max_wr;
+	int err = 0;
+
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return -EINVAL;
+	if ((mask & IBV_SRQ_MAX_WR) &&
+	    (!attr->max_wr || attr->max_wr > UR_MAX_SRQ_WR))
+		return -EINVAL;
+	if (mask & IBV_SRQ_MAX_WR) {
+		if (srq_wq_alloc(&nwq, attr->max_wr, srq->rq.max_sge))
+			return -ENOMEM;
+	}
+	pthread_spin_lock(&srq->lock);
+	max_wr = (mask & IBV_SRQ_MAX_WR) ? nwq.max_wr : srq->rq.max_wr;
+	if ((mask & IBV_SRQ_MAX_WR) && ur_wq_count(&srq->rq) > nwq.max_wr)
+		err = -EINVAL;		/* cannot drop queued WQEs */
+	else if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > max_wr)
+		err = -EINVAL;
+	if (!err) {
+		if (mask & IBV_SRQ_MAX_WR) {
+			srq_move(srq, &nwq);
+			nwq.buf = NULL;
+			attr->max_wr = srq->rq.max_wr;
+		}
+		if (mask & IBV_SRQ_LIMIT)
+			srq->limit = attr->srq_limit;
+	}
+	pthread_spin_unlock(&srq->lock);
+	free(nwq.buf);
+	return err;
+}
+
+void ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr)
+{
+	pthread_spin_lock(&srq->lock);
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_spin_unlock(&srq->lock);
+}
+
+int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad)
+{
+	struct ur_wq *wq = &srq->rq;
+	int err = 0;
+
+	pthread_spin_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		struct ur_recv_wqe *w;
+		uint32_t i, len = 0;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		if (ur_wq_count(wq) >= wq->max_wr) {
+			err = -ENOMEM;
+			break;
+		}
+		w = ur_wq_slot(wq, wq->producer);
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		for (i = 0; i < w->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+			len += wr->sg_list[i].length;
+		}
+		w->length = len;
+		wq->producer++;
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (err && bad)
+		*bad = wr;
+	return err;
+}
+
+int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
+{
+	struct ur_wq *wq = &srq->rq;
+	struct ur_recv_wqe *w;
+	bool fire = false;
+
+	pthread_spin_lock(&srq->lock);
+	if (wq->producer == wq->consumer) {
+		pthread_spin_unlock(&srq->lock);
+		return -EAGAIN;
+	}
+	w = ur_wq_slot(wq, wq->consumer);
+	memcpy(out, w, sizeof(*w) + w->num_sge * sizeof(struct ur_sge));
+	wq->consumer++;
+	if (srq->limit && ur_wq_count(wq) < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (fire) {
+		struct ibv_async_event ev = {
+			.element.srq = &srq->ibsrq,
+			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		ur_async_event_post(srq->ibsrq.context, &ev);
+	}
+	return 0;
+}
