@@ -56,6 +56,8 @@ void ur_link_close(struct ur_link *l);
 int ur_link_fd(const struct ur_link *l);
 /* Largest UDP payload one datagram may carry (path MTU math uses it). */
 uint32_t ur_link_max_payload(const struct ur_link *l);
+/* The bound address, with the kernel's port if cfg->bind asked for 0. */
+void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out);
 
 /*
  * Sends n datagram descriptors. Returns the number of descriptors fully

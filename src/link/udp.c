@@ -234,6 +234,12 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 		goto fail;
 	}
 	l->local = cfg->bind;
+	{
+		socklen_t sl = sizeof(l->local);
+
+		/* learn the port when the caller asked for an ephemeral one */
+		getsockname(l->fd, &l->local.sa, &sl);
+	}
 	l->max_payload = compute_max_payload(l->fd, &cfg->bind);
 	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (l->wake_fd < 0) {
@@ -287,6 +293,11 @@ int ur_link_fd(const struct ur_link *l)
 uint32_t ur_link_max_payload(const struct ur_link *l)
 {
 	return l->max_payload;
+}
+
+void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+{
+	*out = l->local;
 }
 
 int ur_link_set_fault(struct ur_link *l, const char *spec)
