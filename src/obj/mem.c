@@ -354,8 +354,6 @@ int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	if (access & ~(unsigned int)UR_MW_ACCESS_SUPPORTED)
 		return -EINVAL;
 	type2 = mw->ibmw.type == IBV_MW_TYPE_2;
-	if (type2 && (!length || !mr))
-		return -EINVAL;
 	if (!type2 && (access & IBV_ACCESS_ZERO_BASED))
 		return -EINVAL;
 	if (length && !mr)
@@ -379,7 +377,7 @@ int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		atomic_fetch_sub(&mw->mr->num_mw, 1);
 	mw->mem.key = rkey;
 	if (!length) {
-		/* type 1, zero length: the window is now empty */
+		/* zero length: an empty window (type 1: unbound) */
 		mw->mr = NULL;
 		mw->mem.iova = 0;
 		mw->mem.length = 0;

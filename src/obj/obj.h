@@ -467,7 +467,8 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
  * dev->obj_lock for reading and qp->sq_lock. Checks the IBA rules (RC/UC
  * QP; PD of QP, MW and MR equal; MR valid with MW_BIND; window inside the
  * MR; remote write/atomic window needs MR LOCAL_WRITE; type 1 not
- * zero-based, length 0 unbinds it; type 2 must be free and length > 0;
+ * zero-based, length 0 unbinds it; type 2 must be free; a window with
+ * length needs an MR;
  * only the low 8 bits of the rkey change). Returns 0, or -EINVAL/-EACCES:
  * the caller completes the WQE with IBV_WC_MW_BIND_ERR.
  */
