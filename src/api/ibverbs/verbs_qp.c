@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * QP verbs: ibv_create_qp, the create_qp_ex op, ibv_qp_to_qp_ex,
+ * ibv_query_qp, ibv_modify_qp, ibv_destroy_qp, and the post_send,
+ * post_recv and bind_mw ops. obj/ checks and applies; this file turns
+ * -errno into the verbs conventions (NULL + errno, or a positive errno)
+ * and tells the engine what changed.
+ *
+ * Unsupported QP types: RAW_PACKET, XRC_SEND/RECV and DRIVER fail with
+ * EOPNOTSUPP (the type exists, we do not implement it, as rxe answers);
+ * a value that is no QP type at all fails with EINVAL.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "api/ibverbs/api_priv.h"
+#include "engine/engine.h"
+#include "obj/obj_priv.h"
+
+/*
+ * Modifies are serialized so the engine hears about state changes in the
+ * order they were applied (ur_engine_qp_modified takes the NIC's receive
+ * lock and then qp->sq_lock, so it runs after ur_qp_modify released it).
+ */
+static pthread_mutex_t modify_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ibv_qp *create_qp(struct ibv_context *ctx,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct ur_qp *qp;
+	int ret;
+
+	ret = ur_qp_create(ctx, attr, &attr->cap, &qp);
+	if (ret)
+		goto fail;
+	ret = ur_engine_qp_init(qp);
+	if (ret) {
+		ur_qp_free(qp);
+		goto fail;
+	}
+	ret = ur_qp_publish(qp);
+	if (ret) {
+		ur_engine_qp_fini(qp);
+		ur_qp_free(qp);
+		goto fail;
+	}
+	return &qp->ibqp_ex.qp_base;
+fail:
+	errno = -ret;
+	return NULL;
+}
+
+UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *init)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	if (!pd || !init) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = init->qp_context;
+	ex.send_cq = init->send_cq;
+	ex.recv_cq = init->recv_cq;
+	ex.srq = init->srq;
+	ex.cap = init->cap;
+	ex.qp_type = init->qp_type;
+	ex.sq_sig_all = init->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = create_qp(pd->context, &ex);
+	if (qp)
+		init->cap = ex.cap;
+	return qp;
+}
+
+static struct ibv_qp *op_create_qp_ex(struct ibv_context *ctx,
+				      struct ibv_qp_init_attr_ex *attr)
+{
+	if (!attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return create_qp(ctx, attr);
+}
+
+/* man ibv_create_qp_ex(3): NULL unless created with send_ops_flags. */
+UR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct ur_qp *qp = to_ur_qp(ibqp);
+
+	return qp->ibqp_ex.wr_start ? &qp->ibqp_ex : NULL;
+}
+
+UR_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			   int attr_mask, struct ibv_qp_init_attr *init)
+{
+	if (!attr || !init)
+		return EINVAL;
+	/* like rdma-core: every field is filled whatever the mask */
+	ur_qp_query(to_ur_qp(ibqp), attr, init);
+	return 0;
+}
+
+UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			    int attr_mask)
+{
+	struct ur_qp *qp = to_ur_qp(ibqp);
+	enum ibv_qp_state old;
+	int ret;
+
+	if (!attr)
+		return EINVAL;
+	pthread_mutex_lock(&modify_lock);
+	ret = ur_qp_modify(qp, attr, attr_mask, &old);
+	if (!ret)
+		ur_engine_qp_modified(qp, old, attr_mask);
+	pthread_mutex_unlock(&modify_lock);
+	return -ret;
+}
+
+UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct ur_qp *qp = to_ur_qp(ibqp);
+
+	/* after unpublish no packet can find it (obj_lock write) */
+	ur_qp_unpublish(qp);
+	pthread_mutex_lock(&modify_lock);
+	ur_engine_qp_fini(qp);
+	pthread_mutex_unlock(&modify_lock);
+	ur_qp_free(qp);
+	return 0;
+}
+
+static int op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad)
+{
+	return ur_qp_post_send(to_ur_qp(ibqp), wr, bad);
+}
+
+static int op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad)
+{
+	return ur_qp_post_recv(to_ur_qp(ibqp), wr, bad);
+}
+
+static int op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *bind)
+{
+	if (!bind)
+		return EINVAL;
+	return ur_qp_bind_mw(to_ur_qp(ibqp), mw, bind);
+}
+
+static const struct ur_qp_hooks qp_hooks = {
+	.sq_kick = ur_engine_sq_kick,
+	.rq_kick = ur_engine_rq_kick,
+};
+
+void ur_api_install_qp_ops(struct verbs_context *vctx)
+{
+	ur_qp_set_hooks(&qp_hooks);
+	vctx->create_qp_ex = op_create_qp_ex;
+	vctx->context.ops.post_send = op_post_send;
+	vctx->context.ops.post_recv = op_post_recv;
+	vctx->context.ops.bind_mw = op_bind_mw;
+}

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Queue pairs: creation checks and granted capabilities, the WQE rings,
+ * random QP numbers, query, destruction, and the two functions the engine
+ * uses to find a QP and take its receive WQEs.
+ *
+ * QPNs are 24 random bits from the OS CSPRNG (never 0, 1 or 0xFFFFFF),
+ * unique among the live QPs of a device and not equal to any of the last
+ * UR_QPN_RECENT numbers freed in the process, so a late packet for a
+ * destroyed QP does not land on its successor.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "obj/obj_priv.h"
+#include "util/random.h"
+
+#define UR_QPN_RECENT 1024
+#define UR_QPN_TRIES 256
+
+struct ur_qp_hooks ur_qp_hooks;
+
+static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t recent_qpns[UR_QPN_RECENT];
+static unsigned int recent_pos;
+
+void ur_qp_set_hooks(const struct ur_qp_hooks *hooks)
+{
+	ur_qp_hooks = *hooks;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int wq_alloc(struct ur_wq *wq, uint32_t max_wr, uint32_t stride)
+{
+	memset(wq, 0, sizeof(*wq));
+	wq->slots = pow2_at_least(max_wr ? max_wr : 1);
+	wq->stride = UR_ALIGN_UP(stride, 8u);
+	wq->max_wr = max_wr;
+	wq->buf = calloc(wq->slots, wq->stride);
+	return wq->buf ? 0 : -ENOMEM;
+}
+
+/* comp_mask bits we know but do not implement */
+#define UR_QP_INIT_UNSUPPORTED                                                 \
+	(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |             \
+	 IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)
+#define UR_QP_INIT_SUPPORTED                                                   \
+	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |                 \
+	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+static int check_type(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		return 0;
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		return -EOPNOTSUPP;	/* real types we do not implement */
+	default:
+		return -EINVAL;
+	}
+}
+
+static int check_init_attr(struct ibv_context *ctx,
+			   const struct ibv_qp_init_attr_ex *a)
+{
+	const struct ibv_qp_cap *c = &a->cap;
+	int ret;
+
+	if (a->comp_mask & ~(uint32_t)(UR_QP_INIT_SUPPORTED |
+				       UR_QP_INIT_UNSUPPORTED))
+		return -EINVAL;
+	if (a->comp_mask & UR_QP_INIT_UNSUPPORTED)
+		return -EOPNOTSUPP;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+		return -EINVAL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return -EOPNOTSUPP;
+	ret = check_type(a->qp_type);
+	if (ret)
+		return ret;
+	if (!a->send_cq || !a->recv_cq)
+		return -EINVAL;
+	if (a->pd->context != ctx || a->send_cq->context != ctx ||
+	    a->recv_cq->context != ctx ||
+	    (a->srq && a->srq->context != ctx))
+		return -EINVAL;
+	if (c->max_send_wr > UR_MAX_QP_WR || c->max_send_sge > UR_MAX_SGE ||
+	    c->max_inline_data > UR_MAX_INLINE_DATA)
+		return -EINVAL;
+	if (!a->srq &&
+	    (c->max_recv_wr > UR_MAX_QP_WR || c->max_recv_sge > UR_MAX_SGE))
+		return -EINVAL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~ur_wr_send_ops_supported(a->qp_type)))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* What a send slot really holds: max(SGE array, inline bytes). */
+static uint32_t send_room(uint32_t max_sge, uint32_t max_inline)
+{
+	return UR_MAX(max_sge * (uint32_t)sizeof(struct ur_sge),
+		      (uint32_t)UR_ALIGN_UP(max_inline, 8u));
+}
+
+int ur_qp_create(struct ibv_context *ctx,
+		 const struct ibv_qp_init_attr_ex *attr, struct ibv_qp_cap *cap,
+		 struct ur_qp **out)
+{
+	struct ur_context *uctx = to_ur_context(ctx);
+	const struct ibv_qp_cap *c = &attr->cap;
+	uint32_t inl, rq_wr, rq_sge;
+	struct ur_qp *qp;
+	struct ibv_qp *ibqp;
+	int ret;
+
+	ret = check_init_attr(ctx, attr);
+	if (ret)
+		return ret;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+
+	/* inline: what the slot holds anyway, at least what was asked */
+	inl = UR_MIN((uint32_t)UR_MAX_INLINE_DATA,
+		     UR_MAX(c->max_inline_data,
+			    c->max_send_sge * (uint32_t)sizeof(struct ur_sge)));
+	ret = wq_alloc(&qp->sq, c->max_send_wr, sizeof(struct ur_send_wqe) +
+			       send_room(c->max_send_sge, inl));
+	if (ret)
+		goto err;
+	qp->sq.max_sge = c->max_send_sge;
+	qp->sq.max_inline = inl;
+
+	rq_wr = attr->srq ? 0 : c->max_recv_wr;
+	rq_sge = attr->srq ? 0 : c->max_recv_sge;
+	ret = wq_alloc(&qp->rq, rq_wr, sizeof(struct ur_recv_wqe) +
+			       rq_sge * sizeof(struct ur_sge));
+	if (ret)
+		goto err;
+	qp->rq.max_sge = rq_sge;
+
+	qp->dev = uctx->dev;
+	qp->pd = to_ur_pd(attr->pd);
+	qp->send_cq = to_ur_cq(attr->send_cq);
+	qp->recv_cq = to_ur_cq(attr->recv_cq);
+	qp->srq = attr->srq ? to_ur_srq(attr->srq) : NULL;
+	qp->type = attr->qp_type;
+	qp->sq_sig_all = !!attr->sq_sig_all;
+	qp->state = IBV_QPS_RESET;
+	ur_qp_attr_defaults(qp);
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	ibqp = &qp->ibqp_ex.qp_base;
+	ibqp->context = ctx;
+	ibqp->qp_context = attr->qp_context;
+	ibqp->pd = attr->pd;
+	ibqp->send_cq = attr->send_cq;
+	ibqp->recv_cq = attr->recv_cq;
+	ibqp->srq = attr->srq;
+	ibqp->qp_type = attr->qp_type;
+	ibqp->state = IBV_QPS_RESET;
+	ibqp->events_completed = 0;
+	pthread_mutex_init(&ibqp->mutex, NULL);
+	pthread_cond_init(&ibqp->cond, NULL);
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		ur_qp_init_wr_ops(qp);
+
+	atomic_fetch_add(&qp->pd->usecnt, 1);
+	atomic_fetch_add(&qp->send_cq->usecnt, 1);
+	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->usecnt, 1);
+
+	ur_qp_caps(qp, cap);
+	*out = qp;
+	return 0;
+err:
+	free(qp->sq.buf);
+	free(qp->rq.buf);
+	free(qp);
+	return ret;
+}
+
+static bool qpn_recent(uint32_t qpn)
+{
+	unsigned int i;
+
+	for (i = 0; i < UR_QPN_RECENT; i++)
+		if (recent_qpns[i] == qpn)
+			return true;
+	return false;
+}
+
+int ur_qp_publish(struct ur_qp *qp)
+{
+	struct ur_device *dev = qp->dev;
+	uint32_t qpn = 0;
+	int ret = -ENOMEM;
+	unsigned int i;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	pthread_mutex_lock(&recent_lock);
+	if (dev->qpns.live >= UR_MAX_QP)
+		goto out;
+	for (i = 0; i < UR_QPN_TRIES; i++) {
+		qpn = ur_random_u32() & UR_QPN_MASK;
+		if (qpn <= 1 || qpn == UR_QPN_MASK)
+			continue;
+		if (ur_u32_map_contains(&dev->qpns, qpn) || qpn_recent(qpn))
+			continue;
+		ret = ur_u32_map_insert(&dev->qpns, qpn, qp);
+		break;
+	}
+	if (!ret) {
+		qp->ibqp_ex.qp_base.qp_num = qpn;
+		qp->ibqp_ex.qp_base.handle = qpn;
+	}
+out:
+	pthread_mutex_unlock(&recent_lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	return ret;
+}
+
+void ur_qp_unpublish(struct ur_qp *qp)
+{
+	struct ur_device *dev = qp->dev;
+	uint32_t qpn = qp->ibqp_ex.qp_base.qp_num;
+
+	if (!qpn)
+		return;
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (ur_u32_map_find(&dev->qpns, qpn) == qp)
+		ur_u32_map_remove(&dev->qpns, qpn);
+	pthread_mutex_lock(&recent_lock);
+	recent_qpns[recent_pos++ % UR_QPN_RECENT] = qpn;
+	pthread_mutex_unlock(&recent_lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+}
+
+void ur_qp_free(struct ur_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
+
+	atomic_fetch_sub(&qp->pd->usecnt, 1);
+	atomic_fetch_sub(&qp->send_cq->usecnt, 1);
+	atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp->sq.buf);
+	free(qp->rq.buf);
+	free(qp);
+}
+
+void ur_qp_caps(const struct ur_qp *qp, struct ibv_qp_cap *cap)
+{
+	cap->max_send_wr = qp->sq.max_wr;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_inline_data = qp->sq.max_inline;
+	cap->max_recv_wr = qp->rq.max_wr;
+	cap->max_recv_sge = qp->rq.max_sge;
+}
+
+void ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr,
+		 struct ibv_qp_init_attr *init)
+{
+	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	ur_qp_caps(qp, &attr->cap);
+	pthread_mutex_unlock(&qp->sq_lock);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->qp_type = qp->type;
+	init->sq_sig_all = qp->sq_sig_all;
+}
+
+struct ur_qp *ur_qp_lookup(struct ur_device *dev, uint32_t qpn)
+{
+	return ur_u32_map_find(&dev->qpns, qpn & UR_QPN_MASK);
+}
+
+int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
+{
+	const struct ur_recv_wqe *w;
+	struct ur_wq *rq = &qp->rq;
+
+	if (qp->srq)
+		return ur_srq_take(qp->srq, out);
+	pthread_spin_lock(&qp->rq_lock);
+	if (rq->producer == rq->consumer) {
+		pthread_spin_unlock(&qp->rq_lock);
+		return -EAGAIN;
+	}
+	w = ur_wq_slot(rq, rq->consumer);
+	memcpy(out, w, sizeof(*w) + w->num_sge * sizeof(struct ur_sge));
+	rq->consumer++;
+	pthread_spin_unlock(&qp->rq_lock);
+	return 0;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Work-request opcodes x QP types (IBA 1.x, "service types and the
+ * operations they support"): which opcode a QP of each type may post,
+ * what the WQE carries, and the ibv_qp_ex send_ops_flags bit that enables
+ * it in the ibv_wr_* API.
+ *
+ * SEND_WITH_INV is refused at post time on UC/UD (the IETH exists only on
+ * RC; rxe accepts it and fails at execution). LOCAL_INV and BIND_MW are
+ * local operations IBA allows on RC and UC.
+ */
+#include "obj/obj_priv.h"
+
+#define RC (1u << 0)
+#define UC (1u << 1)
+#define UD (1u << 2)
+
+static const struct ur_wr_opcode_info ur_wr_ops[] = {
+	[IBV_WR_RDMA_WRITE] = {
+		.name = "RDMA_WRITE", .types = RC | UC,
+		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE,
+		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE,
+	},
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = {
+		.name = "RDMA_WRITE_WITH_IMM", .types = RC | UC,
+		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE | UR_WR_IMM,
+		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+	},
+	[IBV_WR_SEND] = {
+		.name = "SEND", .types = RC | UC | UD,
+		.flags = UR_WR_PAYLOAD,
+		.ops_flag = IBV_QP_EX_WITH_SEND,
+	},
+	[IBV_WR_SEND_WITH_IMM] = {
+		.name = "SEND_WITH_IMM", .types = RC | UC | UD,
+		.flags = UR_WR_PAYLOAD | UR_WR_IMM,
+		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_IMM,
+	},
+	[IBV_WR_RDMA_READ] = {
+		.name = "RDMA_READ", .types = RC,
+		.flags = UR_WR_REMOTE | UR_WR_SCATTER,
+		.ops_flag = IBV_QP_EX_WITH_RDMA_READ,
+	},
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
+		.name = "ATOMIC_CMP_AND_SWP", .types = RC,
+		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
+		.ops_flag = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+	},
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {
+		.name = "ATOMIC_FETCH_AND_ADD", .types = RC,
+		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
+		.ops_flag = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	},
+	[IBV_WR_LOCAL_INV] = {
+		.name = "LOCAL_INV", .types = RC | UC,
+		.flags = UR_WR_LOCAL,
+		.ops_flag = IBV_QP_EX_WITH_LOCAL_INV,
+	},
+	[IBV_WR_BIND_MW] = {
+		.name = "BIND_MW", .types = RC | UC,
+		.flags = UR_WR_LOCAL,
+		.ops_flag = IBV_QP_EX_WITH_BIND_MW,
+	},
+	[IBV_WR_SEND_WITH_INV] = {
+		.name = "SEND_WITH_INV", .types = RC,
+		.flags = UR_WR_PAYLOAD | UR_WR_INV,
+		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_INV,
+	},
+	/* TSO, DRIVER1, FLUSH, ATOMIC_WRITE: not supported (types = 0) */
+};
+
+static unsigned int type_bit(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return RC;
+	case IBV_QPT_UC:
+		return UC;
+	case IBV_QPT_UD:
+		return UD;
+	default:
+		return 0;
+	}
+}
+
+const struct ur_wr_opcode_info *ur_wr_opcode(enum ibv_qp_type type,
+					     enum ibv_wr_opcode op)
+{
+	const struct ur_wr_opcode_info *info;
+
+	if ((unsigned int)op >= UR_ARRAY_SIZE(ur_wr_ops))
+		return NULL;
+	info = &ur_wr_ops[op];
+	if (!(info->types & type_bit(type)))
+		return NULL;
+	return info;
+}
+
+uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type)
+{
+	uint64_t flags = 0;
+	unsigned int i;
+
+	for (i = 0; i < UR_ARRAY_SIZE(ur_wr_ops); i++)
+		if (ur_wr_ops[i].types & type_bit(type))
+			flags |= ur_wr_ops[i].ops_flag;
+	return flags;
+}
