@@ -21,6 +21,9 @@
 
 struct ur_qp_hooks ur_qp_hooks;
 
+/* srq.c (mem); also in obj.h once that lands */
+int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
+
 static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t recent_qpns[UR_QPN_RECENT];
 static unsigned int recent_pos;
