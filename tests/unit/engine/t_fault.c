@@ -36,7 +36,7 @@ static void t_fault_stream(void **state)
 	/* 8 receive buffers, each reposted only after it was checked */
 	for (i = 0; i < 8; i++)
 		assert_int_equal(te_post_recv(b, i, (i % 8) * 8192, 8192), 0);
-	while (got < n) {
+	while (got < n || done < n) {
 		while (posted < n && posted - done < 8) {
 			len = 1 + (posted * 977) % 6000;
 			/* the message carries its own index */
@@ -52,7 +52,7 @@ static void t_fault_stream(void **state)
 			assert_int_equal(wc.wr_id, done);
 			done++;
 		}
-		if (ibv_poll_cq(b->rcq, 1, &wc) > 0) {
+		if (got < n && ibv_poll_cq(b->rcq, 1, &wc) > 0) {
 			int idx;
 
 			assert_int_equal(wc.status, IBV_WC_SUCCESS);
@@ -77,6 +77,7 @@ static void t_fault_stream(void **state)
 					      b->mr->rkey, 0), 0);
 		assert_int_equal(te_poll(a->scq, &wc, T_TMO), 1);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 5000 + i);
 		assert_memory_equal(a->buf + 32768, b->buf + 4, 20000);
 	}
 	ctr = (uint64_t *)(b->buf + 60000);
@@ -99,6 +100,7 @@ static void t_fault_stream(void **state)
 		assert_int_equal(ibv_post_send(a->qp, &wr, &bad), 0);
 		assert_int_equal(te_poll(a->scq, &wc, T_TMO), 1);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 6000 + i);
 		memcpy(&v, a->buf + 64000, 8);
 		assert_int_equal(v, (uint64_t)i);	/* executed once */
 	}
@@ -108,11 +110,14 @@ static void t_fault_stream(void **state)
 
 int main(void)
 {
+	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_fault_stream),
 	};
 
 	if (!getenv("UROCE_FAULT"))
 		setenv("UROCE_FAULT", UR_TEST_FAULT, 1);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	te_close_devices();
+	return rc;
 }

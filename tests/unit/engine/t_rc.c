@@ -412,6 +412,7 @@ static void t_stream(void **state)
 
 int main(void)
 {
+	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(t_send_multi_sge, setup_rc,
 						teardown),
@@ -432,5 +433,7 @@ int main(void)
 						setup_rc, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	te_close_devices();
+	return rc;
 }

@@ -139,10 +139,13 @@ static void t_uc_send_write(void **state)
 
 int main(void)
 {
+	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_ud_grh_reply),
 		cmocka_unit_test(t_uc_send_write),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	te_close_devices();
+	return rc;
 }

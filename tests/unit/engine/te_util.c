@@ -36,6 +36,17 @@ static int open_devices(void)
 	return 0;
 }
 
+void te_close_devices(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (te_ctx[i])
+			ibv_close_device(te_ctx[i]);
+		te_ctx[i] = NULL;
+	}
+}
+
 static int side_open(struct te_side *s, struct ibv_context *ctx,
 		     enum ibv_qp_type t)
 {

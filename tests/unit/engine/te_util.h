@@ -40,6 +40,8 @@ struct te_conn_opts {
 /* Opens both devices (once per process) and sets up QPs of type t. */
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
 void te_pair_close(struct te_pair *p);
+/* Closes both devices (UROCE_STATS then dumps the engine counters). */
+void te_close_devices(void);
 /* RESET -> INIT -> RTR -> RTS on both sides, each aimed at the other. */
 int te_pair_connect(struct te_pair *p, const struct te_conn_opts *o);
 int te_qp_to_reset(struct ibv_qp *qp);
