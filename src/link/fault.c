@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/timerfd.h>
 
 #include "link/link_priv.h"
 #include "util/log.h"
@@ -346,6 +347,37 @@ static void fi_tx_release(struct ur_link *l, struct ur_fault *f, bool force,
 	}
 }
 
+/* lock held: the earliest release time of anything held, 0 if none. */
+static uint64_t fi_next_due(const struct ur_fault *f)
+{
+	uint64_t next = UINT64_MAX;
+	const struct fi_pkt *p;
+
+	for (p = f->txq; p; p = p->next)
+		next = UR_MIN(next, p->due);
+	for (p = f->rxq; p; p = p->next)
+		next = UR_MIN(next, p->due);
+	return next == UINT64_MAX ? 0 : UR_MAX(next, 1);
+}
+
+/* Re-arms the release timer (when ur_link_fd() is an epoll fd watching
+ * it, so a sleeping engine wakes up to call ur_link_recv()), then drops
+ * the lock. Setting a timerfd also clears its pending expirations. */
+static void fi_unlock(struct ur_link *l, struct ur_fault *f)
+{
+	struct itimerspec its;
+	uint64_t due;
+
+	if (l->tm_fd >= 0) {
+		due = fi_next_due(f);
+		memset(&its, 0, sizeof(its));
+		its.it_value.tv_sec = (time_t)(due / 1000000000ull);
+		its.it_value.tv_nsec = (long)(due % 1000000000ull);
+		timerfd_settime(l->tm_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
 int ur_fault_configure(struct ur_link *l, const char *spec)
 {
 	struct ur_fault *f = l->fi;
@@ -359,7 +391,7 @@ int ur_fault_configure(struct ur_link *l, const char *spec)
 	fi_free_list(&f->rxq);
 	f->cfg = c;
 	f->rng = c.seed;
-	pthread_mutex_unlock(&f->lock);
+	fi_unlock(l, f);
 	if (fi_active(&c))
 		ur_info("link: fault injection: seed=%" PRIu64
 			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
@@ -447,7 +479,7 @@ int ur_fault_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 	pthread_mutex_lock(&f->lock);
 	if (!(f->cfg.dir & FI_DIR_TX)) {
 		fi_tx_release(l, f, false, false);
-		pthread_mutex_unlock(&f->lock);
+		fi_unlock(l, f);
 		return ur_link_send_raw(l, d, n);
 	}
 	for (i = 0; i < n; i++) {
@@ -458,7 +490,7 @@ int ur_fault_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 			sent++;
 	}
 	fi_tx_release(l, f, false, false);
-	pthread_mutex_unlock(&f->lock);
+	fi_unlock(l, f);
 	return sent ? (int)sent : err;
 }
 
@@ -539,7 +571,7 @@ int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	fi_tx_release(l, f, false, false);
 	if (!(f->cfg.dir & FI_DIR_RX)) {
 		out = fi_rx_release(f, d, 0, max, true);
-		pthread_mutex_unlock(&f->lock);
+		fi_unlock(l, f);
 		if (out)
 			return (int)out;
 		return ur_link_recv_raw(l, d, max);
@@ -548,7 +580,7 @@ int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	n = out < max ? ur_link_recv_raw(l, f->raw,
 					 UR_MIN(max - out, FI_RAW_BATCH)) : 0;
 	if (n < 0 && !out) {
-		pthread_mutex_unlock(&f->lock);
+		fi_unlock(l, f);
 		return n;
 	}
 	for (i = 0; i < (unsigned int)UR_MAX(n, 0); i++) {
@@ -584,24 +616,20 @@ int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 			fi_rx_hold(f, x, 0, false);
 		out = fi_rx_release(f, d, out, max, true);
 	}
-	pthread_mutex_unlock(&f->lock);
+	fi_unlock(l, f);
 	return (int)out;
 }
 
 int ur_fault_poll(struct ur_link *l)
 {
 	struct ur_fault *f = l->fi;
-	uint64_t now, next = UINT64_MAX;
-	struct fi_pkt *p;
+	uint64_t now, next;
 
 	pthread_mutex_lock(&f->lock);
 	fi_tx_release(l, f, false, false);
-	for (p = f->txq; p; p = p->next)
-		next = UR_MIN(next, p->due);
-	for (p = f->rxq; p; p = p->next)
-		next = UR_MIN(next, p->due);
-	pthread_mutex_unlock(&f->lock);
-	if (next == UINT64_MAX)
+	next = fi_next_due(f);
+	fi_unlock(l, f);
+	if (!next)
 		return -1;
 	now = ur_now_ns();
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);

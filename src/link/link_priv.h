@@ -56,6 +56,8 @@ struct ur_link {
 	_Atomic uint64_t tx_pkts, tx_bytes, tx_errors;
 	_Atomic uint64_t rx_pkts, rx_bytes, rx_truncated;
 
+	int tm_fd;			/* fault release timerfd or -1 */
+	int ep_fd;			/* epoll(socket, tm_fd) or -1 */
 	atomic_bool fi_on;		/* fast-path check */
 	struct ur_fault *fi;		/* always allocated; guarded inside */
 };

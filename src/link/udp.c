@@ -40,7 +40,9 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,6 +205,28 @@ static int rx_setup(struct ur_link *l)
 	return 0;
 }
 
+/*
+ * With UROCE_FAULT set, ur_link_fd() is an epoll fd over the socket and a
+ * timerfd that fires when a held (delayed/reordered) datagram is due, so a
+ * caller sleeping in poll() on it comes back to release it.
+ */
+static int fault_fds(struct ur_link *l)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	l->tm_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	l->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->tm_fd < 0 || l->ep_fd < 0)
+		return -errno;
+	ev.data.fd = l->fd;
+	if (epoll_ctl(l->ep_fd, EPOLL_CTL_ADD, l->fd, &ev))
+		return -errno;
+	ev.data.fd = l->tm_fd;
+	if (epoll_ctl(l->ep_fd, EPOLL_CTL_ADD, l->tm_fd, &ev))
+		return -errno;
+	return 0;
+}
+
 int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 {
 	const char *spec = getenv("UROCE_FAULT");
@@ -218,6 +242,8 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 		return -ENOMEM;
 	l->family = family;
 	l->wake_fd = -1;
+	l->tm_fd = -1;
+	l->ep_fd = -1;
 	l->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		       IPPROTO_UDP);
 	if (l->fd < 0) {
@@ -253,7 +279,8 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 	if (rc)
 		goto fail;
 	if (spec && *spec) {
-		rc = ur_link_set_fault(l, spec);
+		rc = fault_fds(l);
+		rc = rc ?: ur_link_set_fault(l, spec);
 		if (rc)
 			goto fail;
 	}
@@ -274,6 +301,10 @@ void ur_link_close(struct ur_link *l)
 		close(l->fd);
 	if (l->wake_fd >= 0)
 		close(l->wake_fd);
+	if (l->tm_fd >= 0)
+		close(l->tm_fd);
+	if (l->ep_fd >= 0)
+		close(l->ep_fd);
 	if (l->arena)
 		munmap(l->arena, l->arena_size);
 	free(l->rx_msgs);
@@ -287,7 +318,7 @@ void ur_link_close(struct ur_link *l)
 
 int ur_link_fd(const struct ur_link *l)
 {
-	return l->fd;
+	return l->ep_fd >= 0 ? l->ep_fd : l->fd;
 }
 
 uint32_t ur_link_max_payload(const struct ur_link *l)

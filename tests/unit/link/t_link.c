@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -538,6 +539,103 @@ static void test_fault_bad_spec(void **state)
 	ur_link_close(a);
 }
 
+/* With UROCE_FAULT at open, ur_link_fd() wakes a poller when a held
+ * datagram is due, and ur_link_recv(.., 0) then lets it out. */
+static void test_fault_fd_timer(void **state)
+{
+	struct pollfd pf;
+	struct ur_link_stats st;
+	struct ur_rxd d[4];
+	struct pair p;
+	union ur_sockaddr s;
+	uint32_t v = 9;
+	uint64_t t0;
+
+	memset(&p, 0, sizeof(p));
+	rand_v4(&s, 0);
+	setenv("UROCE_FAULT", "seed=2,delay_us=20000", 1);
+	assert_int_equal(open_on(&s, 1, 1, &p.a), 0);
+	unsetenv("UROCE_FAULT");
+	rand_v4(&s, 0);
+	assert_int_equal(open_on(&s, 1, 1, &p.b), 0);
+	ur_link_local_addr(p.b, &p.ba);
+	t0 = ur_now_ns();
+	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
+	pf = (struct pollfd){ .fd = ur_link_fd(p.a), .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 2000), 1);
+	assert_true(ur_now_ns() - t0 >= 19000000ull);
+	assert_int_equal(ur_link_recv(p.a, d, 4, 0), 0);
+	/* released: the timer is disarmed and b gets the datagram */
+	assert_int_equal(poll(&pf, 1, 0), 0);
+	assert_int_equal(ur_link_recv(p.b, d, 4, 1000), 1);
+	assert_memory_equal(d[0].data, &v, 4);
+	ur_link_get_stats(p.a, &st);
+	assert_int_equal(st.fi_delayed, 1);
+	pair_close(&p);
+}
+
+struct sender_arg {
+	struct ur_link *l;
+	const union ur_sockaddr *dst;
+	uint32_t base;
+};
+
+static void *sender(void *arg)
+{
+	struct sender_arg *a = arg;
+	struct ur_txd t[10];
+	struct iovec iov[10];
+	uint32_t num[10];
+	unsigned int i, k;
+
+	for (i = 0; i < 250; i += 10) {
+		for (k = 0; k < 10; k++) {
+			num[k] = a->base + i + k;
+			iov[k] = (struct iovec){ &num[k], 4 };
+			t[k] = (struct ur_txd){ .dst = a->dst, .iov = &iov[k],
+						.iovcnt = 1 };
+		}
+		if (ur_link_send(a->l, t, 10) != 10)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* Four threads send on one link at once; nothing lost or doubled. */
+static void test_concurrent_send(void **state)
+{
+	static uint32_t seq[2000];
+	static uint8_t seen[1000];
+	struct sender_arg arg[4];
+	struct ur_link_stats st;
+	pthread_t t[4];
+	struct pair p;
+	void *ret;
+	int i, n;
+
+	pair_open(&p, 1, 1);
+	for (i = 0; i < 4; i++) {
+		arg[i] = (struct sender_arg){ p.a, &p.ba, (uint32_t)i * 250 };
+		assert_int_equal(pthread_create(&t[i], NULL, sender, &arg[i]),
+				 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], &ret);
+		assert_null(ret);
+	}
+	n = recv_n(p.b, 1000, seq, NULL);
+	assert_int_equal(n, 1000);
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < n; i++) {
+		assert_true(seq[i] < 1000);
+		assert_int_equal(seen[seq[i]]++, 0);
+	}
+	ur_link_get_stats(p.a, &st);
+	assert_int_equal(st.tx_pkts, 1000);
+	assert_int_equal(st.tx_errors, 0);
+	pair_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +654,8 @@ int main(void)
 		cmocka_unit_test(test_fault_corrupt),
 		cmocka_unit_test(test_fault_delay),
 		cmocka_unit_test(test_fault_bad_spec),
+		cmocka_unit_test(test_fault_fd_timer),
+		cmocka_unit_test(test_concurrent_send),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
