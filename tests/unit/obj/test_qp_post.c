@@ -772,6 +772,31 @@ static void test_wr_ud_and_state(void **state)
 	qp_fx_free(f);
 }
 
+static void test_reset_empties_queues(void **state)
+{
+	struct qp_fx *f = qp_fx_new();
+	struct ur_qp *qp = qp_fx_qp(f, IBV_QPT_RC);
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr wr;
+	struct ibv_qp_attr at;
+	struct ibv_sge sg;
+	enum ibv_qp_state old;
+
+	(void)state;
+	assert_int_equal(qp_fx_to_rts(qp), 0);
+	wr_init(&wr, &sg, 1, IBV_WR_SEND);
+	assert_int_equal(post1(qp, &wr), 0);
+	memset(&rwr, 0, sizeof(rwr));
+	assert_int_equal(ur_qp_post_recv(qp, &rwr, &rbad), 0);
+	qp_fx_good_attr(&at, IBV_QPS_RTS, IBV_QPS_RESET);
+	assert_int_equal(ur_qp_modify(qp, &at, IBV_QP_STATE, &old), 0);
+	assert_int_equal(qp->sq.producer - qp->sq.consumer, 0);
+	assert_int_equal(qp->rq.producer - qp->rq.consumer, 0);
+	assert_int_equal(qp->attr.sq_psn, 0);
+	qp_fx_destroy(qp);
+	qp_fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -789,6 +814,7 @@ int main(void)
 		cmocka_unit_test(test_post_recv),
 		cmocka_unit_test(test_wr_batch),
 		cmocka_unit_test(test_wr_ud_and_state),
+		cmocka_unit_test(test_reset_empties_queues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
