@@ -30,7 +30,9 @@
  * decisions depend only on the seed and the datagram order. Precedence:
  * drop; else corrupt, then dup (the copy goes out at once), then reorder,
  * else delay. Held datagrams are released by later ur_link_send()/recv()
- * calls and by ur_link_recv()'s wait, which wakes up when one is due.
+ * calls and by ur_link_recv()'s wait, which wakes up when one is due; with
+ * UROCE_FAULT set at open, ur_link_fd() is an epoll fd over the socket and
+ * a release timerfd, so a caller sleeping in poll() wakes up for them too.
  *
  * This is the slow path: with injection on, everything runs under one
  * mutex and datagrams are copied.

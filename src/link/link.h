@@ -89,6 +89,10 @@ void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
  * Replaces the fault injection config (syntax in fault.c; NULL or "" turns
  * it off). UROCE_FAULT sets it at ur_link_open(). For tests; call it while
  * no other thread sends. Returns 0 or -EINVAL (bad spec, old one kept).
+ * With UROCE_FAULT set at open, ur_link_fd() is an epoll fd that also turns
+ * readable when a delayed/reordered datagram is due (call ur_link_recv() to
+ * let it out); after a later ur_link_set_fault() only ur_link_send/recv
+ * calls release held datagrams.
  */
 int ur_link_set_fault(struct ur_link *l, const char *spec);
 
