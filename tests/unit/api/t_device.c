@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
@@ -34,7 +37,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int rc = ibv_close_device(ctx);
+	int rc = ctx ? ibv_close_device(ctx) : -1;
 
 	ibv_free_device_list(list);
 	return rc;
@@ -238,6 +241,35 @@ static void l2_from_gid(void **state)
 	assert_int_equal(vid, 0xFFFF);
 }
 
+/*
+ * Another socket holds our automatic address: the next open must pick a new
+ * one (engine bind -> EADDRINUSE -> ur_device_reroll_auto_addr) and GID 0
+ * must follow. Runs last: it reopens the shared context.
+ */
+static void auto_addr_in_use(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(4791) };
+	union ibv_gid before, after;
+	int fd;
+
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &before), 0);
+	assert_int_equal(ibv_close_device(ctx), 0);	/* releases the port */
+	ctx = NULL;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	memcpy(&sin.sin_addr, before.raw + 12, 4);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+
+	ctx = ibv_open_device(list[0]);
+	assert_non_null(ctx);
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &after), 0);
+	assert_memory_not_equal(before.raw, after.raw, 16);
+	assert_int_equal(after.raw[12], 127);
+	assert_true(ibv_get_device_guid(list[0]) != 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +282,7 @@ int main(void)
 		cmocka_unit_test(unsupported),
 		cmocka_unit_test(strings_and_rates),
 		cmocka_unit_test(l2_from_gid),
+		cmocka_unit_test(auto_addr_in_use),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
