@@ -36,7 +36,11 @@ static struct ur_mw *mem_to_mw(const struct ur_mem *m)
 	return container_of((struct ur_mem *)m, struct ur_mw, mem);
 }
 
-/* Caller holds dev->obj_lock for writing. */
+/*
+ * Caller holds dev->obj_lock for writing, which is what guards
+ * issued_keys (not dev->lock: close_device holds that while it joins the
+ * progress thread, which may wait for obj_lock).
+ */
 static int key_new(struct ur_device *dev, uint32_t *key)
 {
 	int i, err;
@@ -46,13 +50,9 @@ static int key_new(struct ur_device *dev, uint32_t *key)
 
 		if (!k)
 			continue;
-		pthread_mutex_lock(&dev->lock);
-		if (ur_u32_map_contains(&dev->issued_keys, UR_KEY_SLOT(k))) {
-			pthread_mutex_unlock(&dev->lock);
+		if (ur_u32_map_contains(&dev->issued_keys, UR_KEY_SLOT(k)))
 			continue;
-		}
 		err = ur_u32_map_insert(&dev->issued_keys, UR_KEY_SLOT(k), dev);
-		pthread_mutex_unlock(&dev->lock);
 		if (err)
 			return err;
 		*key = k;

@@ -62,7 +62,7 @@ struct ur_device {
 	struct ibv_device ibdev;	/* must stay first: handed to users */
 	unsigned int index;		/* uroce<index> */
 
-	pthread_mutex_t lock;		/* open_count, nic, issued_keys */
+	pthread_mutex_t lock;		/* open_count, nic */
 	int open_count;
 
 	struct ur_gid_entry gids[UR_MAX_GID];
@@ -74,7 +74,7 @@ struct ur_device {
 	pthread_rwlock_t obj_lock;	/* see the locking note above */
 	struct ur_u32_map mem_keys;	/* lkey/rkey -> ur_mr or ur_mw */
 	struct ur_u32_map qpns;		/* qp_num -> ur_qp */
-	struct ur_u32_map issued_keys;	/* every key handed out while open */
+	struct ur_u32_map issued_keys;	/* every key slot issued (obj_lock W) */
 
 	struct ur_nic *nic;		/* NULL while no context is open */
 };
