@@ -17,12 +17,9 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "obj/device.h"
 #include "util/log.h"
 #include "util/time.h"
-
-/* obj/device.c (device owner): picks another automatic address after
- * EADDRINUSE. Weak until that file lands. */
-int ur_device_reroll_auto_addr(struct ur_device *dev) __attribute__((weak));
 
 /* ------------------------------------------------------------------ */
 /* Transmit batches                                                    */
@@ -385,8 +382,8 @@ static void nic_wait(struct ur_nic *nic)
 	 * itself; waking up for every datagram as well would only steal its
 	 * core. Check back when it may have stopped.
 	 */
-	if (last && now - last < UR_APP_POLL_QUIET_NS) {
-		uint64_t until = last + UR_APP_POLL_QUIET_NS;
+	if (last && now - last < nic->quiet_ns) {
+		uint64_t until = last + nic->quiet_ns;
 
 		if (!d || until < d)
 			d = until;
@@ -474,8 +471,7 @@ static int nic_open_link(struct ur_nic *nic)
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;
-		if (!ur_device_reroll_auto_addr ||
-		    ur_device_reroll_auto_addr(dev))
+		if (ur_device_reroll_auto_addr(dev))
 			break;
 	}
 	if (rc)
@@ -511,6 +507,9 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
 	nic->busy_poll = env_true("UROCE_BUSY_POLL");
+	nic->quiet_ns = getenv("UROCE_QUIET_US") ?
+		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
+		UR_APP_POLL_QUIET_NS;
 	nic->use_gso = !getenv("UROCE_GSO") || env_true("UROCE_GSO");
 	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (nic->wake_fd < 0) {

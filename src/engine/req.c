@@ -71,22 +71,15 @@ static uint32_t wqe_npkts(const struct ur_qp_xport *xp,
 	return (wqe->length + xp->mtu - 1) / xp->mtu;
 }
 
-/* Memory window helpers of obj/mem.c (mem owner). Weak until they land. */
-int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
-	__attribute__((weak));
-int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
-		      uint32_t qp_num, uint32_t rkey) __attribute__((weak));
-
 static enum ibv_wc_status req_local_op(struct ur_qp *qp,
 				       struct ur_send_wqe *wqe)
 {
 	if (wqe->opcode == IBV_WR_BIND_MW) {
-		if (!ur_mw_bind_wqe || ur_mw_bind_wqe(qp, wqe))
+		if (ur_mw_bind_wqe(qp, wqe))
 			return IBV_WC_MW_BIND_ERR;
 		return IBV_WC_SUCCESS;
 	}
-	if (!ur_mem_invalidate ||
-	    ur_mem_invalidate(qp->dev, qp->pd, ur_qp_num(qp),
+	if (ur_mem_invalidate(qp->dev, qp->pd, ur_qp_num(qp),
 			      wqe->invalidate_rkey))
 		return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;

@@ -74,10 +74,6 @@ struct ur_resp_ctx {
 	bool inv_failed;
 };
 
-/* Memory window helper of obj/mem.c (mem owner); weak until it lands. */
-int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
-		      uint32_t qp_num, uint32_t rkey) __attribute__((weak));
-
 static bool is_rc(const struct ur_resp_ctx *c)
 {
 	return c->qp->type == IBV_QPT_RC;
@@ -437,8 +433,7 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	if (pkt->ieth) {
 		uint32_t rkey = ur_ieth_rkey(pkt->ieth);
 
-		if (!ur_mem_invalidate ||
-		    ur_mem_invalidate(c->qp->dev, c->qp->pd, ur_qp_num(c->qp),
+		if (ur_mem_invalidate(c->qp->dev, c->qp->pd, ur_qp_num(c->qp),
 				      rkey))
 			c->inv_failed = true;
 	}

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 
 #include "fake_env.h"
+#include "obj/device.h"
 #include "util/time.h"
 
 struct fe_fault fe_fault;
@@ -540,4 +541,20 @@ void fe_side_close(struct fe_side *s)
 	free(s->buf);
 	free(s->scq.ring);
 	free(s->rcq.ring);
+}
+
+int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	return -EINVAL;
+}
+
+int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
+		      uint32_t qp_num, uint32_t rkey)
+{
+	return -EINVAL;
+}
+
+int ur_device_reroll_auto_addr(struct ur_device *dev)
+{
+	return -EADDRNOTAVAIL;
 }
