@@ -410,6 +410,110 @@ static void t_stream(void **state)
 			    a->buf + ((n - 1) % 16) * 4096, 4000 - (n - 1));
 }
 
+/* Type 2 window bound by a WR, written through, invalidated by the peer's
+ * SEND_WITH_INV, then refused; type 1 window bound with ibv_bind_mw. */
+static void t_mw_send_inv(void **state)
+{
+	struct te_pair *p = *state;
+	struct te_side *a = &p->s[0], *b = &p->s[1];
+	uint8_t *mem = calloc(1, 8192);
+	struct ibv_mr *mr = ibv_reg_mr(b->pd, mem, 8192,
+				       IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_2);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	assert_non_null(mr);
+	assert_non_null(mw);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 90;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)mem + 4096;
+	wr.bind_mw.bind_info.length = 1024;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	assert_int_equal(ibv_post_send(b->qp, &wr, &bad), 0);
+	assert_int_equal(te_poll(b->scq, &wc, T_TMO), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+
+	fill(a->buf, 1024, 7);
+	assert_int_equal(te_post_send(a, IBV_WR_RDMA_WRITE, 91, 0, 1024,
+				      (uintptr_t)mem + 4096, rkey, 0), 0);
+	expect_wc(a->scq, 91, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(mem + 4096, a->buf, 1024);
+
+	assert_int_equal(te_post_recv(b, 92, 0, 64), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 93;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = rkey;
+	assert_int_equal(ibv_post_send(a->qp, &wr, &bad), 0);
+	expect_wc(a->scq, 93, IBV_WC_SUCCESS, IBV_WC_SEND);
+	assert_int_equal(te_poll(b->rcq, &wc, T_TMO), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 92);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, rkey);
+
+	/* the window is gone: remote access error */
+	assert_int_equal(te_post_send(a, IBV_WR_RDMA_WRITE, 94, 0, 16,
+				      (uintptr_t)mem + 4096, rkey, 0), 0);
+	expect_wc(a->scq, 94, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE);
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(mr);
+	free(mem);
+}
+
+static void t_mw_type1(void **state)
+{
+	struct te_pair *p = *state;
+	struct te_side *a = &p->s[0], *b = &p->s[1];
+	uint8_t *mem = calloc(1, 8192);
+	struct ibv_mr *mr = ibv_reg_mr(b->pd, mem, 8192,
+				       IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_READ |
+					       IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_1);
+	struct ibv_mw_bind bind;
+	struct ibv_wc wc;
+
+	assert_non_null(mr);
+	assert_non_null(mw);
+	memset(mem, 0x3c, 8192);
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = 95;
+	bind.send_flags = IBV_SEND_SIGNALED;
+	bind.bind_info.mr = mr;
+	bind.bind_info.addr = (uintptr_t)mem + 100;
+	bind.bind_info.length = 200;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ibv_bind_mw(b->qp, mw, &bind), 0);
+	assert_int_equal(te_poll(b->scq, &wc, T_TMO), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	memset(a->buf, 0, 256);
+	assert_int_equal(te_post_send(a, IBV_WR_RDMA_READ, 96, 0, 200,
+				      (uintptr_t)mem + 100, mw->rkey, 0), 0);
+	expect_wc(a->scq, 96, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	assert_memory_equal(a->buf, mem + 100, 200);
+	/* one byte past the window */
+	assert_int_equal(te_post_send(a, IBV_WR_RDMA_READ, 97, 0, 200,
+				      (uintptr_t)mem + 101, mw->rkey, 0), 0);
+	expect_wc(a->scq, 97, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_READ);
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(mr);
+	free(mem);
+}
+
 int main(void)
 {
 	int rc;
@@ -423,6 +527,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_read, setup_rc, teardown),
 		cmocka_unit_test_setup_teardown(t_atomics, setup_rc, teardown),
 		cmocka_unit_test_setup_teardown(t_stream, setup_rc, teardown),
+		cmocka_unit_test_setup_teardown(t_mw_send_inv, setup_rc,
+						teardown),
+		cmocka_unit_test_setup_teardown(t_mw_type1, setup_rc,
+						teardown),
 		cmocka_unit_test_setup_teardown(t_bad_rkey_flush_reset,
 						setup_rc, teardown),
 		cmocka_unit_test_setup_teardown(t_rnr_retry_exceeded,
