@@ -115,6 +115,7 @@ struct ur_nic {
 	atomic_bool stop;
 	bool busy_poll;
 	bool use_gso;
+	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	int wake_fd;			/* eventfd: timers moved, shutdown */
 

@@ -511,6 +511,8 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
 		UR_APP_POLL_QUIET_NS;
 	nic->use_gso = !getenv("UROCE_GSO") || env_true("UROCE_GSO");
+	nic->lazy_doorbell = !getenv("UROCE_LAZY_DOORBELL") ||
+			     env_true("UROCE_LAZY_DOORBELL");
 	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (nic->wake_fd < 0) {
 		rc = -errno;

@@ -109,8 +109,22 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	pthread_mutex_unlock(&nic->rx_lock);
 }
 
+/*
+ * Doorbell. An RC QP with packets in flight will hear an ACK (or its
+ * timer) soon, and the completer runs the requester then: new WQEs wait for
+ * that and leave in one batch with whatever else was posted meanwhile,
+ * instead of one sendmmsg per post. An idle QP sends at once, so latency
+ * is untouched.
+ */
 void ur_engine_sq_kick(struct ur_qp *qp)
 {
+	struct ur_qp_xport *xp = qp->xp;
+
+	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
+	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
+	    !xp->need_retry && !xp->rnr_wait &&
+	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+		return;
 	ur_req_run(qp);
 }
 
