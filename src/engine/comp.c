@@ -90,8 +90,8 @@ static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
 	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-void ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		     enum ibv_wc_status status)
+int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		    enum ibv_wc_status status)
 {
 	struct ibv_wc wc;
 
@@ -105,7 +105,7 @@ void ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		wc.byte_len = 8;
 	else
 		wc.byte_len = wqe->length;
-	ur_cq_push(qp->send_cq, &wc, false);
+	return ur_cq_push(qp->send_cq, &wc, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -197,9 +197,14 @@ void ur_comp_drain(struct ur_qp *qp)
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
 		if (w->state == UR_WQE_DONE) {
-			if (qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
-				ur_wqe_complete(qp, w, IBV_WC_SUCCESS);
 			sq->consumer++;
+			if ((qp->sq_sig_all ||
+			     (w->send_flags & IBV_SEND_SIGNALED)) &&
+			    ur_wqe_complete(qp, w, IBV_WC_SUCCESS)) {
+				/* CQ overrun (class G): the QP fails */
+				ur_qp_error_locked(qp);
+				break;
+			}
 			continue;
 		}
 		if (w->state == UR_WQE_ERROR) {

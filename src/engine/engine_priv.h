@@ -264,8 +264,8 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now); /* sq_lock held */
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
-void ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		     enum ibv_wc_status status);
+int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		    enum ibv_wc_status status);
 
 /* resp.c */
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,

@@ -64,7 +64,8 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	if ((ur_bth_pkey(pkt->bth) & 0x7fff) != 0x7fff)
 		return UR_DROP_BAD_PKEY;
 	if (qp->type == IBV_QPT_UD && pkt->deth &&
-	    ur_deth_qkey(pkt->deth) != qp->attr.qkey)
+	    ur_deth_qkey(pkt->deth) != (pkt->qpn == UR_QPN_GSI ?
+						UR_GSI_QKEY : qp->attr.qkey))
 		return UR_DROP_BAD_QKEY;
 	if (ur_ip_flow_from_sockaddr(flow, &d->src, &d->dst))
 		return UR_DROP_NOT_ROCE;

@@ -480,7 +480,11 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	}
 	r->have_rwqe = false;
 	r->msg_len = 0;
-	ur_cq_push(c->qp->recv_cq, &wc, pkt->se);
+	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
+		/* CQ overrun (class G): the QP fails, no ACK */
+		resp_qp_error(c, IBV_EVENT_QP_FATAL);
+		return UR_RESP_DONE;
+	}
 	if (wc.status != IBV_WC_SUCCESS && is_rc(c)) {
 		/* class J: the ACK still goes out, then the QP fails */
 		if (pkt->ackreq)
