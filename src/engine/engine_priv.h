@@ -41,6 +41,10 @@
 #define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
 #define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
 					 * the progress thread leaves rx to it */
+#define UR_RX_SPIN_NS 0ull	/* progress thread polls this long after
+					 * traffic before it sleeps: 0, as on
+					 * 2 cores spinning threads starve the
+					 * applications (UROCE_SPIN_US) */
 #define UR_APP_POLL_GAP_NS 20000ull	/* polls closer than this are a spin */
 #define UR_APP_POLL_SPIN 16		/* ... and this many make one */
 #define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
@@ -117,6 +121,7 @@ struct ur_nic {
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
+	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: timers moved, shutdown */
 
 	pthread_mutex_t rx_lock;

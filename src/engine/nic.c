@@ -405,17 +405,25 @@ static void nic_wait(struct ur_nic *nic)
 static void *nic_thread(void *arg)
 {
 	struct ur_nic *nic = arg;
+	uint64_t spin_until = 0;
 	int n;
 
 	while (!atomic_load(&nic->stop)) {
-		if (!nic->busy_poll)
+		/*
+		 * After traffic, keep looking for a short while before
+		 * sleeping: in a stream the next datagram is microseconds
+		 * away and a sleep/wake-up costs more than that.
+		 */
+		if (!nic->busy_poll && ur_now_ns() >= spin_until)
 			nic_wait(nic);
 		pthread_mutex_lock(&nic->rx_lock);
 		n = nic_rx_burst(nic);
 		if (nic_timer_due(nic))
 			nic_timer_scan(nic);
 		pthread_mutex_unlock(&nic->rx_lock);
-		if (nic->busy_poll && !n)
+		if (n > 0 && nic->spin_ns)
+			spin_until = ur_now_ns() + nic->spin_ns;
+		if (!n && (nic->busy_poll || spin_until))
 			sched_yield();
 	}
 	return NULL;
@@ -507,6 +515,9 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
 	nic->busy_poll = env_true("UROCE_BUSY_POLL");
+	nic->spin_ns = getenv("UROCE_SPIN_US") ?
+		strtoull(getenv("UROCE_SPIN_US"), NULL, 0) * 1000 :
+		UR_RX_SPIN_NS;
 	nic->quiet_ns = getenv("UROCE_QUIET_US") ?
 		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
 		UR_APP_POLL_QUIET_NS;
