@@ -13,6 +13,7 @@
 #include "util/time.h"
 
 struct fe_fault fe_fault;
+void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
 
 /* ------------------------------------------------------------------ */
 /* Fake link                                                           */
@@ -134,6 +135,8 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 			to = fe_links[i];
 	if (!to)
 		return;
+	if (fe_tap)
+		fe_tap(to == fe_links[0] ? 0 : 1, data, len);
 	if (fe_fault.drop_opcode_once && data[0] ==
 	    (uint8_t)(fe_fault.drop_opcode_once - 1)) {
 		fe_fault.drop_opcode_once = 0;
@@ -144,6 +147,11 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 	fe_enqueue(to, from, data, len);
 	if (fe_rand100() < fe_fault.dup_pct)
 		fe_enqueue(to, from, data, len);
+}
+
+void fe_inject(int to_dev, const uint8_t *data, uint32_t len)
+{
+	fe_enqueue(fe_links[to_dev], fe_links[!to_dev], data, len);
 }
 
 int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)

@@ -20,6 +20,11 @@ struct fe_fault {
 
 extern struct fe_fault fe_fault;
 
+/* Called for every datagram the fake network delivers (tests record). */
+extern void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
+/* Puts a datagram from the other device into device to_dev's queue. */
+void fe_inject(int to_dev, const uint8_t *data, uint32_t len);
+
 struct fe_side {
 	struct ur_device *dev;
 	struct ur_pd pd;

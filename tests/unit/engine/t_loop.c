@@ -338,6 +338,117 @@ static void t_ud(void **state)
 	fe_side_close(&b);
 }
 
+/* ------------------------------------------------------------------ */
+/* Hostile input: mutated packets with a valid ICRC never crash the     */
+/* engine nor touch memory outside the MR.                              */
+/* ------------------------------------------------------------------ */
+
+#define T_CAP 256
+
+static struct {
+	int to;
+	uint32_t len;
+	uint8_t data[2048];
+} cap[T_CAP];
+static unsigned int ncap;
+
+static void tap(int to_dev, const uint8_t *data, uint32_t len)
+{
+	if (ncap < T_CAP && len <= sizeof(cap[0].data)) {
+		cap[ncap].to = to_dev;
+		cap[ncap].len = len;
+		memcpy(cap[ncap].data, data, len);
+		ncap++;
+	}
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+static void t_mutated_packets(void **state)
+{
+	struct t_pair *p = *state;
+	uint8_t *arena = calloc(1, 3 * 65536), pkt[2048];
+	uint8_t *win = arena + 65536;	/* the MR, canaries around it */
+	struct ur_mr *mr;
+	struct ur_ip_flow flow;
+	struct ibv_wc wc;
+	unsigned int i, k;
+
+	memset(arena, 0xa5, 3 * 65536);
+	mr = fe_reg_mr(p->b.dev, &p->b.pd, win, 65536,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_REMOTE_ATOMIC);
+	fe_tap = tap;
+	ncap = 0;
+	fill(p->a.buf, 65536, 5);
+	for (i = 0; i < 4; i++)
+		fe_rq_post(p->b.qp, i, win + i * 4096, 4096, mr->ibmr.lkey);
+	post(&p->a, IBV_WR_SEND, 1, 0, 3000, 0, 0);
+	post(&p->a, IBV_WR_SEND_WITH_IMM, 2, 0, 100, 0, 0);
+	post(&p->a, IBV_WR_RDMA_WRITE, 3, 0, 2500, (uintptr_t)win + 60000,
+	     mr->ibmr.rkey);
+	post(&p->a, IBV_WR_RDMA_WRITE_WITH_IMM, 4, 0, 10,
+	     (uintptr_t)win + 65526, mr->ibmr.rkey);
+	post(&p->a, IBV_WR_RDMA_READ, 5, 8192, 3000, (uintptr_t)win + 62000,
+	     mr->ibmr.rkey);
+	for (i = 1; i <= 5; i++)
+		expect(&p->a.scq, i, IBV_WC_SUCCESS);
+	fe_tap = NULL;
+	assert_true(ncap > 8);
+	for (i = 0; i < 20000; i++) {
+		unsigned int c = rnd() % ncap, nmut = 1 + rnd() % 4;
+		uint32_t len = cap[c].len;
+		union ur_sockaddr src = fe_dev(!cap[c].to)->gids[0].addr;
+		union ur_sockaddr dst = fe_dev(cap[c].to)->gids[0].addr;
+
+		memcpy(pkt, cap[c].data, len);
+		for (k = 0; k < nmut; k++) {
+			/* headers mostly: that is where the decisions are */
+			uint32_t at = rnd() % (len < 48 ? len : 48);
+
+			pkt[at] ^= (uint8_t)(1u << (rnd() % 8));
+			if (rnd() % 4 == 0)
+				pkt[rnd() % len] = (uint8_t)rnd();
+		}
+		if (rnd() % 8 == 0)
+			len = 12 + rnd() % len;
+		src.in.sin_port = dst.in.sin_port = htons(UR_ROCEV2_PORT);
+		ur_ip_flow_from_sockaddr(&flow, &src, &dst);
+		if (len >= UR_BTH_BYTES + UR_ICRC_BYTES)
+			ur_icrc_store(pkt + len - 4,
+				      ur_icrc_compute(&flow, pkt, len));
+		fe_inject(cap[c].to, pkt, len);
+		if (i % 64 == 0) {
+			ur_engine_poll(p->a.dev);
+			ur_engine_poll(p->b.dev);
+			while (fe_cq_poll(&p->a.scq, &wc, 0) == 1)
+				;
+			while (fe_cq_poll(&p->b.rcq, &wc, 0) == 1)
+				;
+			if (p->b.qp->state != IBV_QPS_RTR &&
+			    p->b.qp->state != IBV_QPS_RTS)
+				fe_connect(p->a.qp, p->b.qp, 0xfffff8, 0x100,
+					   8, 7, 7);
+		}
+	}
+	fe_cq_poll(&p->b.rcq, &wc, 50);
+	for (i = 0; i < 65536; i++) {
+		assert_int_equal(arena[i], 0xa5);
+		assert_int_equal(arena[2 * 65536 + i], 0xa5);
+	}
+	fe_dereg_mr(p->b.dev, mr);
+	free(arena);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +463,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_retry_exceeded, setup,
 						teardown),
 		cmocka_unit_test(t_ud),
+		cmocka_unit_test_setup_teardown(t_mutated_packets, setup,
+						teardown),
 	};
 	int rc;
 
