@@ -25,9 +25,18 @@
 #define UR_CQ_FLAGS_SUPPORTED                                                  \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
+/*
+ * Slots are a power of two >= cqe + 1 and at least UR_CQ_MIN_SLOTS, and
+ * ibv_cq.cqe reports the real capacity (slots - 1), as the man page allows
+ * ("at least cqe"). Tiny CQs are where applications that poll a CQE per
+ * event overflow (perftest -e creates its send CQ with cqe = tx_depth = 1);
+ * hardware CQs have such minimums too.
+ */
+#define UR_CQ_MIN_SLOTS 64
+
 static uint32_t ring_slots(uint32_t cqe)
 {
-	uint32_t n = 2;
+	uint32_t n = UR_CQ_MIN_SLOTS;
 
 	while (n < cqe + 1)
 		n <<= 1;

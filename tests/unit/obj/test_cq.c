@@ -107,7 +107,7 @@ static void test_overflow(void **state)
 	struct ibv_context *ctx = ut_ctx_new();
 	struct ur_cq *cq = mkcq(ctx, 1, NULL);
 	struct ibv_async_event ev;
-	struct ibv_wc wc[4];
+	struct ibv_wc wc[256];
 	int i, cap = cq->ibcq.cqe;
 
 	for (i = 0; i < cap; i++)
@@ -123,7 +123,8 @@ static void test_overflow(void **state)
 	assert_ptr_equal(ev.element.cq, &cq->ibcq);
 	assert_false(ut_fd_readable(ctx->async_fd));
 	/* the lost CQEs never appear */
-	assert_int_equal(ur_cq_poll(cq, 4, wc), cap);
+	assert_true(cap >= 1 && cap < 256);
+	assert_int_equal(ur_cq_poll(cq, 256, wc), cap);
 	assert_int_equal(wc[cap - 1].wr_id, (uint64_t)cap - 1);
 	ur_async_event_ack(&ev);
 	assert_int_equal(cq->ibcq.async_events_completed, 1);
