@@ -8,8 +8,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 e2e_libdir "${1:-}"
 
-bw_line='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+'
-lat_line='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+'
+# a result row: bytes, iterations, peak, average (non-zero), msg rate
+bw_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[1-9][0-9]*\.[0-9]+[[:space:]]+[0-9.]+'
+# a result row: bytes, iterations, t_min, t_max, t_typical ...
+lat_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
 
 perf() {	# perf NAME "common args" REGEX
 	local name=$1 args=$2 re=$3 p
