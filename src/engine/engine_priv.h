@@ -215,6 +215,7 @@ struct ur_qp_xport {
 	uint64_t timeout_ns;		/* 0 = no retransmit timer */
 	_Atomic uint64_t rto_deadline;	/* 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
+	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy) */
 
 	/* responder (rx owner) */
 	struct ur_resp_state_qp resp;

@@ -261,9 +261,16 @@ static void nic_timer_scan(struct ur_nic *nic)
 		struct ur_qp *qp = xp->qp;
 		uint64_t rto = atomic_load(&xp->rto_deadline);
 		uint64_t rnr = atomic_load(&xp->rnr_deadline);
+		uint64_t kick = atomic_load(&xp->kick_deadline);
 
 		if (qp->state == IBV_QPS_ERR && xp->resp.have_rwqe)
 			ur_flush_rq(qp, true);
+		if (kick && kick <= now) {
+			ur_timer_disarm(&xp->kick_deadline);
+			pthread_mutex_lock(&qp->sq_lock);
+			ur_req_run(qp);
+			pthread_mutex_unlock(&qp->sq_lock);
+		}
 		if ((rto && rto <= now) || (rnr && rnr <= now)) {
 			pthread_mutex_lock(&qp->sq_lock);
 			ur_comp_timer(qp, now);
@@ -271,7 +278,10 @@ static void nic_timer_scan(struct ur_nic *nic)
 			rto = atomic_load(&xp->rto_deadline);
 			rnr = atomic_load(&xp->rnr_deadline);
 		}
+		kick = atomic_load(&xp->kick_deadline);
 		d = rto && (!rnr || rto < rnr) ? rto : rnr;
+		if (kick && (!d || kick < d))
+			d = kick;
 		if (d && (!next || d < next))
 			next = d;
 	}

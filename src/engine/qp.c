@@ -25,6 +25,7 @@ static void xp_reset(struct ur_qp *qp)
 
 	ur_timer_disarm(&xp->rto_deadline);
 	ur_timer_disarm(&xp->rnr_deadline);
+	ur_timer_disarm(&xp->kick_deadline);
 	xp->psn = xp->comp_psn = 0;
 	xp->req_pkt = 0;
 	xp->req_entered = false;

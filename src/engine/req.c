@@ -404,7 +404,15 @@ void ur_req_run(struct ur_qp *qp)
 		xp->need_retry = false;
 		ur_req_rewind(qp);
 	}
-	pthread_rwlock_rdlock(&dev->obj_lock);
+	/*
+	 * Never wait for obj_lock while holding sq_lock (the receive path
+	 * takes them the other way round). It only fails while a control
+	 * verb holds it as a writer; then the progress thread runs us soon.
+	 */
+	if (pthread_rwlock_tryrdlock(&dev->obj_lock)) {
+		ur_timer_arm(xp->nic, &xp->kick_deadline, ur_now_ns());
+		return;
+	}
 	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
 		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
