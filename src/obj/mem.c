@@ -14,6 +14,17 @@
  * An MR's fields change only under dev->obj_lock held for writing. A
  * window's fields change under its own spinlock (bind, invalidate), which
  * the engine's lookups take too, for windows only.
+ *
+ * Registration rules (decided here, the man pages leave them open):
+ *  - length 0 or a NULL address: EINVAL (the kernel refuses empty umems);
+ *    addr + length or iova + length wrapping past 2^64: EINVAL;
+ *  - REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL (IBA);
+ *  - ON_DEMAND and HUGETLB are accepted (nothing is ever pinned, so every
+ *    MR already behaves as on-demand); bits of IBV_ACCESS_OPTIONAL_RANGE
+ *    are ignored as rdma-core specifies; ZERO_BASED (windows only) and
+ *    any unknown bit: EINVAL;
+ *  - rereg keeps lkey/rkey, sets iova = addr on CHANGE_TRANSLATION, and is
+ *    refused (EBUSY) while windows are bound, like dereg.
  */
 #include <errno.h>
 #include <stdlib.h>
