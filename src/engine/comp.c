@@ -188,6 +188,24 @@ void ur_qp_error_locked(struct ur_qp *qp)
 	ur_flush_rq(qp, false);
 }
 
+/* SQD: once nothing is in flight, IBV_EVENT_SQ_DRAINED (once). */
+void ur_sqd_check(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ibv_async_event ev = {
+		.element.qp = &qp->ibqp_ex.qp_base,
+		.event_type = IBV_EVENT_SQ_DRAINED,
+	};
+
+	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
+		return;
+	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
+	    (qp->type == IBV_QPT_RC && xp->psn != xp->comp_psn))
+		return;
+	xp->sqd_notified = true;
+	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+}
+
 /* Posts CQEs for finished WQEs at the head of the SQ, in order. */
 void ur_comp_drain(struct ur_qp *qp)
 {
@@ -214,6 +232,7 @@ void ur_comp_drain(struct ur_qp *qp)
 		}
 		break;
 	}
+	ur_sqd_check(qp);
 }
 
 /* ------------------------------------------------------------------ */

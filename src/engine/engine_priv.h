@@ -204,6 +204,7 @@ struct ur_qp_xport {
 	uint32_t noack_pkts;
 	unsigned int rd_outstanding;	/* READ/atomic WQEs in flight */
 	bool need_retry;
+	bool sqd_notified;		/* IBV_EVENT_SQ_DRAINED raised */
 
 	/* completer (sq_lock) */
 	uint32_t comp_psn;		/* oldest PSN not yet acknowledged */
@@ -266,6 +267,7 @@ void ur_req_advance(struct ur_qp *qp);		/* cursor past its WQE */
 /* comp.c */
 void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_comp_drain(struct ur_qp *qp);		/* sq_lock held */
+void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
 void ur_comp_timer(struct ur_qp *qp, uint64_t now); /* sq_lock held */
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */

@@ -96,6 +96,10 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		if (attr_mask & IBV_QP_RNR_RETRY)
 			xp->rnr_left = qp->attr.rnr_retry;
 		kick = qp->state == IBV_QPS_RTS;
+		if (qp->state == IBV_QPS_SQD && old_state != IBV_QPS_SQD) {
+			xp->sqd_notified = false;
+			ur_sqd_check(qp);
+		}
 		break;
 	case IBV_QPS_ERR:
 		ur_qp_error_locked(qp);
