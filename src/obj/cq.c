@@ -14,13 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "obj/obj_priv.h"
 #include "util/time.h"
 
 #define UR_CQ_WC_FLAGS_SUPPORTED                                               \
-	((uint64_t)IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+	((uint64_t)IBV_WC_STANDARD_FLAGS |                                     \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                                 \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 #define UR_CQ_INIT_MASK_SUPPORTED IBV_CQ_INIT_ATTR_MASK_FLAGS
 #define UR_CQ_FLAGS_SUPPORTED                                                  \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
@@ -242,6 +245,13 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	e->wc = *wc;
 	if (cq->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 		e->ts_ns = ur_now_ns();
+	if (cq->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		e->wall_ns = (uint64_t)ts.tv_sec * 1000000000ull +
+			     (uint64_t)ts.tv_nsec;
+	}
 	cq->tail++;
 	if (cq->arm == UR_CQ_ARMED_NEXT ||
 	    (cq->arm == UR_CQ_ARMED_SOLICITED &&

@@ -181,6 +181,7 @@ static inline struct ur_comp_channel *to_ur_channel(struct ibv_comp_channel *c)
 struct ur_cqe {
 	struct ibv_wc wc;
 	uint64_t ts_ns;			/* completion timestamp (cq_ex) */
+	uint64_t wall_ns;		/* CLOCK_REALTIME ns, when requested */
 };
 
 enum ur_cq_arm {

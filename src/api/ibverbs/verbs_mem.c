@@ -257,7 +257,7 @@ static void ex_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *tm)
 
 static uint64_t ex_read_completion_wallclock_ns(struct ibv_cq_ex *c)
 {
-	return 0;
+	return ex_cq(c)->ex_cqe.wall_ns;
 }
 
 static void cq_set_ex_ops(struct ibv_cq_ex *c)

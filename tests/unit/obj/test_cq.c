@@ -269,7 +269,8 @@ static void test_cq_ex_pop(void **state)
 	struct ibv_cq_init_attr_ex a = {
 		.cqe = 4,
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
-			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
 	};
 	struct ur_cq *cq = NULL;
 	uint64_t ts;
@@ -282,6 +283,8 @@ static void test_cq_ex_pop(void **state)
 	assert_int_equal(cq->ex_cqe.wc.wr_id, 11);
 	ts = cq->ex_cqe.ts_ns;
 	assert_true(ts > 0);
+	/* wall clock: after 2020-01-01 */
+	assert_true(cq->ex_cqe.wall_ns > 1577836800ull * 1000000000ull);
 	assert_int_equal(ur_cq_pop_ex(cq), 0);
 	assert_int_equal(cq->ex_cqe.wc.wr_id, 12);
 	assert_int_equal(cq->ex_cqe.wc.status, IBV_WC_LOC_PROT_ERR);
