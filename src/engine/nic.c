@@ -452,12 +452,19 @@ static bool env_true(const char *name)
 
 static void nic_open_pcap(struct ur_nic *nic)
 {
-	const char *path = getenv("UROCE_PCAP");
-	char buf[4096];
+	const char *path = getenv("UROCE_PCAP"), *pp;
+	char buf[4200], name[4096];
 	int rc;
 
 	if (!path || !*path)
 		return;
+	/* "%p" in the path becomes the pid (several processes, one spec) */
+	pp = strstr(path, "%p");
+	if (pp) {
+		snprintf(name, sizeof(name), "%.*s%d%s", (int)(pp - path),
+			 path, (int)getpid(), pp + 2);
+		path = name;
+	}
 	if (nic->dev->index) {
 		snprintf(buf, sizeof(buf), "%s.%u", path, nic->dev->index);
 		path = buf;
