@@ -30,6 +30,49 @@ void ur_async_event_post(struct ibv_context *ctx,
 		return;
 }
 
+/* The object an affiliated event names, NULL for device/port events. */
+static const void *event_object(const struct ibv_async_event *ev)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		return ev->element.cq;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ev->element.qp;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return ev->element.srq;
+	case IBV_EVENT_WQ_FATAL:
+		return ev->element.wq;
+	default:
+		return NULL;
+	}
+}
+
+void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
+{
+	struct ur_context *uctx = to_ur_context(ctx);
+	struct ur_list *pos, *tmp;
+
+	pthread_mutex_lock(&uctx->async_lock);
+	ur_list_for_each_safe(pos, tmp, &uctx->async_events) {
+		struct ur_async_event *e =
+			ur_list_entry(pos, struct ur_async_event, node);
+
+		if (event_object(&e->ev) == obj) {
+			ur_list_del(pos);
+			free(e);
+		}
+	}
+	pthread_mutex_unlock(&uctx->async_lock);
+}
+
 static void mark_delivered(const struct ibv_async_event *ev)
 {
 	switch (ev->event_type) {

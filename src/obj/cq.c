@@ -115,6 +115,7 @@ int ur_cq_destroy(struct ur_cq *cq)
 
 	if (atomic_load(&cq->usecnt))
 		return -EBUSY;
+	ur_async_events_purge(cq->ibcq.context, &cq->ibcq);
 	ur_cq_wait_acked(cq);
 	if (cq->ibcq.channel) {
 		ch = to_ur_channel(cq->ibcq.channel);

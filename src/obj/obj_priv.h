@@ -106,6 +106,12 @@ int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev);
 void ur_async_event_ack(struct ibv_async_event *ev);
 /* Frees the events still queued (close_device calls it before freeing). */
 void ur_async_events_drain(struct ur_context *uctx);
+/*
+ * Drops the not yet fetched events that name obj (an ibv_cq/qp/srq/wq
+ * pointer): destroy calls it so no later ibv_get_async_event returns a
+ * freed object. The eventfd keeps stale counts, which the reader skips.
+ */
+void ur_async_events_purge(struct ibv_context *ctx, const void *obj);
 void ur_srq_wait_acked(struct ur_srq *srq);
 
 /* ------------------------------------------------------------------ */

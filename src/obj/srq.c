@@ -72,6 +72,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 
 	if (atomic_load(&srq->usecnt))
 		return -EBUSY;
+	ur_async_events_purge(srq->ibsrq.context, &srq->ibsrq);
 	ur_srq_wait_acked(srq);
 	/* as a writer: no packet in flight still looks at it */
 	pthread_rwlock_wrlock(&dev->obj_lock);

@@ -129,6 +129,20 @@ static void test_overflow(void **state)
 	ur_async_event_ack(&ev);
 	assert_int_equal(cq->ibcq.async_events_completed, 1);
 	assert_int_equal(ur_cq_destroy(cq), 0);
+
+	/* an event not yet fetched goes with its CQ; others stay */
+	cq = mkcq(ctx, 1, NULL);
+	cap = cq->ibcq.cqe;
+	for (i = 0; i <= cap; i++)
+		push(cq, (uint64_t)i, IBV_WC_SUCCESS, false);
+	ev.event_type = IBV_EVENT_PORT_ACTIVE;
+	ev.element.port_num = 1;
+	ur_async_event_post(ctx, &ev);
+	assert_int_equal(ut_async_pending(ctx), 2);
+	assert_int_equal(ur_cq_destroy(cq), 0);
+	assert_int_equal(ut_async_pending(ctx), 1);
+	assert_int_equal(ur_async_event_get(to_ur_context(ctx), &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_PORT_ACTIVE);
 	ut_ctx_free(ctx);
 }
 
