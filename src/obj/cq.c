@@ -227,7 +227,12 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 	pthread_spin_lock(&cq->lock);
 	if (cq_count(cq) >= cq->size - 1) {
-		if (!cq->overflow && !cq->ignore_overrun) {
+		if (cq->ignore_overrun) {
+			/* the application promised this never happens */
+			pthread_spin_unlock(&cq->lock);
+			return 0;
+		}
+		if (!cq->overflow) {
 			cq->overflow = true;
 			overflow_event = true;
 		}

@@ -439,7 +439,8 @@ int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
  * Adds one completion. Fires the channel event when the CQ is armed (for
  * ARMED_SOLICITED only if solicited or wc->status != IBV_WC_SUCCESS).
  * Returns 0, or -ENOSPC on overflow (the CQE is lost and IBV_EVENT_CQ_ERR
- * is raised once).
+ * is raised once; a CQ created with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+ * drops it silently and returns 0). Takes cq->lock (spinlock) itself.
  */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
 

@@ -143,6 +143,23 @@ static void test_overflow(void **state)
 	assert_int_equal(ut_async_pending(ctx), 1);
 	assert_int_equal(ur_async_event_get(to_ur_context(ctx), &ev), 0);
 	assert_int_equal(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+
+	/* IGNORE_OVERRUN: the extra CQE is dropped without error or event */
+	{
+		struct ibv_cq_init_attr_ex a = {
+			.cqe = 1,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+			.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
+		};
+
+		assert_int_equal(ur_cq_create(ctx, &a, &cq), 0);
+		for (i = 0; i < cq->ibcq.cqe; i++)
+			push(cq, (uint64_t)i, IBV_WC_SUCCESS, false);
+		assert_int_equal(push(cq, 999, IBV_WC_SUCCESS, false), 0);
+		assert_int_equal(ut_async_pending(ctx), 0);
+		assert_int_equal(ur_cq_poll(cq, 256, wc), cq->ibcq.cqe);
+		assert_int_equal(ur_cq_destroy(cq), 0);
+	}
 	ut_ctx_free(ctx);
 }
 
