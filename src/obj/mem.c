@@ -36,9 +36,15 @@
 #define UR_KEY_TAG_MASK 0xFFu
 #define UR_KEY_TRIES 64
 
+/* LOCAL_WRITE is accepted in a bind (rxe and mlx5 do; pyverbs' tests
+ * pass it) and means nothing: a window grants remote access only. */
 #define UR_MW_ACCESS_SUPPORTED                                                 \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED |                    \
+	 IBV_ACCESS_LOCAL_WRITE)
+#define UR_MW_ACCESS_GRANTS                                                    \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
+	 IBV_ACCESS_REMOTE_ATOMIC)
 #define UR_ACCESS_NEEDS_LOCAL_WRITE                                            \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -401,7 +407,7 @@ int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		mw->mem.length = length;
 		mw->mem.host_base =
 			mr->mem.host_base + (uintptr_t)(addr - mr->mem.iova);
-		mw->mem.access = access & ~(unsigned int)IBV_ACCESS_ZERO_BASED;
+		mw->mem.access = access & UR_MW_ACCESS_GRANTS;
 	}
 	mw->mem.valid = true;
 	mw->qp_num = qp->ibqp_ex.qp_base.qp_num;

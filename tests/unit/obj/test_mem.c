@@ -254,10 +254,12 @@ static void test_mw_type2(void **state)
 	assert_false(mw->mem.valid);
 	assert_int_equal(atomic_load(&mr->num_mw), 0);
 
-	/* good bind: zero based, remote write */
+	/* good bind: zero based, remote write (local write: ignored) */
 	w = bind_wqe(mw, mr, k1, buf + 256, 128,
-		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED);
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED |
+		     IBV_ACCESS_LOCAL_WRITE);
 	assert_int_equal(ur_mw_bind_wqe(qp, &w), 0);
+	assert_int_equal(mw->mem.access, IBV_ACCESS_REMOTE_WRITE);
 	assert_int_equal(mw->ibmw.rkey, k1);
 	assert_int_equal(atomic_load(&mr->num_mw), 1);
 	assert_null(ur_mem_lookup(dev, k0));
