@@ -180,6 +180,28 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 	return i;
 }
 
+int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num)
+{
+	uint32_t mask = cq->size - 1, src, dst;
+	int removed;
+
+	pthread_spin_lock(&cq->lock);
+	/* compact towards the tail so the oldest survivors keep their order */
+	dst = cq->tail;
+	for (src = cq->tail; src != cq->head;) {
+		src--;
+		if (cq->ring[src & mask].wc.qp_num == qp_num)
+			continue;
+		dst--;
+		if (dst != src)
+			cq->ring[dst & mask] = cq->ring[src & mask];
+	}
+	removed = (int)(dst - cq->head);
+	cq->head = dst;
+	pthread_spin_unlock(&cq->lock);
+	return removed;
+}
+
 int ur_cq_pop_ex(struct ur_cq *cq)
 {
 	int err = -ENOENT;

@@ -59,6 +59,13 @@ int ur_cq_destroy(struct ur_cq *cq);
 int ur_cq_resize(struct ur_cq *cq, int cqe);
 /* Copies up to n CQEs out; returns how many. */
 int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
+/*
+ * Removes every CQE of qp_num still in the CQ (the others keep their
+ * order); returns how many. Modify-to-RESET and destroy_qp call it for the
+ * QP's send and receive CQs, as mlx4/mlx5 do, so stale (flush) CQEs of an
+ * old incarnation never surface after a restart. Takes cq->lock.
+ */
+int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num);
 /* Pops the oldest CQE into cq->ex_cqe; 0 or -ENOENT. */
 int ur_cq_pop_ex(struct ur_cq *cq);
 int ur_cq_arm(struct ur_cq *cq, int solicited_only);

@@ -294,6 +294,35 @@ static void test_destroy_waits_for_ack(void **state)
 	ut_ctx_free(ctx);
 }
 
+static void test_clean(void **state)
+{
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_cq *cq = mkcq(ctx, 8, NULL);
+	struct ibv_wc wc[128];
+	int i, n;
+
+	for (i = 0; i < 5; i++)	/* moves head so the ring wraps */
+		push(cq, 0, IBV_WC_SUCCESS, false);
+	assert_int_equal(ur_cq_poll(cq, 5, wc), 5);
+	for (i = 0; i < 62; i++) {
+		struct ibv_wc w = { .wr_id = (uint64_t)i,
+				    .qp_num = (i % 3) ? 0x11 : 0x22 };
+
+		assert_int_equal(ur_cq_push(cq, &w, false), 0);
+	}
+	assert_int_equal(ur_cq_clean(cq, 0x22), 21);
+	assert_int_equal(ur_cq_clean(cq, 0x33), 0);
+	n = ur_cq_poll(cq, 128, wc);
+	assert_int_equal(n, 41);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wc[i].qp_num, 0x11);
+		if (i)
+			assert_true(wc[i].wr_id > wc[i - 1].wr_id);
+	}
+	assert_int_equal(ur_cq_destroy(cq), 0);
+	ut_ctx_free(ctx);
+}
+
 static void test_cq_ex_pop(void **state)
 {
 	struct ibv_context *ctx = ut_ctx_new();
@@ -354,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_notify),
 		cmocka_unit_test(test_destroy_waits_for_ack),
+		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_cq_ex_pop),
 		cmocka_unit_test(test_async_nonblock),
 	};
