@@ -20,7 +20,10 @@
  *    addr + length or iova + length wrapping past 2^64: EINVAL;
  *  - REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL (IBA);
  *  - ON_DEMAND and HUGETLB are accepted (nothing is ever pinned, so every
- *    MR already behaves as on-demand); bits of IBV_ACCESS_OPTIONAL_RANGE
+ *    MR already behaves as on-demand); ON_DEMAND with addr NULL and length
+ *    SIZE_MAX is an implicit ODP MR: the whole address space, iova = host
+ *    address; ibv_advise_mr only validates (there is nothing to fault in);
+ *    bits of IBV_ACCESS_OPTIONAL_RANGE
  *    are ignored as rdma-core specifies; ZERO_BASED (windows only) and
  *    any unknown bit: EINVAL;
  *  - rereg keeps lkey/rkey, sets iova = addr on CHANGE_TRANSLATION, and is
@@ -99,6 +102,13 @@ int ur_mr_access_ok(unsigned int access)
 	return 0;
 }
 
+/* Implicit ODP: the whole address space, iova == host address. */
+static bool mr_is_implicit(const void *addr, size_t length,
+			   unsigned int access)
+{
+	return !addr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+}
+
 static int range_ok(const void *addr, size_t length, uint64_t iova)
 {
 	if (!addr || !length)
@@ -118,7 +128,7 @@ int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
 	int err;
 
 	err = ur_mr_access_ok(access);
-	if (!err)
+	if (!err && !mr_is_implicit(addr, length, access))
 		err = range_ok(addr, length, iova);
 	if (err)
 		return err;
@@ -274,6 +284,42 @@ uint32_t ur_mw_rkey(struct ur_mw *mw)
 	k = mw->mem.key;
 	pthread_spin_unlock(&mw->lock);
 	return k;
+}
+
+int ur_mr_advise(struct ur_pd *pd, int advice, uint32_t flags,
+		 const struct ibv_sge *sg, uint32_t num_sge)
+{
+	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	uint32_t i;
+	int err = 0;
+
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return -EOPNOTSUPP;
+	if ((flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || (num_sge && !sg))
+		return -EINVAL;
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	for (i = 0; i < num_sge && !err; i++) {
+		struct ur_mem *m = ur_mem_lookup(dev, sg[i].lkey);
+		uintptr_t host;
+
+		if (!m)
+			err = -EFAULT;
+		else if (m->kind != UR_MEM_MR)
+			err = -EINVAL;
+		else if (m->pd != pd)
+			err = -EPERM;
+		else if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+			 !(m->access & IBV_ACCESS_LOCAL_WRITE))
+			err = -EPERM;
+		else if (ur_mem_check(m, pd, 0, sg[i].addr, sg[i].length, 0,
+				      &host))
+			err = -EFAULT;
+	}
+	pthread_rwlock_unlock(&dev->obj_lock);
+	/* nothing is ever paged out by us: a valid range needs no work */
+	return err;
 }
 
 /* ------------------------------------------------------------------ */

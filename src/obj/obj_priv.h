@@ -43,6 +43,9 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 		size_t length, unsigned int access);
 /* -EBUSY while windows are bound to it. */
 int ur_mr_dereg(struct ur_mr *mr);
+/* ibv_advise_mr: validates advice, flags and every SGE against its MR. */
+int ur_mr_advise(struct ur_pd *pd, int advice, uint32_t flags,
+		 const struct ibv_sge *sg, uint32_t num_sge);
 int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out);
 int ur_mw_dealloc(struct ur_mw *mw);
 /* The MW's current rkey as the engine sees it. */

@@ -121,6 +121,12 @@ static int op_dealloc_mw(struct ibv_mw *mw)
 	return -ur_mw_dealloc(to_ur_mw(mw));
 }
 
+static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			uint32_t flags, struct ibv_sge *sg, uint32_t num_sge)
+{
+	return -ur_mr_advise(to_ur_pd(pd), (int)advice, flags, sg, num_sge);
+}
+
 /* ------------------------------------------------------------------ */
 /* CQ                                                                   */
 /* ------------------------------------------------------------------ */
@@ -517,5 +523,6 @@ void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
 	ops->req_notify_cq = op_req_notify_cq;
 	ops->post_srq_recv = op_post_srq_recv;
 	vctx->create_cq_ex = op_create_cq_ex;
+	vctx->advise_mr = op_advise_mr;
 	vctx->create_srq_ex = op_create_srq_ex;
 }

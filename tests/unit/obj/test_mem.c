@@ -93,6 +93,50 @@ static void test_access_rules(void **state)
 	ut_ctx_free(ctx);
 }
 
+static void test_odp_advise(void **state)
+{
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_pd *pd = ut_pd(ctx), *pd2 = ut_pd(ctx);
+	struct ur_mr *mr = NULL, *ro = reg(pd, buf, 64, 0);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16 };
+	uintptr_t host;
+
+	/* implicit ODP: NULL/SIZE_MAX with ON_DEMAND only */
+	assert_int_equal(ur_mr_reg(pd, NULL, SIZE_MAX, 0,
+				   IBV_ACCESS_LOCAL_WRITE, &mr), -EINVAL);
+	assert_int_equal(ur_mr_reg(pd, NULL, SIZE_MAX, 0,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_ON_DEMAND, &mr), 0);
+	assert_int_equal(ur_mem_check(&mr->mem, pd, 0, (uintptr_t)buf + 7, 9,
+				      IBV_ACCESS_LOCAL_WRITE, &host), 0);
+	assert_int_equal(host, (uintptr_t)buf + 7);
+
+	sge.lkey = mr->ibmr.lkey;
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				      IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1), 0);
+	assert_int_equal(ur_mr_advise(pd, 7, 0, &sge, 1), -EOPNOTSUPP);
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2,
+				      &sge, 1), -EINVAL);
+	assert_int_equal(ur_mr_advise(pd2, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				      &sge, 1), -EPERM);
+	sge.lkey = ro->ibmr.lkey;
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				      &sge, 1), 0);
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				      0, &sge, 1), -EPERM);
+	sge.length = 65;
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				      &sge, 1), -EFAULT);
+	sge.lkey ^= 1;
+	assert_int_equal(ur_mr_advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				      &sge, 1), -EFAULT);
+	assert_int_equal(ur_mr_dereg(mr), 0);
+	assert_int_equal(ur_mr_dereg(ro), 0);
+	assert_int_equal(ur_pd_free(pd), 0);
+	assert_int_equal(ur_pd_free(pd2), 0);
+	ut_ctx_free(ctx);
+}
+
 static void test_pd_busy(void **state)
 {
 	struct ibv_context *ctx = ut_ctx_new();
@@ -364,6 +408,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keys_random_never_reused),
 		cmocka_unit_test(test_access_rules),
+		cmocka_unit_test(test_odp_advise),
 		cmocka_unit_test(test_pd_busy),
 		cmocka_unit_test(test_mem_check_bounds),
 		cmocka_unit_test(test_rereg),
