@@ -9,7 +9,7 @@ set -u
 e2e_libdir "${1:-}"
 
 # a result row: bytes, iterations, peak, average (non-zero), msg rate
-bw_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[1-9][0-9]*\.[0-9]+[[:space:]]+[0-9.]+'
+bw_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]*[1-9][0-9.]*[[:space:]]+[0-9.]+'
 # a result row: bytes, iterations, t_min, t_max, t_typical ...
 lat_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
 
