@@ -84,6 +84,21 @@ static void mark_delivered(const struct ibv_async_event *ev)
 		pthread_mutex_unlock(&cq->ibcq.mutex);
 		break;
 	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ur_qp *qp = to_ur_qp(ev->element.qp);
+
+		pthread_mutex_lock(&qp->ibqp_ex.qp_base.mutex);
+		qp->async_delivered++;
+		pthread_mutex_unlock(&qp->ibqp_ex.qp_base.mutex);
+		break;
+	}
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED: {
 		struct ur_srq *srq = to_ur_srq(ev->element.srq);
@@ -166,6 +181,18 @@ void ur_srq_wait_acked(struct ur_srq *srq)
 	while (srq->ibsrq.events_completed != srq->async_delivered)
 		pthread_cond_wait(&srq->ibsrq.cond, &srq->ibsrq.mutex);
 	pthread_mutex_unlock(&srq->ibsrq.mutex);
+}
+
+/* ibv_destroy_qp(3): returns only after every event delivered for the QP
+ * was acknowledged. */
+void ur_qp_wait_acked(struct ur_qp *qp)
+{
+	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
+
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->async_delivered)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
 }
 
 /* Drops the events still queued on a closing context. */

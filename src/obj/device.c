@@ -299,6 +299,21 @@ void ur_device_query_ex(const struct ur_device *dev,
 	attr->completion_timestamp_mask = UR_TIMESTAMP_MASK;
 	attr->hca_core_clock = UR_HCA_CORE_CLOCK_KHZ;
 	attr->phys_port_cnt_ex = UR_NUM_PORTS;
+	/* Registered memory is never pinned: every access goes through the
+	 * page tables at the moment it happens, which is what ODP promises,
+	 * implicit (whole address space) registration included. */
+	attr->odp_caps.general_caps =
+		IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.uc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.ud_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_SRQ_RECV;
 }
 
 int ur_device_query_port(const struct ur_device *dev, unsigned int port_num,

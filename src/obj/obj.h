@@ -405,6 +405,7 @@ struct ur_qp {
 	uint32_t wr_start_producer;
 
 	struct ur_qp_xport *xp;		/* engine's transport state */
+	uint32_t async_delivered;	/* events handed to the user (ibqp mutex) */
 };
 
 static inline struct ur_qp *to_ur_qp(struct ibv_qp *ibqp)

@@ -123,6 +123,7 @@ void ur_async_events_drain(struct ur_context *uctx);
  */
 void ur_async_events_purge(struct ibv_context *ctx, const void *obj);
 void ur_srq_wait_acked(struct ur_srq *srq);
+void ur_qp_wait_acked(struct ur_qp *qp);
 
 /* ------------------------------------------------------------------ */
 /* qp.c */

@@ -30,8 +30,9 @@
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |             \
 	 IBV_SEND_INLINE)
 #define UR_MW_ACCESS_OK                                                        \
-	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
+	 IBV_ACCESS_ZERO_BASED)
 
 static bool sq_state_ok(enum ibv_qp_state s)
 {

@@ -43,7 +43,8 @@
 #define UR_QP_ACCESS_OK                                                        \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING)
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |                    \
+	 IBV_ACCESS_ON_DEMAND)
 
 #define RTS_OPT_RC (CUR | ACC | ALT | MIG | MRNR)
 #define RTS_OPT_UC (CUR | ACC | ALT | MIG)

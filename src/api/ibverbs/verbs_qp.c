@@ -104,6 +104,17 @@ UR_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
+/* Completions of a QP that was reset or destroyed must not be polled
+ * afterwards (a restarted QP would see stale flush CQEs). */
+static void clean_cqs(struct ur_qp *qp)
+{
+	uint32_t qpn = qp->ibqp_ex.qp_base.qp_num;
+
+	ur_cq_clean(qp->send_cq, qpn);
+	if (qp->recv_cq != qp->send_cq)
+		ur_cq_clean(qp->recv_cq, qpn);
+}
+
 UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			    int attr_mask)
 {
@@ -118,6 +129,8 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (!ret)
 		ur_engine_qp_modified(qp, old, attr_mask);
 	pthread_mutex_unlock(&modify_lock);
+	if (!ret && qp->state == IBV_QPS_RESET)
+		clean_cqs(qp);
 	return -ret;
 }
 
@@ -130,6 +143,9 @@ UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_lock(&modify_lock);
 	ur_engine_qp_fini(qp);
 	pthread_mutex_unlock(&modify_lock);
+	clean_cqs(qp);
+	ur_async_events_purge(ibqp->context, ibqp);
+	ur_qp_wait_acked(qp);
 	ur_qp_free(qp);
 	return 0;
 }

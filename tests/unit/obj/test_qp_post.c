@@ -556,6 +556,14 @@ static void test_bind_mw_type1(void **state)
 	assert_int_equal(w->bind.addr, 0x2000);
 	assert_int_equal(w->bind.length, 64);
 	assert_int_equal(f->sq_kicks, 1);
+	/* LOCAL_WRITE in a window's access is accepted and ignored (as rxe
+	 * and mlx5 do; rdma-core's MW tests pass it) */
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_LOCAL_WRITE;
+	assert_int_equal(ur_qp_bind_mw(qp, &mw.ibmw, &b), 0);
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_MW_BIND;
+	assert_int_equal(ur_qp_bind_mw(qp, &mw.ibmw, &b), EINVAL);
 	mw.ibmw.type = IBV_MW_TYPE_2;
 	assert_int_equal(ur_qp_bind_mw(qp, &mw.ibmw, &b), EINVAL);
 	qp_fx_destroy(qp);
