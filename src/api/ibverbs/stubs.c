@@ -44,18 +44,6 @@
 #include "util/compiler.h"
 
 /* ------------------------------------------------------------------ */
-/* Until verbs_mem.c / verbs_qp.c exist: link, install nothing          */
-/* ------------------------------------------------------------------ */
-
-__attribute__((weak)) void ur_api_install_mem_cq_ops(struct verbs_context *v)
-{
-}
-
-__attribute__((weak)) void ur_api_install_qp_ops(struct verbs_context *v)
-{
-}
-
-/* ------------------------------------------------------------------ */
 /* IBVERBS_PRIVATE_34                                                   */
 /* ------------------------------------------------------------------ */
 
