@@ -8,6 +8,7 @@
  * destroy that waits for every delivered event to be acked.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -30,12 +31,33 @@ void ur_async_event_post(struct ibv_context *ctx,
 		return;
 }
 
-/* The object an affiliated event names, NULL for device/port events. */
-static const void *event_object(const struct ibv_async_event *ev)
+/*
+ * What an affiliated event is counted on: the verbs object it names, the
+ * mutex/cond of that object, its "completed" counter (bumped by
+ * ibv_ack_async_event) and our "delivered" counter (bumped by
+ * ibv_get_async_event; NULL for WQs, which we never create). Returns false
+ * for device and port events, which nothing counts.
+ */
+struct event_owner {
+	const void *obj;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	uint32_t *completed;
+	uint32_t *delivered;
+};
+
+static bool event_owner(const struct ibv_async_event *ev,
+			struct event_owner *o)
 {
 	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
-		return ev->element.cq;
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = ev->element.cq;
+
+		*o = (struct event_owner){ cq, &cq->mutex, &cq->cond,
+					   &cq->async_events_completed,
+					   &to_ur_cq(cq)->async_delivered };
+		return true;
+	}
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
@@ -43,15 +65,32 @@ static const void *event_object(const struct ibv_async_event *ev)
 	case IBV_EVENT_SQ_DRAINED:
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return ev->element.qp;
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = ev->element.qp;
+
+		*o = (struct event_owner){ qp, &qp->mutex, &qp->cond,
+					   &qp->events_completed,
+					   &to_ur_qp(qp)->async_delivered };
+		return true;
+	}
 	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		return ev->element.srq;
-	case IBV_EVENT_WQ_FATAL:
-		return ev->element.wq;
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = ev->element.srq;
+
+		*o = (struct event_owner){ srq, &srq->mutex, &srq->cond,
+					   &srq->events_completed,
+					   &to_ur_srq(srq)->async_delivered };
+		return true;
+	}
+	case IBV_EVENT_WQ_FATAL: {
+		struct ibv_wq *wq = ev->element.wq;
+
+		*o = (struct event_owner){ wq, &wq->mutex, &wq->cond,
+					   &wq->events_completed, NULL };
+		return true;
+	}
 	default:
-		return NULL;
+		return false;
 	}
 }
 
@@ -64,8 +103,9 @@ void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 	ur_list_for_each_safe(pos, tmp, &uctx->async_events) {
 		struct ur_async_event *e =
 			ur_list_entry(pos, struct ur_async_event, node);
+		struct event_owner o;
 
-		if (event_object(&e->ev) == obj) {
+		if (event_owner(&e->ev, &o) && o.obj == obj) {
 			ur_list_del(pos);
 			free(e);
 		}
@@ -75,42 +115,13 @@ void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 
 static void mark_delivered(const struct ibv_async_event *ev)
 {
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR: {
-		struct ur_cq *cq = to_ur_cq(ev->element.cq);
+	struct event_owner o;
 
-		pthread_mutex_lock(&cq->ibcq.mutex);
-		cq->async_delivered++;
-		pthread_mutex_unlock(&cq->ibcq.mutex);
-		break;
-	}
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED: {
-		struct ur_qp *qp = to_ur_qp(ev->element.qp);
-
-		pthread_mutex_lock(&qp->ibqp_ex.qp_base.mutex);
-		qp->async_delivered++;
-		pthread_mutex_unlock(&qp->ibqp_ex.qp_base.mutex);
-		break;
-	}
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED: {
-		struct ur_srq *srq = to_ur_srq(ev->element.srq);
-
-		pthread_mutex_lock(&srq->ibsrq.mutex);
-		srq->async_delivered++;
-		pthread_mutex_unlock(&srq->ibsrq.mutex);
-		break;
-	}
-	default:
-		break;
-	}
+	if (!event_owner(ev, &o) || !o.delivered)
+		return;
+	pthread_mutex_lock(o.mu);
+	(*o.delivered)++;
+	pthread_mutex_unlock(o.mu);
 }
 
 int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev)
@@ -135,64 +146,41 @@ int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev)
 	return 0;
 }
 
-static void ack_one(pthread_mutex_t *mu, pthread_cond_t *cv, uint32_t *cnt)
-{
-	pthread_mutex_lock(mu);
-	(*cnt)++;
-	pthread_cond_broadcast(cv);
-	pthread_mutex_unlock(mu);
-}
-
 void ur_async_event_ack(struct ibv_async_event *ev)
 {
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR:
-		ack_one(&ev->element.cq->mutex, &ev->element.cq->cond,
-			&ev->element.cq->async_events_completed);
-		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		ack_one(&ev->element.qp->mutex, &ev->element.qp->cond,
-			&ev->element.qp->events_completed);
-		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		ack_one(&ev->element.srq->mutex, &ev->element.srq->cond,
-			&ev->element.srq->events_completed);
-		break;
-	case IBV_EVENT_WQ_FATAL:
-		ack_one(&ev->element.wq->mutex, &ev->element.wq->cond,
-			&ev->element.wq->events_completed);
-		break;
-	default:
-		break;		/* device and port events: nothing to count */
-	}
+	struct event_owner o;
+
+	if (!event_owner(ev, &o))
+		return;		/* device and port events: nothing to count */
+	pthread_mutex_lock(o.mu);
+	(*o.completed)++;
+	pthread_cond_broadcast(o.cv);
+	pthread_mutex_unlock(o.mu);
+}
+
+/* Destroy verbs return only after every event delivered for the object
+ * was acknowledged (ibv_destroy_qp(3), ibv_destroy_srq(3)). */
+static void wait_all_acked(pthread_mutex_t *mu, pthread_cond_t *cv,
+			   const uint32_t *completed, const uint32_t *delivered)
+{
+	pthread_mutex_lock(mu);
+	while (*completed != *delivered)
+		pthread_cond_wait(cv, mu);
+	pthread_mutex_unlock(mu);
 }
 
 void ur_srq_wait_acked(struct ur_srq *srq)
 {
-	pthread_mutex_lock(&srq->ibsrq.mutex);
-	while (srq->ibsrq.events_completed != srq->async_delivered)
-		pthread_cond_wait(&srq->ibsrq.cond, &srq->ibsrq.mutex);
-	pthread_mutex_unlock(&srq->ibsrq.mutex);
+	wait_all_acked(&srq->ibsrq.mutex, &srq->ibsrq.cond,
+		       &srq->ibsrq.events_completed, &srq->async_delivered);
 }
 
-/* ibv_destroy_qp(3): returns only after every event delivered for the QP
- * was acknowledged. */
 void ur_qp_wait_acked(struct ur_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
 
-	pthread_mutex_lock(&ibqp->mutex);
-	while (ibqp->events_completed != qp->async_delivered)
-		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
-	pthread_mutex_unlock(&ibqp->mutex);
+	wait_all_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+		       &qp->async_delivered);
 }
 
 /* Drops the events still queued on a closing context. */
