@@ -306,6 +306,9 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 			       UR_COMP_ATOMIC :
 			       UR_COMP_DONE;
 	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;
+	/* any valid response shows the responder alive: retry_cnt counts
+	 * consecutive timeouts only */
+	c->xp->retry_left = c->qp->attr.retry_cnt;
 	switch (c->syn & UR_AETH_TYPE_MASK) {
 	case UR_AETH_ACK:
 		return UR_COMP_WRITE_SEND;

@@ -38,6 +38,7 @@
 #define UR_GSO_MAX_BYTES 65000	/* one UDP_SEGMENT train */
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
+#define UR_READ_CHUNK_PKTS 64	/* responses asked for by one READ request */
 #define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
 #define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
 					 * the progress thread leaves rx to it */

@@ -238,17 +238,34 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_hdr_fields f = { 0 };
-	uint32_t off = xp->req_pkt * xp->mtu;
+	uint32_t off = xp->req_pkt * xp->mtu, end;
 
 	f.qpn = qp->attr.dest_qp_num;
 	f.psn = xp->psn;
 	f.ackreq = true;
 	xp->noack_pkts = 0;
 	if (wqe->opcode == IBV_WR_RDMA_READ) {
+		/*
+		 * A large READ goes out as several requests of at most
+		 * UR_READ_CHUNK_PKTS responses each, so the window bounds
+		 * the responses in flight too. A retry resumes inside a chunk
+		 * and ends where the chunk ends: a subset of what the
+		 * responder saved for it.
+		 */
+		end = UR_MIN(wqe->npkts, (xp->req_pkt / UR_READ_CHUNK_PKTS + 1) *
+						 UR_READ_CHUNK_PKTS);
 		f.opcode = UR_OPC_RC_READ_REQ;
 		f.reth.va = wqe->rdma.remote_addr + off;
 		f.reth.rkey = wqe->rdma.rkey;
-		f.reth.len = wqe->length - off;
+		f.reth.len = (uint32_t)UR_MIN((uint64_t)(end - xp->req_pkt) *
+						      xp->mtu,
+					      (uint64_t)(wqe->length - off));
+		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
+		xp->req_pkt = end;
+		if (end == wqe->npkts)
+			wqe_sent(qp, wqe);
+		return;
 	} else {
 		f.opcode = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
 				   UR_OPC_RC_CMP_SWAP :

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdio.h>
 #include <arpa/inet.h>
 
 #include "fake_env.h"
@@ -106,6 +107,8 @@ static void fe_enqueue(struct ur_link *to, const struct ur_link *from,
 	ssize_t r;
 
 	pthread_mutex_lock(&to->lock);
+	if (to->tail - to->head >= FE_QLEN)
+		to->st.rx_truncated++;
 	if (to->tail - to->head < FE_QLEN) {
 		d = &to->q[to->tail++ % FE_QLEN];
 		d->len = len;
@@ -133,20 +136,47 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 	for (i = 0; i < 2; i++)
 		if (fe_links[i] && ur_sockaddr_same_host(&fe_links[i]->addr, dst))
 			to = fe_links[i];
-	if (!to)
+	if (!to) {
+		from->st.tx_errors++;
 		return;
+	}
 	if (fe_tap)
 		fe_tap(to == fe_links[0] ? 0 : 1, data, len);
 	if (fe_fault.drop_opcode_once && data[0] ==
 	    (uint8_t)(fe_fault.drop_opcode_once - 1)) {
 		fe_fault.drop_opcode_once = 0;
+		from->st.fi_delayed++;
 		return;
 	}
-	if (fe_rand100() < fe_fault.drop_pct)
+	if (fe_rand100() < fe_fault.drop_pct) {
+		from->st.fi_dropped++;
 		return;
+	}
 	fe_enqueue(to, from, data, len);
 	if (fe_rand100() < fe_fault.dup_pct)
 		fe_enqueue(to, from, data, len);
+}
+
+void fe_debug(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct ur_nic *nic = fe_dev(i)->nic;
+		int busy = pthread_mutex_trylock(&nic->rx_lock);
+
+		if (!busy)
+			pthread_mutex_unlock(&nic->rx_lock);
+		fprintf(stderr,
+			"DBG dev%d rx_lock %s queue %u (head %u tail %u) "
+			"fdrop %lu qfull %lu noroute %lu\n",
+			i, busy ? "HELD" : "free",
+			fe_links[i]->tail - fe_links[i]->head,
+			fe_links[i]->head, fe_links[i]->tail,
+			(unsigned long)fe_links[i]->st.fi_dropped,
+			(unsigned long)fe_links[i]->st.rx_truncated,
+			(unsigned long)fe_links[i]->st.tx_errors);
+	}
 }
 
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len)
