@@ -184,6 +184,24 @@ static uint32_t raw16(uint16_t v)
 	return r;
 }
 
+/* Bytes hashed after the IPv4 ID for a UDP payload of udp_len (with ICRC). */
+static size_t bytes_after_id(size_t udp_len)
+{
+	/* stream: 8 + 20 (IP) + 8 (UDP) + udp_len - 4 (no ICRC) bytes */
+	return LRH_MASK_BYTES + UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES +
+	       udp_len - UR_ICRC_BYTES - IPV4_ID_STREAM_OFF - 2;
+}
+
+uint32_t ur_icrc_ipv4_id_adjust(uint32_t icrc, size_t udp_len,
+				uint16_t old_id, uint16_t new_id)
+{
+	uint16_t d = old_id ^ new_id;
+
+	if (!d)
+		return icrc;
+	return icrc ^ gf_mul(gf_x8n(bytes_after_id(udp_len)), raw16(d));
+}
+
 /* Row-echelon form of L's 16 columns for one UDP payload length. */
 struct id_solver {
 	size_t udp_len;
@@ -194,10 +212,7 @@ struct id_solver {
 
 static void solver_init(struct id_solver *s, size_t udp_len)
 {
-	/* stream: 8 + 20 (IP) + 8 (UDP) + udp_len - 4 (no ICRC) bytes */
-	size_t after = LRH_MASK_BYTES + UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES +
-		       udp_len - UR_ICRC_BYTES - IPV4_ID_STREAM_OFF - 2;
-	uint32_t shift = gf_x8n(after);
+	uint32_t shift = gf_x8n(bytes_after_id(udp_len));
 	int i, j;
 
 	s->udp_len = udp_len;

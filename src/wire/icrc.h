@@ -81,6 +81,18 @@ enum ur_drop_reason ur_icrc_verify(const struct ur_ip_flow *flow,
 enum ur_drop_reason ur_icrc_check_rx(struct ur_ip_flow *flow, const void *buf,
 				     size_t len);
 
+/*
+ * The ICRC of the same IPv4 packet (UDP payload length udp_len, ICRC
+ * included) when its IPv4 ID is new_id instead of old_id: icrc ^ L(old ^
+ * new), L as in the receive solver. For UDP GSO trains: Linux software
+ * segmentation (a device without tx-udp-segmentation, e.g. a tap or a
+ * bridge port towards a VM) gives segment i of a DF train with ID 0 the ID
+ * i, so a sender must compute segment i's ICRC with ID i (rxe drops it
+ * otherwise). Only meaningful for IPv4 flows.
+ */
+uint32_t ur_icrc_ipv4_id_adjust(uint32_t icrc, size_t udp_len,
+				uint16_t old_id, uint16_t new_id);
+
 /* zlib-compatible CRC-32 (ISA-L crc32_gzip_refl): crc of data appended to a
  * message whose crc was crc (0 for an empty message). */
 uint32_t ur_crc32(uint32_t crc, const void *buf, size_t len);
