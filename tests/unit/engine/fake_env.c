@@ -278,9 +278,19 @@ void fe_init(void)
 		ur_u32_map_init(&d->qpns);
 		d->active_mtu = IBV_MTU_1024;
 		d->gids[0].valid = true;
-		d->gids[0].addr.in.sin_family = AF_INET;
-		d->gids[0].addr.in.sin_addr.s_addr =
-			htonl(0x7f000001u + (uint32_t)i + 100);
+		if (getenv("FE_V6")) {
+			/* fd00::1:<i>, never routed: the fake link only
+			 * compares addresses */
+			d->gids[0].addr.in6.sin6_family = AF_INET6;
+			d->gids[0].addr.in6.sin6_addr.s6_addr[0] = 0xfd;
+			d->gids[0].addr.in6.sin6_addr.s6_addr[13] = 1;
+			d->gids[0].addr.in6.sin6_addr.s6_addr[15] =
+				(uint8_t)(i + 1);
+		} else {
+			d->gids[0].addr.in.sin_family = AF_INET;
+			d->gids[0].addr.in.sin_addr.s_addr =
+				htonl(0x7f000001u + (uint32_t)i + 100);
+		}
 		d->num_gids = 1;
 		d->open_count = 1;
 		if (ur_nic_get(d))
@@ -478,6 +488,14 @@ void fe_qp_modify(struct ur_qp *qp, enum ibv_qp_state st, int mask)
 	ur_engine_qp_modified(qp, old, mask | IBV_QP_STATE);
 }
 
+void fe_set_port(union ur_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET6)
+		a->in6.sin6_port = htons(UR_ROCEV2_PORT);
+	else
+		a->in.sin_port = htons(UR_ROCEV2_PORT);
+}
+
 void fe_connect(struct ur_qp *a, struct ur_qp *b, uint32_t psn_a,
 		uint32_t psn_b, uint8_t timeout, uint8_t retry,
 		uint8_t rnr_retry)
@@ -502,7 +520,7 @@ void fe_connect(struct ur_qp *a, struct ur_qp *b, uint32_t psn_a,
 		me->attr.max_dest_rd_atomic = 16;
 		me->attr.min_rnr_timer = 1;
 		me->av.dest = peer->dev->gids[0].addr;
-		me->av.dest.in.sin_port = htons(UR_ROCEV2_PORT);
+		fe_set_port(&me->av.dest);
 		fe_qp_modify(me, IBV_QPS_RTR,
 			     IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_RQ_PSN |
 				     IBV_QP_DEST_QPN);

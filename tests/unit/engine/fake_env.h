@@ -36,6 +36,7 @@ struct fe_side {
 
 void fe_init(void);
 void fe_debug(void);
+void fe_set_port(union ur_sockaddr *a);
 void fe_fini(void);
 struct ur_device *fe_dev(int i);
 struct ur_mr *fe_reg_mr(struct ur_device *dev, struct ur_pd *pd, void *addr,

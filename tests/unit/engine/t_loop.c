@@ -326,7 +326,7 @@ static void t_ud(void **state)
 	fe_qp_modify(b.qp, IBV_QPS_RTR, 0);
 	memset(&ah, 0, sizeof(ah));
 	ah.av.dest = b.dev->gids[0].addr;
-	ah.av.dest.in.sin_port = htons(UR_ROCEV2_PORT);
+	fe_set_port(&ah.av.dest);
 	fill(a.buf, 1000, 4);
 	fe_rq_post(b.qp, 7, b.buf, 1040, b.mr->ibmr.lkey);
 	w = fe_sq_next(a.qp);
@@ -349,10 +349,17 @@ static void t_ud(void **state)
 	assert_int_equal(wc.src_qp, ur_qp_num(a.qp));
 	assert_true(wc.wc_flags & IBV_WC_GRH);
 	assert_memory_equal(b.buf + 40, a.buf, 1000);
-	/* IPv4 image: 20 zero bytes, then a header with the sender's IP */
-	assert_int_equal(b.buf[20] >> 4, 4);
-	assert_memory_equal(b.buf + 20 + 12, &a.dev->gids[0].addr.in.sin_addr,
-			    4);
+	if (a.dev->gids[0].addr.sa.sa_family == AF_INET6) {
+		/* IPv6 image: the header itself, source at byte 8 */
+		assert_int_equal(b.buf[0] >> 4, 6);
+		assert_memory_equal(b.buf + 8,
+				    &a.dev->gids[0].addr.in6.sin6_addr, 16);
+	} else {
+		/* IPv4: 20 zero bytes, then a header with the sender's IP */
+		assert_int_equal(b.buf[20] >> 4, 4);
+		assert_memory_equal(b.buf + 20 + 12,
+				    &a.dev->gids[0].addr.in.sin_addr, 4);
+	}
 	fe_side_close(&a);
 	fe_side_close(&b);
 }
@@ -440,7 +447,8 @@ static void t_mutated_packets(void **state)
 		}
 		if (rnd() % 8 == 0)
 			len = 12 + rnd() % len;
-		src.in.sin_port = dst.in.sin_port = htons(UR_ROCEV2_PORT);
+		fe_set_port(&src);
+		fe_set_port(&dst);
 		ur_ip_flow_from_sockaddr(&flow, &src, &dst);
 		if (len >= UR_BTH_BYTES + UR_ICRC_BYTES)
 			ur_icrc_store(pkt + len - 4,
