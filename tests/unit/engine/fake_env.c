@@ -99,8 +99,17 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 	return 9000;
 }
 
+static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
+			   const uint8_t *data, uint32_t len);
+
 static void fe_enqueue(struct ur_link *to, const struct ur_link *from,
 		       const uint8_t *data, uint32_t len)
+{
+	fe_enqueue_src(to, &from->addr, data, len);
+}
+
+static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
+			   const uint8_t *data, uint32_t len)
 {
 	uint64_t one = 1;
 	struct fe_dgram *d;
@@ -112,7 +121,7 @@ static void fe_enqueue(struct ur_link *to, const struct ur_link *from,
 	if (to->tail - to->head < FE_QLEN) {
 		d = &to->q[to->tail++ % FE_QLEN];
 		d->len = len;
-		d->src = from->addr;
+		d->src = *src;
 		memcpy(d->data, data, len);
 		if (to->tail - to->head >= 2 &&
 		    fe_rand100() < fe_fault.reorder_pct) {
@@ -177,6 +186,12 @@ void fe_debug(void)
 			(unsigned long)fe_links[i]->st.rx_truncated,
 			(unsigned long)fe_links[i]->st.tx_errors);
 	}
+}
+
+void fe_inject_from(int to_dev, const union ur_sockaddr *src,
+		    const uint8_t *data, uint32_t len)
+{
+	fe_enqueue_src(fe_links[to_dev], src, data, len);
 }
 
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len)

@@ -24,6 +24,9 @@ extern struct fe_fault fe_fault;
 extern void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
 /* Puts a datagram from the other device into device to_dev's queue. */
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len);
+/* Same with any source address (a third host). */
+void fe_inject_from(int to_dev, const union ur_sockaddr *src,
+		    const uint8_t *data, uint32_t len);
 
 struct fe_side {
 	struct ur_device *dev;

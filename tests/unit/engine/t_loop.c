@@ -476,6 +476,51 @@ static void t_mutated_packets(void **state)
 	free(arena);
 }
 
+/* A valid WRITE replayed from a third address is dropped as wrong_peer
+ * and writes nothing; from the real peer the same bytes are a duplicate. */
+static void t_wrong_peer(void **state)
+{
+	struct t_pair *p = *state;
+	union ur_sockaddr evil = p->a.dev->gids[0].addr;
+	struct ur_ip_flow flow;
+	uint8_t pkt[2048];
+	uint64_t before;
+	uint32_t len;
+
+	fe_tap = tap;
+	ncap = 0;
+	fill(p->a.buf, 100, 3);
+	post(&p->a, IBV_WR_RDMA_WRITE, 1, 0, 100, (uintptr_t)p->b.buf + 500,
+	     p->b.mr->ibmr.rkey);
+	expect(&p->a.scq, 1, IBV_WC_SUCCESS);
+	fe_tap = NULL;
+	assert_true(ncap >= 1);
+	assert_int_equal(cap[0].to, 1);
+	len = cap[0].len;
+	memcpy(pkt, cap[0].data, len);
+	memset(p->b.buf + 500, 0, 100);
+	/* another host: same packet, ICRC recomputed for its address */
+	if (evil.sa.sa_family == AF_INET)
+		evil.in.sin_addr.s_addr ^= htonl(0x00ff0000);
+	else
+		evil.in6.sin6_addr.s6_addr[15] ^= 0x80;
+	{
+		union ur_sockaddr dst = p->b.dev->gids[0].addr;
+
+		fe_set_port(&evil);
+		fe_set_port(&dst);
+		ur_ip_flow_from_sockaddr(&flow, &evil, &dst);
+	}
+	ur_icrc_store(pkt + len - 4, ur_icrc_compute(&flow, pkt, len));
+	before = atomic_load(&p->b.dev->nic->cnt.drop[UR_DROP_WRONG_PEER]);
+	fe_inject_from(1, &evil, pkt, len);
+	fe_cq_poll(&p->b.rcq, (struct ibv_wc[1]){}, 20);
+	assert_int_equal(atomic_load(
+		&p->b.dev->nic->cnt.drop[UR_DROP_WRONG_PEER]), before + 1);
+	assert_int_equal(p->b.buf[500], 0);
+	assert_int_equal(p->b.qp->state, IBV_QPS_RTS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +537,7 @@ int main(void)
 		cmocka_unit_test(t_ud),
 		cmocka_unit_test_setup_teardown(t_mutated_packets, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(t_wrong_peer, setup, teardown),
 	};
 	int rc;
 
