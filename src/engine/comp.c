@@ -183,6 +183,9 @@ void ur_qp_error_locked(struct ur_qp *qp)
 		ur_timer_disarm(&xp->rnr_deadline);
 		xp->rnr_wait = false;
 		xp->need_retry = false;
+		/* a receive WQE the responder holds is flushed by the receive
+		 * path owner: have the timer scan visit this QP now */
+		ur_timer_arm(xp->nic, &xp->kick_deadline, ur_now_ns());
 	}
 	ur_flush_sq(qp);
 	ur_flush_rq(qp, false);
