@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# What we put on the wire, checked by tools that are not ours. Unmodified
+# ibverbs-utils and perftest pairs run with UROCE_PCAP on both sides (each
+# side its own file and its own fixed address); then for every capture:
+#  - tshark decodes every frame as InfiniBand (RRoCE) with no malformed or
+#    expert-info fields (payload heuristics off: random payloads would be
+#    misread as upper-layer protocols);
+#  - the opcodes tshark sees include all the scenario must produce and
+#    nothing it must not;
+#  - every ICRC verifies with the independent checker
+#    ../shared/tools/rxe-vm/icrc_check.py;
+#  - what each side received is, byte for byte, what the other sent.
+# One run is also captured by the kernel on lo (tshark -i lo, root only),
+# once without and once with UDP GSO: every datagram the library recorded
+# was carried, nothing else was, and the ICRCs verify with the real IP
+# header (IPv4 ID, flags, ...), which a UDP socket never sees.
+set -u
+. "$(dirname "$0")/lib.sh"
+e2e_libdir "${1:-}"
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ICRC_CHECK=${ICRC_CHECK:-$ROOT/../shared/tools/rxe-vm/icrc_check.py}
+XCHECK=$ROOT/tests/interop/pcap_xcheck.py
+export ICRC_CHECK
+
+if [[ ! -r $ICRC_CHECK ]]; then
+	echo "FAIL: independent ICRC checker missing: $ICRC_CHECK"
+	echo "(clone the shared/ tree beside the repository, or set ICRC_CHECK)"
+	exit 1
+fi
+if ! command -v tshark >/dev/null; then
+	echo "FAIL: tshark is needed (apt-get install tshark)"
+	exit 1
+fi
+
+NOHEUR="--disable-heuristic eth_over_ib --disable-heuristic fc_infiniband
+	--disable-heuristic sdp_infiniband --disable-heuristic iser_infiniband
+	--disable-heuristic lnet_ib --disable-heuristic rpcrdma_infiniband
+	--disable-heuristic smb_direct_infiniband
+	--disable-heuristic smcr_infiniband --disable-heuristic mellanox_eoib"
+
+# a loopback address of our own for each side, outside 127.0.0.0/16
+rand_ip() {
+	echo "127.$((100 + RANDOM % 150)).$((RANDOM % 256)).$((1 + RANDOM % 254))"
+}
+
+ok_line='[0-9]+ bytes in [0-9.]+ seconds'
+# a result row: bytes, iterations, peak, average (non-zero, may be < 1)
+bw_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)[[:space:]]+[0-9.]+'
+lat_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+
+check_fail() {
+	E2E_FAIL=$((E2E_FAIL + 1))
+	echo "FAIL $1"
+}
+check_pass() {
+	E2E_PASS=$((E2E_PASS + 1))
+	echo "PASS $1"
+}
+
+# decode NAME FILE: every frame InfiniBand, none malformed, no expert info;
+# appends the opcodes to $E2E_TMP/NAME.ops
+decode() {
+	local name=$1 f=$2 out="$E2E_TMP/$1.tshark" n bad
+	# shellcheck disable=SC2086
+	if ! tshark -n $NOHEUR -r "$f" -T fields -E separator='|' \
+		-E occurrence=a -e frame.number -e frame.protocols \
+		-e infiniband.bth.opcode -e _ws.malformed \
+		-e _ws.expert.severity -e _ws.expert.message \
+		>"$out" 2>"$out.err"; then
+		check_fail "$name: tshark cannot read $(basename "$f")"
+		cat "$out.err"
+		return
+	fi
+	n=$(wc -l <"$out")
+	bad=$(awk -F'|' '$2 !~ /:ip:udp:infiniband(:|$)/ || $3 == "" ||
+		$4 != "" || $5 != "" || $6 != ""' "$out")
+	if ((n == 0)); then
+		check_fail "$name: $(basename "$f") holds no frames"
+	elif [[ -n $bad ]]; then
+		check_fail "$name: $(basename "$f"): frames not decoded cleanly"
+		echo "$bad" | head -n 5
+	else
+		check_pass "$name: tshark decodes $n frames of $(basename "$f") as InfiniBand, no malformed/expert fields"
+	fi
+	cut -d'|' -f3 "$out" >>"$E2E_TMP/$name.ops"
+}
+
+# opcodes NAME "must appear" "may appear" (decimal BTH opcodes)
+opcodes() {
+	local name=$1 must=$2 may=$3 seen o ok=1
+	seen=$(sort -nu "$E2E_TMP/$name.ops" | tr '\n' ' ')
+	for o in $must; do
+		[[ " $seen " == *" $o "* ]] || { ok=0; echo "  opcode $o missing"; }
+	done
+	for o in $seen; do
+		[[ " $must $may " == *" $o "* ]] ||
+			{ ok=0; echo "  unexpected opcode $o"; }
+	done
+	if ((ok)); then
+		check_pass "$name: opcodes { $seen}"
+	else
+		check_fail "$name: opcodes { $seen} (must { $must}, may { $may})"
+	fi
+}
+
+# icrc NAME FILE: the independent checker verifies every frame
+icrc() {
+	local name=$1 f=$2 out n ok
+	out=$(python3 "$ICRC_CHECK" "$f" 2>&1)
+	n=$(tshark -n -r "$f" 2>/dev/null | wc -l)
+	ok=$(sed -nE 's/.*: ([0-9]+) ICRC ok, 0 ICRC bad, 0 not RoCEv2.*/\1/p' \
+		<<<"$out")
+	if [[ -n $ok && $ok == "$n" && $n -gt 0 ]]; then
+		check_pass "$name: icrc_check.py: $ok of $n ICRCs ok in $(basename "$f")"
+	else
+		check_fail "$name: icrc_check.py on $(basename "$f") ($n frames)"
+		echo "$out" | head -n 8
+	fi
+}
+
+xpair() {
+	local name=$1 out
+	shift
+	if out=$(python3 "$XCHECK" pair "$@" 2>&1); then
+		check_pass "$name: each side received what the other sent"
+	else
+		check_fail "$name: sent/received cross-check"
+	fi
+	echo "$out" | sed 's/^/  /'
+}
+
+# lo_start FILE A B: tshark on lo for A<->B; lo_stop
+LO_PID=
+lo_start() {
+	local f=$1 a=$2 b=$3 i
+	tshark -n -i lo -f "udp port 4791 and host $a and host $b" -F pcap \
+		-w "$f" >"$f.log" 2>&1 &
+	LO_PID=$!
+	for i in $(seq 100); do
+		grep -q "Capturing on" "$f.log" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+lo_stop() {
+	sleep 0.5
+	kill -INT "$LO_PID" 2>/dev/null
+	wait "$LO_PID" 2>/dev/null
+	LO_PID=
+}
+
+# cap NAME TMO "server" "client (without the host)" MUST MAY REGEX [LO]
+# LO: "" = no kernel capture, "nogso" / "gso" = also capture on lo
+cap() {
+	local name=$1 tmo=$2 srv=$3 cli=$4 must=$5 may=$6 re=$7 lo=${8:-}
+	local a b sp="$E2E_TMP/$1.srv.pcap" cp="$E2E_TMP/$1.cli.pcap" before
+	local lp="$E2E_TMP/$1.lo.pcap" env=""
+	a=$(rand_ip)
+	b=$(rand_ip)
+	[[ $lo == nogso ]] && env="UROCE_GSO=0 "
+	if [[ -n $lo && $(id -u) != 0 ]]; then
+		echo "SKIP $name: lo capture (needs root)"
+		lo=
+	fi
+	if [[ -n $lo ]] && ! lo_start "$lp" "$a" "$b"; then
+		check_fail "$name: tshark -i lo did not start"
+		cat "$lp.log"
+		lo=
+	fi
+	before=$E2E_FAIL
+	e2e_pair "$name" "$tmo" \
+		"${env}UROCE_ADDRS=$a UROCE_PCAP=$sp $srv" \
+		"${env}UROCE_ADDRS=$b UROCE_PCAP=$cp $cli 127.0.0.1" "$re"
+	[[ -n $lo ]] && lo_stop
+	if ((E2E_FAIL != before)); then
+		return
+	fi
+	: >"$E2E_TMP/$name.ops"
+	decode "$name" "$sp"
+	decode "$name" "$cp"
+	opcodes "$name" "$must" "$may"
+	icrc "$name" "$sp"
+	icrc "$name" "$cp"
+	xpair "$name" "$a" "$sp" "$b" "$cp"
+	[[ -n $lo ]] || return
+	local out
+	if out=$(python3 "$XCHECK" wire "lo($lo)" "$lp" "$a:$sp" "$b:$cp" \
+		2>&1); then
+		check_pass "$name: lo capture ($lo) carried exactly what both sides recorded"
+	else
+		check_fail "$name: lo capture ($lo) differs from what was recorded"
+	fi
+	echo "$out" | sed 's/^/  /'
+	if [[ $lo == nogso ]]; then
+		icrc "$name(lo)" "$lp"
+	fi
+}
+
+# opcodes (IBA): RC SEND F/M/L/O 0/1/2/4, RDMA WRITE F/M/L/O 6/7/8/10,
+# READ req 12, resp F/M/L/O 13/14/15/16, ACK 17, ATOMIC ACK 18, CmpSwap 19,
+# FetchAdd 20, UD SEND only 100
+pp() {
+	echo "ibv_rc_pingpong -d uroce0 -g 0 -p $1 $2"
+}
+p=$(e2e_port)
+cap rc_pingpong_10000_mtu1024 60 "$(pp "$p" "-n 20 -s 10000 -m 1024")" \
+	"$(pp "$p" "-n 20 -s 10000 -m 1024")" "0 1 2 17" "" "$ok_line" nogso
+p=$(e2e_port)
+cap rc_pingpong_10000_mtu1024_gso 60 "$(pp "$p" "-n 20 -s 10000 -m 1024")" \
+	"$(pp "$p" "-n 20 -s 10000 -m 1024")" "0 1 2 17" "" "$ok_line" gso
+p=$(e2e_port)
+cap rc_pingpong_64 60 "$(pp "$p" "-n 50 -s 64")" "$(pp "$p" "-n 50 -s 64")" \
+	"4 17" "" "$ok_line"
+p=$(e2e_port)
+ud="ibv_ud_pingpong -d uroce0 -g 0 -p $p -n 50 -s 512"
+cap ud_pingpong_512 60 "$ud" "$ud" "100" "" "$ok_line"
+
+perf() {	# perf NAME BIN ARGS MUST MAY REGEX
+	local p
+	p=$(e2e_port)
+	cap "$1" 90 "$2 -d uroce0 -x 0 -F -p $p $3" \
+		"$2 -d uroce0 -x 0 -F -p $p $3" "$4" "$5" "$6"
+}
+# a READ of 3000 B at MTU 1024 is answered FIRST/MIDDLE/LAST
+perf read_lat_3000 ib_read_lat "-n 50 -s 3000 -m 1024" "12 13 14 15" "17" \
+	"$lat_line"
+perf read_lat_64 ib_read_lat "-n 50 -s 64" "12 16" "17" "$lat_line"
+perf atomic_lat_fadd ib_atomic_lat "-n 50" "20 18" "17" "$lat_line"
+perf atomic_lat_cas ib_atomic_lat "-n 50 -A CMP_AND_SWAP" "19 18" "17" \
+	"$lat_line"
+perf write_bw_3000 ib_write_bw "-n 20 -s 3000 -m 1024" "6 7 8 17" "10" \
+	"$bw_line"
+perf write_bw_64 ib_write_bw "-n 50 -s 64" "10 17" "" "$bw_line"
+e2e_summary
