@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -412,11 +413,35 @@ static void nic_wait(struct ur_nic *nic)
 	}
 }
 
+/*
+ * The progress thread is our interrupt handler: when an application spins
+ * on memory waiting for an RDMA WRITE (ib_write_lat), the thread that must
+ * deliver it competes with that spinner for the core, and the scheduler
+ * may let it wait a whole tick (ms). Where allowed (CAP_SYS_NICE, e.g. root
+ * in a container), a low real-time priority makes the wake-up preempt the
+ * spinner at once; it blocks in ppoll() between bursts, so it never hogs a
+ * core (and RT throttling bounds it anyway). Unprivileged: a no-op.
+ * Opt-in with UROCE_RT_PRIO=<1..99> (measurements on the shared 2-core
+ * box were inconclusive); busy polling never uses it.
+ */
+static void nic_thread_priority(struct ur_nic *nic)
+{
+	const char *v = getenv("UROCE_RT_PRIO");
+	struct sched_param sp = { .sched_priority = v ? atoi(v) : 0 };
+
+	if (nic->busy_poll || sp.sched_priority <= 0)
+		return;
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		ur_dbg("engine: no real-time priority for the progress thread");
+}
+
 static void *nic_thread(void *arg)
 {
 	struct ur_nic *nic = arg;
 	uint64_t spin_until = 0;
 	int n;
+
+	nic_thread_priority(nic);
 
 	while (!atomic_load(&nic->stop)) {
 		/*
