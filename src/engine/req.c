@@ -252,8 +252,9 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		 * and ends where the chunk ends: a subset of what the
 		 * responder saved for it.
 		 */
-		end = UR_MIN(wqe->npkts, (xp->req_pkt / UR_READ_CHUNK_PKTS + 1) *
-						 UR_READ_CHUNK_PKTS);
+		end = (xp->req_pkt / UR_READ_CHUNK_PKTS + 1) *
+		      UR_READ_CHUNK_PKTS;
+		end = UR_MIN(wqe->npkts, end);
 		f.opcode = UR_OPC_RC_READ_REQ;
 		f.reth.va = wqe->rdma.remote_addr + off;
 		f.reth.rkey = wqe->rdma.rkey;

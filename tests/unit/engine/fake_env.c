@@ -143,7 +143,8 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 	int i;
 
 	for (i = 0; i < 2; i++)
-		if (fe_links[i] && ur_sockaddr_same_host(&fe_links[i]->addr, dst))
+		if (fe_links[i] &&
+		    ur_sockaddr_same_host(&fe_links[i]->addr, dst))
 			to = fe_links[i];
 	if (!to) {
 		from->st.tx_errors++;

@@ -156,11 +156,12 @@ static void t_lossy_stream(void **state)
 			if (wc.status != IBV_WC_SUCCESS) {
 				struct ur_resp_state_qp *r = &p->b.qp->xp->resp;
 
-				fprintf(stderr, "DBG resp epsn %u nak %d msg %d "
+				fprintf(stderr, "resp epsn %u nak %d msg %d "
 					"len %u rwqe %d rq %u/%u state %d "
 					"got %d done %d posted %d\n",
-					r->epsn, r->nak_sent, r->msg, r->msg_len,
-					r->have_rwqe, p->b.qp->rq.consumer,
+					r->epsn, r->nak_sent, r->msg,
+					r->msg_len, r->have_rwqe,
+					p->b.qp->rq.consumer,
 					p->b.qp->rq.producer, p->b.qp->state,
 					got, done, posted);
 				fe_debug();
