@@ -15,6 +15,7 @@ rounds is in brackets.
 """
 import statistics
 import sys
+import textwrap
 from collections import defaultdict
 
 BEGIN = "<!-- bench/run.sh: begin (generated; edit bench/report.py) -->"
@@ -112,11 +113,12 @@ def verdict(m, ok):
 def render(data, facts):
     rounds = len({r for v in data.values() for r in v}) or 0
     L = []
-    L.append("Measured %s, commit %s, %s build, %d round(s). Machine: %s "
+    L.append("Measured %s (HEAD %s; library built %s), %s build, %d "
+             "round(s). Machine: %s "
              "cores, %s, Linux %s; load average (1/5/15 min) at start %s, "
              "at end %s. perftest %s (Debian)."
              % (facts.get("date", "?"), facts.get("commit", "?"),
-                facts.get("build_type") or "default", rounds,
+                facts.get("lib_built", "?"), facts.get("build_type") or "default", rounds,
                 facts.get("nproc", "?"), facts.get("cpu", "?"),
                 facts.get("kernel", "?"), facts.get("load_start", "?"),
                 facts.get("load_end", "?"), facts.get("perftest", "?")))
@@ -213,7 +215,14 @@ def render(data, facts):
     for size, label in [(65536, "64 KiB"), (1048576, "1 MiB")]:
         L.append("| memcpy %s, hot cache | %s GB/s |"
                  % (label, med_range(data, "memcpy_%d" % size)))
-    return "\n".join(L) + "\n"
+    out = []
+    for line in L:
+        if line.startswith("|") or line.startswith("Command:"):
+            out.append(line)
+        else:
+            out.append(textwrap.fill(line, 78, break_long_words=False,
+                                     break_on_hyphens=False))
+    return "\n".join(out) + "\n"
 
 
 def write_doc(path, body):

@@ -57,6 +57,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 fact command "bench/run.sh $orig"
 fact date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 fact commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo ?)"
+fact lib_built "$(date -u -r "$b/lib/libibverbs.so.1" '+%H:%M UTC')"
 fact build_type "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$b/CMakeCache.txt" 2>/dev/null)"
 fact nproc "$(nproc)"
 fact kernel "$(uname -r)"
