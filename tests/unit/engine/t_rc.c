@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -268,8 +269,24 @@ static void t_atomics(void **state)
 	assert_int_equal(*target, 0x1122334455667788ull);
 }
 
-/* Bad rkey: REM_ACCESS_ERR, the following WR is flushed, the QPs recover
- * through RESET. */
+/* Next async event of ctx within ms; its type, or -1. */
+static int next_async(struct ibv_context *ctx, int ms, struct ibv_qp **qp)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int type;
+
+	if (poll(&pfd, 1, ms) != 1 || ibv_get_async_event(ctx, &ev))
+		return -1;
+	type = ev.event_type;
+	if (qp)
+		*qp = ev.element.qp;
+	ibv_ack_async_event(&ev);
+	return type;
+}
+
+/* Bad rkey: REM_ACCESS_ERR, the following WR is flushed, the responder's
+ * QP fails with IBV_EVENT_QP_ACCESS_ERR, both recover through RESET. */
 static void t_bad_rkey_flush_reset(void **state)
 {
 	struct te_pair *p = *state;
@@ -278,6 +295,7 @@ static void t_bad_rkey_flush_reset(void **state)
 	struct te_conn_opts o = { .retry_cnt = 7, .rnr_retry = 7,
 				  .psn = { 77, 0xfffffe } };
 
+	struct ibv_qp *evqp = NULL;
 	assert_int_equal(te_post_send(a, IBV_WR_RDMA_WRITE, 51, 0, 64,
 				      (uintptr_t)b->buf, b->mr->rkey ^ 0x5a5a,
 				      0),
@@ -294,6 +312,11 @@ static void t_bad_rkey_flush_reset(void **state)
 	assert_int_equal(te_poll(a->scq, &wc, T_TMO), 1);
 	assert_int_equal(wc.wr_id, 53);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	/* (events of earlier tests' QPs were purged when they were
+	 * destroyed, so this is the first one queued) */
+	assert_int_equal(next_async(b->ctx, 1000, &evqp),
+			 IBV_EVENT_QP_ACCESS_ERR);
+	assert_ptr_equal(evqp, b->qp);
 
 	assert_int_equal(te_qp_to_reset(a->qp), 0);
 	assert_int_equal(te_qp_to_reset(b->qp), 0);
