@@ -13,7 +13,10 @@
       bridge or tap). Each IP:FILE is a uroce device's own capture: the
       frames it sent (source IP) must all be on the wire, and every wire
       frame from that IP must be exactly one or more of them back to back
-      (a UDP GSO train captured before segmentation). Wire frames from
+      (a UDP GSO train captured before segmentation; each segment's ICRC
+      must be right for the IPv4 ID software segmentation gives it, train
+      ID + i, as a device without UDP segmentation offload, e.g. a tap to
+      a VM, puts it on the wire). Wire frames from
       addresses without a FILE are counted only. For every wire frame that
       is a single RoCE packet the ICRC is checked with the real IP header
       (by the independent checker icrc_check.py, imported). KIND is a label.
@@ -133,6 +136,20 @@ def peel(payload, rem):
     return parts
 
 
+def segment_frame(fr, seg, i):
+    """Segment i of a GSO train as Linux software segmentation emits it:
+    the train's IP/UDP headers with the lengths of this segment and, for
+    IPv4, ID + i."""
+    f = fr["frame"]
+    ihl = (f[14] & 15) * 4
+    ip = bytearray(f[14:14 + ihl])
+    ip[2:4] = struct.pack(">H", ihl + 8 + len(seg))
+    ip[4:6] = struct.pack(">H", (fr["ipid"] + i) & 0xffff)
+    udp = bytearray(f[14 + ihl:14 + ihl + 8])
+    udp[4:6] = struct.pack(">H", 8 + len(seg))
+    return f[:14] + bytes(ip) + bytes(udp) + seg
+
+
 def wire(kind, wpath, specs):
     chk = load_checker()
     bad = 0
@@ -164,6 +181,15 @@ def wire(kind, wpath, specs):
             if len(parts) > 1:
                 stats["trains"] += 1
                 stats["train segments"] += len(parts)
+                for i, seg in enumerate(parts):
+                    r = chk.icrc_of(segment_frame(fr, seg, i))
+                    if r is None or r[0] != r[1]:
+                        bad += 1
+                        stats["train segments ICRC bad"] += 1
+                        if stats["train segments ICRC bad"] <= 5:
+                            print(f"  {wpath} frame {n}: train segment {i}"
+                                  f" ICRC wrong for IPv4 ID "
+                                  f"{(fr['ipid'] + i) & 0xffff}")
                 continue
         r = chk.icrc_of(fr["frame"])
         if r is None:
