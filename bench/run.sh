@@ -75,7 +75,7 @@ rec() {
 	done
 }
 
-# perftest ROUND TAG ENV BINARY ARGS...
+# pt ROUND TAG ENV BINARY ARGS...   (ENV: "" or one VAR=value)
 # Server first, then the client on 127.0.0.1 (retried while the server is
 # not listening yet); the client's result row is recorded:
 #   lat: <tag>_typ and <tag>_p99 in us (columns 5 and 8);
@@ -83,17 +83,18 @@ rec() {
 pt() {
 	local r=$1 tag=$2 env=$3 bin=$4
 	shift 4
-	local port so co sp rc rs i row
+	local port so co sp rc rs row ev=()
+	[[ -n $env ]] && ev=("$env")
 	so=$out/raw/$tag.$r.srv
 	co=$out/raw/$tag.$r.cli
-	for i in 1 2 3; do
+	for _ in 1 2 3; do
 		port=$((20000 + RANDOM % 20000))
-		env $env timeout 60 "$bin" -d uroce0 -x 0 -F -p "$port" "$@" \
+		env "${ev[@]}" timeout 60 "$bin" -d uroce0 -x 0 -F -p "$port" "$@" \
 			>"$so" 2>&1 &
 		sp=$!
 		sleep 0.3
 		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			env $env timeout 60 "$bin" -d uroce0 -x 0 -F -p "$port" \
+			env "${ev[@]}" timeout 60 "$bin" -d uroce0 -x 0 -F -p "$port" \
 				"$@" 127.0.0.1 >"$co" 2>&1
 			rc=$?
 			grep -qiE "couldn't connect|connection refused|unable to connect" \
