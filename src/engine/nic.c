@@ -45,9 +45,34 @@ static size_t txd_bytes(const struct ur_txd *d)
 }
 
 /*
+ * Where a train is cut into datagrams in software (a bridge or tap towards
+ * another host), Linux gives segment i of a DF train with ID 0 the IPv4 ID
+ * i, and the peer's ICRC check covers that ID (rxe drops the segment
+ * otherwise). So segment i carries the ICRC for ID i, and its flow says so
+ * (the pcap record shows the header the kernel will write).
+ */
+static void txb_train_set_ids(struct ur_txb *b, unsigned int first,
+			      unsigned int end)
+{
+	for (unsigned int k = first + 1; k < end; k++) {
+		struct ur_txd *d = &b->txd[k];
+		const struct iovec *last = &d->iov[d->iovcnt - 1];
+		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len -
+				UR_ICRC_BYTES;
+		uint16_t id = (uint16_t)(k - first);
+
+		if (b->pkt[k].flow.family != AF_INET)
+			return;
+		ur_icrc_store(icrc, ur_icrc_ipv4_id_adjust(ur_icrc_load(icrc),
+							   txd_bytes(d), 0, id));
+		b->pkt[k].flow.ip_id = id;
+	}
+}
+
+/*
  * Packets of equal size to the same peer go out as one UDP_SEGMENT train
- * (the last may be shorter). Every segment leaves with IPv4 ID 0 and DF
- * (link/udp.c measured it), so the ICRCs computed with ID 0 stay right.
+ * (the last may be shorter), each segment with the ICRC of the IPv4 ID it
+ * will carry (txb_train_set_ids()).
  */
 static void txb_send_gso(struct ur_txb *b)
 {
@@ -83,6 +108,7 @@ static void txb_send_gso(struct ur_txb *b)
 			i = j;
 			continue;
 		}
+		txb_train_set_ids(b, i, j);
 		t->dst = b->txd[i].dst;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
@@ -116,10 +142,6 @@ void ur_txb_flush(struct ur_txb *b)
 
 	if (!b->n)
 		return;
-	if (nic->pcap)
-		for (i = 0; i < b->n; i++)
-			ur_pcap_write(nic->pcap, &b->pkt[i].flow, b->txd[i].iov,
-				      (int)b->txd[i].iovcnt);
 	if (nic->use_gso && b->n > 1) {
 		txb_send_gso(b);
 	} else {
@@ -130,6 +152,11 @@ void ur_txb_flush(struct ur_txb *b)
 		if ((unsigned int)rc < b->n)
 			ur_cnt_stat(&nic->cnt, UR_STAT_TX_ERRORS, b->n - rc);
 	}
+	/* after sending: trains have set their segments' IDs and ICRCs */
+	if (nic->pcap)
+		for (i = 0; i < b->n; i++)
+			ur_pcap_write(nic->pcap, &b->pkt[i].flow, b->txd[i].iov,
+				      (int)b->txd[i].iovcnt);
 	b->n = 0;
 	b->ack_slot = -1;
 	b->ack_qp = NULL;

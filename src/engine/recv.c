@@ -95,6 +95,13 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	if (nic->pcap && !ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst)) {
 		struct iovec iov = { .iov_base = d->data, .iov_len = d->len };
 
+		/* Recorded before any check, dropped packets included. The
+		 * socket never saw the IPv4 ID: record the one the ICRC says
+		 * the sender's kernel wrote (0 if none fits). */
+		flow.tos = d->tos;
+		flow.ttl = d->ttl;
+		if (ur_icrc_check_rx(&flow, d->data, d->len))
+			flow.ip_id = 0;
 		ur_pcap_write(nic->pcap, &flow, &iov, 1);
 	}
 	r = rx_classify(nic, d, &pkt, &flow, &qp);
