@@ -8,11 +8,13 @@
  * destroy that waits for every delivered event to be acked.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "obj/obj_priv.h"
+#include "util/log.h"
 
 void ur_async_event_post(struct ibv_context *ctx,
 			 const struct ibv_async_event *ev)
@@ -24,11 +26,14 @@ void ur_async_event_post(struct ibv_context *ctx,
 	if (!e)
 		return;		/* nothing better to do: the event is lost */
 	e->ev = *ev;
+	/* counted under the lock, so that while nobody holds it the eventfd
+	 * count is never below the number of queued events (purge relies
+	 * on that) */
 	pthread_mutex_lock(&uctx->async_lock);
 	ur_list_add_tail(&uctx->async_events, &e->node);
-	pthread_mutex_unlock(&uctx->async_lock);
 	if (write(uctx->async_efd, &one, sizeof(one)) != sizeof(one))
-		return;
+		ur_warn("async event counter write failed");
+	pthread_mutex_unlock(&uctx->async_lock);
 }
 
 /*
@@ -94,6 +99,22 @@ static bool event_owner(const struct ibv_async_event *ev,
 	}
 }
 
+/*
+ * Takes back the eventfd count of a purged event, so poll() does not
+ * announce an event that is gone. Never blocks, whatever O_NONBLOCK the
+ * user set: a reader in ibv_get_async_event may already have taken the
+ * count, and then there is nothing to take.
+ */
+static void take_count(int efd)
+{
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+	uint64_t v;
+
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) &&
+	    read(efd, &v, sizeof(v)) != sizeof(v))
+		ur_warn("async event counter read failed");
+}
+
 void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 {
 	struct ur_context *uctx = to_ur_context(ctx);
@@ -108,6 +129,7 @@ void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 		if (event_owner(&e->ev, &o) && o.obj == obj) {
 			ur_list_del(pos);
 			free(e);
+			take_count(uctx->async_efd);
 		}
 	}
 	pthread_mutex_unlock(&uctx->async_lock);

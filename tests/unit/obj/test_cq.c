@@ -143,6 +143,10 @@ static void test_overflow(void **state)
 	assert_int_equal(ut_async_pending(ctx), 1);
 	assert_int_equal(ur_async_event_get(to_ur_context(ctx), &ev), 0);
 	assert_int_equal(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+	/* the purged event took its count on async_fd with it: a poll()ing
+	 * application must not be told of an event that is gone (it would
+	 * block in ibv_get_async_event) */
+	assert_false(ut_fd_readable(ctx->async_fd));
 
 	/* IGNORE_OVERRUN: the extra CQE is dropped without error or event */
 	{
