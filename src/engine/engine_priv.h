@@ -25,9 +25,6 @@
 #include "link/link.h"
 #include "obj/obj.h"
 #include "util/list.h"
-/* obj/limits.h and wire/hdr.h both define UR_QPN_MASK (same value,
- * different spelling); keep wire's. */
-#undef UR_QPN_MASK
 #include "wire/wire.h"
 
 #define UR_TX_BATCH 32		/* packets per ur_link_send() */

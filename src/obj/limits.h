@@ -59,8 +59,11 @@
 #define UR_VENDOR_PART_ID 0x7572	/* 'ur' */
 #define UR_HW_VER 1
 
-/* A QPN is 24 bits; 0 and 1 are the special QPs, 0xFFFFFF multicast. */
-#define UR_QPN_MASK 0xFFFFFFu
+/* A QPN is 24 bits; 0 and 1 are the special QPs, 0xFFFFFF multicast.
+ * PSNs are 24 bits too. (Named apart from wire/'s masks: both layers are
+ * included together by the engine.) */
+#define UR_QP_NUM_MASK 0xFFFFFFu
+#define UR_QP_PSN_MASK 0xFFFFFFu
 
 /* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
  * generation, P_Key/Q_Key violation counters, port events, SRQ resize,

@@ -249,7 +249,7 @@ static int attr_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & MRNR) && attr->min_rnr_timer > 31)
 		return -EINVAL;
-	if ((mask & DQPN) && attr->dest_qp_num > UR_QPN_MASK)
+	if ((mask & DQPN) && attr->dest_qp_num > UR_QP_NUM_MASK)
 		return -EINVAL;
 	if ((mask & ACC) && (attr->qp_access_flags & ~UR_QP_ACCESS_OK))
 		return -EINVAL;
@@ -372,9 +372,9 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 	if (mask & RNR)
 		a->rnr_retry = attr->rnr_retry;
 	if (mask & RQPSN)
-		a->rq_psn = attr->rq_psn & UR_QPN_MASK;
+		a->rq_psn = attr->rq_psn & UR_QP_PSN_MASK;
 	if (mask & SQPSN)
-		a->sq_psn = attr->sq_psn & UR_QPN_MASK;
+		a->sq_psn = attr->sq_psn & UR_QP_PSN_MASK;
 	if (mask & RDA)
 		a->max_rd_atomic = attr->max_rd_atomic;
 	if (mask & DRDA)
