@@ -63,28 +63,24 @@ int ur_sgl_map(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 	return len ? -EMSGSIZE : 0;
 }
 
+/* Maps the whole range first, so a bad SGE anywhere writes nothing. */
 int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 		   uint32_t off, const void *src, uint32_t len)
 {
+	struct iovec iov[UR_MAX_SGE];
 	const uint8_t *p = src;
-	uintptr_t host;
-	uint32_t i, piece;
+	unsigned int n, i;
+	int ret;
 
-	for (i = 0; i < nsge && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		piece = UR_MIN(sge[i].length - off, len);
-		if (sge_host(qp, &sge[i], off, piece, IBV_ACCESS_LOCAL_WRITE,
-			     &host))
-			return -EACCES;
-		memcpy((void *)host, p, piece);
-		p += piece;
-		len -= piece;
-		off = 0;
+	ret = ur_sgl_map(qp, sge, nsge, off, len, IBV_ACCESS_LOCAL_WRITE, iov,
+			 UR_ARRAY_SIZE(iov), &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		memcpy(iov[i].iov_base, p, iov[i].iov_len);
+		p += iov[i].iov_len;
 	}
-	return len ? -EMSGSIZE : 0;
+	return 0;
 }
 
 int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
