@@ -13,22 +13,9 @@
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
+
+#include "common/bench.h"
 #include "wire/wire.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 static volatile uint32_t sink;
 
@@ -131,9 +118,9 @@ int main(int argc, char **argv)
 			double t0, t1;
 
 			run((enum kind)k, iters / 10);	/* warm */
-			t0 = now();
+			t0 = bench_now_s();
 			run((enum kind)k, iters);
-			t1 = now();
+			t1 = bench_now_s();
 			res[k][r] = (t1 - t0) / (double)iters;
 		}
 	}
@@ -143,7 +130,7 @@ int main(int argc, char **argv)
 	printf("%-30s %12s %12s %10s\n", "what", "ns/packet", "GB/s",
 	       "x memcpy");
 	for (k = 0; k < K_NUM; k++)
-		qsort(res[k], (size_t)reps, sizeof(double), cmp_dbl);
+		qsort(res[k], (size_t)reps, sizeof(double), bench_cmp_dbl);
 	for (k = 0; k < K_NUM; k++) {
 		double t = res[k][reps / 2];
 

@@ -16,27 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bench.h"
+
 #define MAX_RUNS 64
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* One run: copy len bytes over and over for secs; bytes per second. */
 static double run_once(char *dst, const char *src, size_t len, double secs)
 {
-	double t0 = now_s(), t;
+	double t0 = bench_now_s(), t;
 	unsigned long n = 0;
 
 	do {
@@ -48,7 +35,7 @@ static double run_once(char *dst, const char *src, size_t len, double secs)
 			__asm__ __volatile__("" : : "r"(dst) : "memory");
 		}
 		n += 16;
-		t = now_s();
+		t = bench_now_s();
 	} while (t - t0 < secs);
 	return (double)n * (double)len / (t - t0);
 }
@@ -69,8 +56,7 @@ static void bench_size(size_t len, double secs, int runs)
 	run_once(dst, src, len, secs / runs / 4);	/* warm up */
 	for (r = 0; r < runs; r++)
 		gbs[r] = run_once(dst, src, len, secs / runs) / 1e9;
-	qsort(gbs, (size_t)runs, sizeof(double), cmp_dbl);
-	printf("memcpy_%zu %.2f GB/s\n", len, gbs[runs / 2]);
+	printf("memcpy_%zu %.2f GB/s\n", len, bench_median(gbs, runs));
 	fflush(stdout);
 	free(src);
 	free(dst);

@@ -24,20 +24,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bench.h"
+
 #include "link/link.h"
 
 #define DGRAM 4096
 #define BATCH 32
 #define GSO_SEGS 15
 #define END_MARK_LEN 1
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, int rc)
 {
@@ -63,13 +57,6 @@ static struct ur_link *mk_link(int gso, int gro, union ur_sockaddr *addr)
 		die("ur_link_open", rc);
 	ur_link_local_addr(l, addr);
 	return l;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static int send1(struct ur_link *l, const union ur_sockaddr *dst, void *buf,
@@ -121,13 +108,13 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 		send1(la, &b, buf, sizeof(buf), 0);
 		recv1(la, &d, busy);
 	}
-	end = now_s() + secs;
+	end = bench_now_s() + secs;
 	for (i = 0; i < iters; i++) {
-		t0 = now_s();
+		t0 = bench_now_s();
 		send1(la, &b, buf, sizeof(buf), 0);
 		if (recv1(la, &d, busy) < 0)
 			die("recv", EIO);
-		t1 = now_s();
+		t1 = bench_now_s();
 		rtt[n++] = (t1 - t0) / 2 * 1e6;
 		if (!(i & 255) && t1 > end)
 			break;
@@ -136,7 +123,7 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 	send1(la, &b, buf, 1, 0);
 	waitpid(pid, &st, 0);
 	ur_link_close(la);
-	qsort(rtt, (size_t)n, sizeof(*rtt), cmp_dbl);
+	qsort(rtt, (size_t)n, sizeof(*rtt), bench_cmp_dbl);
 	printf("link_lat_%s_median %.2f us\n", name, rtt[n / 2]);
 	printf("link_lat_%s_p99 %.2f us\n", name, rtt[(size_t)n * 99 / 100]);
 	fflush(stdout);
@@ -165,10 +152,10 @@ static void tput_receiver(struct ur_link *l, int out)
 				break;
 			}
 			if (!first)
-				first = now_s();
+				first = bench_now_s();
 			res.bytes += d[i].len;
 		}
-		last = now_s();
+		last = bench_now_s();
 	}
 	res.secs = last - first;
 	if (write(out, &res, sizeof(res)) != sizeof(res))
@@ -209,8 +196,8 @@ static double tput_run(bool gso, double secs, double *loss)
 					.iovcnt = 1,
 					.gso_size = gso ? DGRAM : 0 };
 	}
-	end = now_s() + secs;
-	while (now_s() < end) {
+	end = bench_now_s() + secs;
+	while (bench_now_s() < end) {
 		for (int k = 0; k < 16; k++) {
 			r = ur_link_send(la, t, gso ? 1 : BATCH);
 			if (r > 0)
@@ -246,11 +233,9 @@ static void tput_all(double secs, int runs)
 	for (m = 0; m < 2; m++) {
 		for (r = 0; r < runs; r++)
 			gbs[r] = tput_run(m == 1, secs, &loss[r]);
-		qsort(gbs, (size_t)runs, sizeof(double), cmp_dbl);
-		qsort(loss, (size_t)runs, sizeof(double), cmp_dbl);
-		printf("link_tput_%s %.3f GB/s\n", names[m], gbs[runs / 2]);
+		printf("link_tput_%s %.3f GB/s\n", names[m], bench_median(gbs, runs));
 		printf("link_tput_%s_loss %.1f %%\n", names[m],
-		       loss[runs / 2] * 100);
+		       bench_median(loss, runs) * 100);
 		fflush(stdout);
 	}
 }
@@ -264,39 +249,18 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	int iters = 50000, runs = 3, opt;
-	double secs = 1.0;
-	const char *mode;
+	struct bench_args a = { .iters = 50000, .runs = 3, .secs = 1.0 };
 
-	if (argc < 2)
-		usage();
-	mode = argv[1];
-	optind = 2;
-	while ((opt = getopt(argc, argv, "n:t:r:")) != -1) {
-		switch (opt) {
-		case 'n':
-			iters = atoi(optarg);
-			break;
-		case 't':
-			secs = atof(optarg);
-			break;
-		case 'r':
-			runs = atoi(optarg);
-			break;
-		default:
-			usage();
-		}
-	}
-	if (iters < 1 || iters > 1000000 || runs < 1 || secs <= 0)
+	if (bench_parse_args(argc, argv, &a, 1000000))
 		usage();
 	signal(SIGPIPE, SIG_IGN);
-	if (!strcmp(mode, "lat") || !strcmp(mode, "all")) {
-		lat_run("block", false, iters, secs * 2);
-		lat_run("busy", true, iters, secs * 2);
+	if (!strcmp(a.mode, "lat") || !strcmp(a.mode, "all")) {
+		lat_run("block", false, a.iters, a.secs * 2);
+		lat_run("busy", true, a.iters, a.secs * 2);
 	}
-	if (!strcmp(mode, "tput") || !strcmp(mode, "all"))
-		tput_all(secs, runs);
-	else if (strcmp(mode, "lat"))
+	if (!strcmp(a.mode, "tput") || !strcmp(a.mode, "all"))
+		tput_all(a.secs, a.runs);
+	else if (strcmp(a.mode, "lat"))
 		usage();
 	return 0;
 }

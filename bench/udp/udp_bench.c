@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bench.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
@@ -43,14 +45,6 @@
 #define GSO_SEGS 15		/* 15 x 4096 fits the 65507-byte UDP limit */
 #define MAX_ITERS 1000000
 #define END_MARK_LEN 1
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {
@@ -83,13 +77,6 @@ static int mk_sock(struct sockaddr_in *addr, int bufsz)
 		die("bind");
 	getsockname(fd, (struct sockaddr *)addr, &sl);
 	return fd;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* ------------------------------------------------------------------ */
@@ -136,18 +123,18 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 	close(fb);
 	rtt = calloc((size_t)iters, sizeof(*rtt));
 	memset(buf, 'p', sizeof(buf));
-	end = now_s() + secs;
+	end = bench_now_s() + secs;
 	/* warm up */
 	for (i = 0; i < 1000; i++) {
 		send(fa, buf, sizeof(buf), 0);
 		rx(fa, buf, sizeof(buf), busy);
 	}
 	for (i = 0; i < iters; i++) {
-		t0 = now_s();
+		t0 = bench_now_s();
 		send(fa, buf, sizeof(buf), 0);
 		if (rx(fa, buf, sizeof(buf), busy) <= 0)
 			die("recv");
-		t1 = now_s();
+		t1 = bench_now_s();
 		rtt[n++] = (t1 - t0) / 2 * 1e6;
 		if (!(i & 255) && t1 > end)
 			break;
@@ -156,7 +143,7 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 	send(fa, buf, 1, 0);
 	waitpid(pid, &st, 0);
 	close(fa);
-	qsort(rtt, (size_t)n, sizeof(*rtt), cmp_dbl);
+	qsort(rtt, (size_t)n, sizeof(*rtt), bench_cmp_dbl);
 	printf("udp_lat_%s_median %.2f us\n", name, rtt[n / 2]);
 	printf("udp_lat_%s_p99 %.2f us\n", name, rtt[(size_t)n * 99 / 100]);
 	printf("udp_lat_%s_iters %d count\n", name, n);
@@ -221,7 +208,7 @@ static void tput_receiver(int fd, enum tput_mode m, int out)
 				break;
 			}
 			if (!first)
-				first = now_s();
+				first = bench_now_s();
 			res.bytes += len;
 			for (c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c && m == T_GSO;
 			     c = CMSG_NXTHDR(&mm[i].msg_hdr, c))
@@ -231,7 +218,7 @@ static void tput_receiver(int fd, enum tput_mode m, int out)
 			res.dgrams += seg ? (len + (unsigned int)seg - 1) /
 						   (unsigned int)seg : 1;
 		}
-		last = now_s();
+		last = bench_now_s();
 	}
 	res.secs = last - first;
 	if (write(out, &res, sizeof(res)) != sizeof(res))
@@ -290,8 +277,8 @@ static double tput_run(enum tput_mode m, double secs, double *loss)
 	c->cmsg_type = UDP_SEGMENT;
 	c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 	memcpy(CMSG_DATA(c), &gso, sizeof(gso));
-	end = now_s() + secs;
-	while (now_s() < end) {
+	end = bench_now_s() + secs;
+	while (bench_now_s() < end) {
 		for (int k = 0; k < 16; k++) {
 			if (m == T_SINGLE) {
 				if (send(fa, payload, DGRAM, 0) == DGRAM)
@@ -340,11 +327,9 @@ static void tput_all(double secs, int runs)
 	for (m = T_SINGLE; m <= T_GSO; m++) {
 		for (r = 0; r < runs; r++)
 			gbs[r] = tput_run((enum tput_mode)m, secs, &loss[r]);
-		qsort(gbs, (size_t)runs, sizeof(double), cmp_dbl);
-		qsort(loss, (size_t)runs, sizeof(double), cmp_dbl);
-		printf("udp_tput_%s %.3f GB/s\n", tput_names[m], gbs[runs / 2]);
+		printf("udp_tput_%s %.3f GB/s\n", tput_names[m], bench_median(gbs, runs));
 		printf("udp_tput_%s_loss %.1f %%\n", tput_names[m],
-		       loss[runs / 2] * 100);
+		       bench_median(loss, runs) * 100);
 		fflush(stdout);
 	}
 }
@@ -358,38 +343,17 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	int iters = 50000, runs = 3, opt;
-	double secs = 1.0;
-	const char *mode;
+	struct bench_args a = { .iters = 50000, .runs = 3, .secs = 1.0 };
 
-	if (argc < 2)
+	if (bench_parse_args(argc, argv, &a, MAX_ITERS))
 		usage();
-	mode = argv[1];
-	optind = 2;
-	while ((opt = getopt(argc, argv, "n:t:r:")) != -1) {
-		switch (opt) {
-		case 'n':
-			iters = atoi(optarg);
-			break;
-		case 't':
-			secs = atof(optarg);
-			break;
-		case 'r':
-			runs = atoi(optarg);
-			break;
-		default:
-			usage();
-		}
+	if (!strcmp(a.mode, "lat") || !strcmp(a.mode, "all")) {
+		lat_run("block", false, a.iters, a.secs * 2);
+		lat_run("busy", true, a.iters, a.secs * 2);
 	}
-	if (iters < 1 || iters > MAX_ITERS || runs < 1 || secs <= 0)
-		usage();
-	if (!strcmp(mode, "lat") || !strcmp(mode, "all")) {
-		lat_run("block", false, iters, secs * 2);
-		lat_run("busy", true, iters, secs * 2);
-	}
-	if (!strcmp(mode, "tput") || !strcmp(mode, "all"))
-		tput_all(secs, runs);
-	else if (strcmp(mode, "lat"))
+	if (!strcmp(a.mode, "tput") || !strcmp(a.mode, "all"))
+		tput_all(a.secs, a.runs);
+	else if (strcmp(a.mode, "lat"))
 		usage();
 	return 0;
 }
