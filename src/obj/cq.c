@@ -209,7 +209,7 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 	pthread_spin_lock(&cq->lock);
 	if (cq->head != cq->tail) {
 		cq->ex_cqe = cq->ring[cq->head & (cq->size - 1)];
-		cq->cur = cq->head++;
+		cq->head++;
 		err = 0;
 	}
 	pthread_spin_unlock(&cq->lock);

@@ -203,9 +203,7 @@ struct ur_cq {
 	bool overflow;			/* IBV_EVENT_CQ_ERR already raised */
 	enum ur_cq_arm arm;
 	struct ur_list chan_node;	/* in channel->pending when an event waits */
-	bool event_pending;
 	uint64_t wc_flags_ex;		/* IBV_WC_EX_WITH_* requested */
-	uint32_t cur;			/* cq_ex: index being read */
 	atomic_int usecnt;		/* QPs and SRQs using it */
 	uint32_t events_queued;		/* channel events not yet fetched */
 	uint32_t comp_delivered;	/* by ibv_get_cq_event (ibcq.mutex) */
@@ -336,7 +334,6 @@ static inline uint32_t ur_wq_count(const struct ur_wq *wq)
 struct ur_srq {
 	struct ibv_srq ibsrq;
 	struct ur_pd *pd;
-	struct ur_cq *cq;		/* XRC only; NULL */
 	pthread_spinlock_t lock;
 	struct ur_wq rq;
 	uint32_t limit;			/* srq_limit; 0 = disarmed */
