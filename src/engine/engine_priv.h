@@ -223,11 +223,6 @@ struct ur_qp_xport {
 	struct ur_txb txb;
 };
 
-static inline struct ur_nic *ur_qp_nic(const struct ur_qp *qp)
-{
-	return qp->xp ? qp->xp->nic : NULL;
-}
-
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {
 	return qp->ibqp_ex.qp_base.qp_num;
