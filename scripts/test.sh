@@ -1,67 +1,147 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The whole test suite: build (warnings are errors), unit + end-to-end tests
-# with ctest, the unit tests again under ASan+UBSan, and a bounded fuzz run
-# of the packet parser. Ends with one "N passed, M failed" line.
+# The whole test suite (the README's test command):
+#   1. release build (warnings are errors), then every ctest entry: unit,
+#      end-to-end (unmodified ibverbs-utils, perftest...), soak;
+#   2. ASan+UBSan build: the unit tests, and the end-to-end pingpongs with
+#      the sanitizer runtime preloaded into the unmodified programs;
+#   3. bounded libFuzzer runs of the packet parser and of the engine.
+# Each ctest entry and each step outside ctest counts once. Build and fuzzer
+# output goes to $LOGS (shown when that step fails); ctest's own output is
+# shown whole. Ends with exactly one line
+#   summary: N passed, M failed, K skipped
+# and exits non-zero if anything failed. A skip is never counted as passed:
+# the lines that say why each skipped entry skipped are listed before it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+LOGS=${UROCE_TEST_LOGS:-$PWD/build/test-logs}
+FUZZ_SECONDS=${UROCE_FUZZ_SECONDS:-60}
 passed=0
 failed=0
-step() {	# step NAME CMD...: runs CMD, counts it
-	local name=$1
-	shift
-	echo "=== $name"
-	if "$@"; then
+skipped=0
+skip_notes=()
+
+# show_log FILE: the end of a step's log, after it failed
+show_log() {
+	echo "--- last 60 lines of $1:"
+	tail -n 60 "$1"
+	echo "---"
+}
+
+# step NAME LOG CMD...: runs CMD with its output in LOG, counts it; exit
+# status 77 means skipped (the log's last line says why)
+step() {
+	local name=$1 log=$2 rc t0=$SECONDS
+	shift 2
+	"$@" >"$log" 2>&1
+	rc=$?
+	if ((rc == 0)); then
 		passed=$((passed + 1))
+		echo "=== passed: $name ($((SECONDS - t0)) s)"
+	elif ((rc == 77)); then
+		skipped=$((skipped + 1))
+		skip_notes+=("$name: $(tail -n 1 "$log")")
+		echo "=== skipped: $name: $(tail -n 1 "$log")"
 	else
 		failed=$((failed + 1))
-		echo "=== FAILED: $name"
+		echo "=== FAILED: $name (exit status $rc, log $log)"
+		show_log "$log"
 	fi
 }
 
-ctest_counts() {	# ctest_counts BUILD [ctest args]: runs ctest, adds its test counts
-	local b=$1 out
-	shift
-	out=$(ctest --test-dir "$b" --output-on-failure --timeout 300 "$@" 2>&1)
-	local rc=$?
-	echo "$out" | tail -n 40
-	local line
-	line=$(echo "$out" | grep -E "tests passed, [0-9]+ tests failed out of" | tail -1)
-	if [[ $line =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
-		failed=$((failed + BASH_REMATCH[1]))
-		passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
-	else
+# run_ctest TAG BUILD [ctest args]: runs ctest (output shown whole) and adds
+# its entries to the counts, from its JUnit report: an entry that exited
+# with its SKIP_RETURN_CODE is skipped, one that ran and passed is passed,
+# anything else (failed, timed out, not found) is failed.
+run_ctest() {
+	local tag=$1 b=$2 junit="$LOGS/ctest-$1.xml" counts t0=$SECONDS
+	shift 2
+	rm -f "$junit"
+	ctest --test-dir "$b" --output-on-failure --timeout 900 \
+		--output-junit "$junit" "$@"
+	if ! counts=$(python3 - "$junit" "$tag" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+p = f = s = 0
+for tc in root.iter('testcase'):
+    sk = tc.find('skipped')
+    if tc.get('status') == 'run':
+        p += 1
+    elif sk is not None and sk.get('message', '').startswith('SKIP_'):
+        s += 1
+        out = tc.findtext('system-out') or ''
+        why = [l.strip() for l in out.splitlines()
+               if 'skip' in l.lower() and 'SKIPPED' not in l]
+        for w in why or ['(no reason printed)']:
+            print('note %s %s: %s' % (sys.argv[2], tc.get('name'), w))
+    else:
+        f += 1
+if p + f + s == 0:
+    f = 1       # no entry at all: a broken build dir or label
+print(p, f, s)
+EOF
+	); then
+		echo "=== FAILED: no ctest report $junit"
 		failed=$((failed + 1))
+		return
 	fi
-	return $rc
+	while IFS= read -r line; do
+		if [[ $line == note\ * ]]; then
+			skip_notes+=("${line#note }")
+		else
+			read -r p f s <<<"$line"
+			passed=$((passed + p))
+			failed=$((failed + f))
+			skipped=$((skipped + s))
+			echo "=== ctest $tag: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s)"
+		fi
+	done <<<"$counts"
 }
 
-echo "=== build (release, -Werror)"
-if ! scripts/build.sh build; then
-	echo "build failed"
-	echo "summary: 0 passed, 1 failed"
-	exit 1
+summary() {
+	local n
+	if ((${#skip_notes[@]})); then
+		echo "=== why entries were skipped:"
+		for n in "${skip_notes[@]}"; do
+			echo "  $n"
+		done
+	fi
+	echo "=== total time $SECONDS s"
+	echo "summary: $passed passed, $failed failed, $skipped skipped"
+	((failed == 0))
+	exit
+}
+
+mkdir -p "$LOGS"
+echo "=== logs in $LOGS"
+
+# 1. release build and every ctest entry
+step "build (release, -Werror)" "$LOGS/build.log" scripts/build.sh build
+if ((failed)); then
+	summary
 fi
-echo "=== ctest: unit and end-to-end"
-ctest_counts build
+run_ctest release build
 
-echo "=== build (ASan+UBSan)"
-if cmake -S . -B build-asan -G Ninja -DUROCE_WERROR=ON \
-	-DUROCE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
-	ninja -C build-asan >/dev/null; then
-	echo "=== ctest under ASan+UBSan: unit tests"
+# 2. ASan+UBSan: unit tests, and unmodified programs with the runtime
+# preloaded (tests/e2e/CMakeLists.txt sets that up in a sanitized build)
+asan_build() {
+	cmake -S . -B build-asan -G Ninja -DUROCE_WERROR=ON \
+		-DUROCE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug &&
+		ninja -C build-asan
+}
+step "build (ASan+UBSan)" "$LOGS/build-asan.log" asan_build
+if [[ -e build-asan/lib/libibverbs.so.1 ]]; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest_counts build-asan -L unit
-else
-	failed=$((failed + 1))
-	echo "=== FAILED: ASan build"
+		run_ctest asan-unit build-asan -L unit
+	run_ctest asan-e2e build-asan -L asan
 fi
 
+# 3. bounded fuzz runs (each builds its own clang build dir)
 if [[ -x tests/fuzz/run.sh ]]; then
-	step "fuzz the receive parser (bounded)" tests/fuzz/run.sh "${UROCE_FUZZ_SECONDS:-60}"
+	step "fuzz the packet parser (${FUZZ_SECONDS} s)" "$LOGS/fuzz-wire.log" \
+		tests/fuzz/run.sh wire "$FUZZ_SECONDS"
 fi
 
-echo "summary: $passed passed, $failed failed"
-((failed == 0))
+summary

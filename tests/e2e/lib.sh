@@ -6,6 +6,10 @@
 
 E2E_PASS=0
 E2E_FAIL=0
+E2E_SKIP=0
+# exit status of a script with a skipped case and no failure (ctest's
+# SKIP_RETURN_CODE, tests/CMakeLists.txt)
+E2E_SKIP_RC=77
 E2E_TMP=$(mktemp -d /tmp/uroce-e2e.XXXXXX)
 trap 'rm -rf "$E2E_TMP"' EXIT
 
@@ -23,13 +27,23 @@ e2e_port() {
 	echo $((20000 + (RANDOM % 20000)))
 }
 
+# A sanitizer's report in a program's output (a sanitized build prints it
+# even where the program's exit status hides it).
+E2E_SANITIZER_RE='ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer'
+
 # e2e_pair NAME TIMEOUT "server cmd" "client cmd" [REGEX...]
 # Runs both (server first), waits for both with a timeout, and passes when
-# both exit 0 and every REGEX matches the client's or the server's output.
+# both exit 0, neither printed a sanitizer report, and every REGEX matches
+# the client's or the server's output. With E2E_PRELOAD set (a sanitized
+# build: tests/e2e/CMakeLists.txt), both run with it in LD_PRELOAD.
 e2e_pair() {
 	local name=$1 tmo=$2 srv=$3 cli=$4
 	shift 4
 	local so="$E2E_TMP/$name.srv" co="$E2E_TMP/$name.cli" sp rs rc ok=1
+	if [[ -n ${E2E_PRELOAD:-} ]]; then
+		srv="LD_PRELOAD=$E2E_PRELOAD $srv"
+		cli="LD_PRELOAD=$E2E_PRELOAD $cli"
+	fi
 
 	timeout "$tmo" bash -c "$srv" >"$so" 2>&1 &
 	sp=$!
@@ -46,21 +60,42 @@ e2e_pair() {
 	if ((rc != 0 || rs != 0)); then
 		ok=0
 	fi
+	if grep -qE -- "$E2E_SANITIZER_RE" "$so" "$co"; then
+		ok=0
+		echo "  sanitizer report:"
+		grep -hE -A12 -- "$E2E_SANITIZER_RE" "$so" "$co" | head -n 40
+	fi
 	for re in "$@"; do
 		grep -qE -- "$re" "$so" "$co" || { ok=0; echo "  missing /$re/"; }
 	done
 	if ((ok)); then
-		E2E_PASS=$((E2E_PASS + 1))
-		echo "PASS $name"
+		e2e_pass "$name"
 	else
-		E2E_FAIL=$((E2E_FAIL + 1))
-		echo "FAIL $name (server rc=$rs, client rc=$rc)"
+		e2e_fail "$name (server rc=$rs, client rc=$rc)"
 		echo "--- server:"; tail -n 15 "$so"
 		echo "--- client:"; tail -n 15 "$co"
 	fi
 }
 
+# e2e_pass NAME / e2e_fail NAME / e2e_skip NAME REASON: one case's result.
+e2e_pass() {
+	E2E_PASS=$((E2E_PASS + 1))
+	echo "PASS $1"
+}
+e2e_fail() {
+	E2E_FAIL=$((E2E_FAIL + 1))
+	echo "FAIL $1"
+}
+e2e_skip() {
+	E2E_SKIP=$((E2E_SKIP + 1))
+	echo "SKIP $1: $2"
+}
+
+# The script's exit status: 1 if a case failed, else E2E_SKIP_RC if one
+# was skipped (ctest then reports the whole script as skipped), else 0.
 e2e_summary() {
-	echo "e2e: $E2E_PASS passed, $E2E_FAIL failed"
-	((E2E_FAIL == 0))
+	echo "e2e: $E2E_PASS passed, $E2E_FAIL failed, $E2E_SKIP skipped"
+	((E2E_FAIL == 0)) || return 1
+	((E2E_SKIP == 0)) || return $E2E_SKIP_RC
+	return 0
 }

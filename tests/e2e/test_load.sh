@@ -31,11 +31,9 @@ check() {
 		echo "  loader error or crash"
 	fi
 	if ((ok)); then
-		E2E_PASS=$((E2E_PASS + 1))
-		echo "PASS $name"
+		e2e_pass "$name"
 	else
-		E2E_FAIL=$((E2E_FAIL + 1))
-		echo "FAIL $name"
+		e2e_fail "$name"
 		tail -n 20 "$out"
 	fi
 }
@@ -82,7 +80,7 @@ if command -v ucx_info >/dev/null; then
 		"calling init: .*libuct_ib\.so" \
 		"Memory domain:"
 else
-	echo "SKIP ucx_info (package ucx-utils)"
+	e2e_skip ucx_info "no ucx_info (package ucx-utils)"
 fi
 
 # libfabric: the verbs provider enumerates uroce0 and offers its UD
@@ -91,7 +89,7 @@ if command -v fi_info >/dev/null; then
 	check fi_info_verbs 60 "fi_info -p verbs" \
 		"provider: verbs" "domain: uroce0-dgram" "FI_EP_DGRAM"
 else
-	echo "SKIP fi_info (package libfabric-bin)"
+	e2e_skip fi_info_verbs "no fi_info (package libfabric-bin)"
 fi
 
 e2e_summary

@@ -54,12 +54,10 @@ bw_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+([1-9][0-9]*\
 lat_line='^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
 
 check_fail() {
-	E2E_FAIL=$((E2E_FAIL + 1))
-	echo "FAIL $1"
+	e2e_fail "$1"
 }
 check_pass() {
-	E2E_PASS=$((E2E_PASS + 1))
-	echo "PASS $1"
+	e2e_pass "$1"
 }
 
 # decode NAME FILE: every frame InfiniBand, none malformed, no expert info;
@@ -164,7 +162,7 @@ cap() {
 	b=$(rand_ip)
 	[[ $lo == nogso ]] && env="UROCE_GSO=0 "
 	if [[ -n $lo && $(id -u) != 0 ]]; then
-		echo "SKIP $name: lo capture (needs root)"
+		e2e_skip "$name: lo capture" "needs root"
 		lo=
 	fi
 	if [[ -n $lo ]] && ! lo_start "$lp" "$a" "$b"; then

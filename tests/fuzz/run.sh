@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Build the wire fuzzer with clang in its own build dir and run it for a
-# bounded time, seeded from the repository's captures.
-# Usage: tests/fuzz/run.sh [seconds]   (default 60; env BUILD_DIR overrides
-# the build directory, default <repo>/build-fuzz)
+# Builds the libFuzzer targets with clang in their own build dir and runs
+# one for a bounded time.
+# Usage: tests/fuzz/run.sh [wire|engine] [seconds] [libFuzzer args...]
+#   wire:   the packet parser and codec, seeded from the repository's
+#           captures (tests/data/pcaps)
+#   engine: live QPs driven by packets and verbs calls (fuzz_engine.c),
+#           seeded from tests/fuzz/corpus/engine
+# Seconds default to 60. New inputs go to <build>/corpus/<target> (the
+# repository's corpus is only read), crashes to <build>/artifacts/<target>/.
+# Env: BUILD_DIR (default <repo>/build-fuzz). Exits 77 without clang.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+target=wire
+if [[ ${1:-} == wire || ${1:-} == engine ]]; then
+	target=$1
+	shift
+fi
 secs=${1:-${FUZZ_TIME:-60}}
+shift || true
 build=${BUILD_DIR:-$repo/build-fuzz}
 
+if ! command -v clang >/dev/null; then
+	echo "no clang: fuzzing skipped"
+	exit 77
+fi
 CC=clang cmake -S "$repo" -B "$build" -G Ninja -DUROCE_FUZZ=ON \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" fuzz_wire fuzz_seed
+ninja -C "$build" "fuzz_$target" fuzz_seed
 
-corpus=$build/fuzz-corpus
-mkdir -p "$corpus" "$build/fuzz-artifacts"
-"$build/tests/fuzz/fuzz_seed" "$corpus" "$repo"/tests/data/pcaps/*.pcap
-"$build/tests/fuzz/fuzz_wire" -max_total_time="$secs" -timeout=10 \
-	-rss_limit_mb=1024 -print_final_stats=1 \
-	-artifact_prefix="$build/fuzz-artifacts/" "$corpus"
+corpus=$build/corpus/$target
+artifacts=$build/artifacts/$target
+mkdir -p "$corpus" "$artifacts"
+seeds=()
+if [[ $target == wire ]]; then
+	"$build/tests/fuzz/fuzz_seed" "$corpus" "$repo"/tests/data/pcaps/*.pcap
+else
+	seeds=("$repo/tests/fuzz/corpus/$target")
+fi
+"$build/tests/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \
+	-rss_limit_mb=2048 -print_final_stats=1 \
+	-artifact_prefix="$artifacts/" "$@" "$corpus" "${seeds[@]}"

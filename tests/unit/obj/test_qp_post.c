@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "test_qp_fixture.h"
+#include "qp_fixture.h"
 
 static struct ur_send_wqe *sq_wqe(struct ur_qp *qp, uint32_t i)
 {

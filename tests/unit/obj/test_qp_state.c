@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "test_qp_fixture.h"
+#include "qp_fixture.h"
 
 #define S IBV_QP_STATE
 #define CUR IBV_QP_CUR_STATE

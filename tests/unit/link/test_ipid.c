@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
 #include "link/link.h"
 #include "util/random.h"
 
@@ -72,8 +73,7 @@ static void test_ipv4_id_df(void **state)
 	FILE *f;
 
 	if (geteuid() || system("command -v tshark >/dev/null 2>&1")) {
-		print_message("no tshark or not root: skipped\n");
-		skip();
+		ur_skip("no tshark or not root\n");
 	}
 	memset(&c, 0, sizeof(c));
 	c.bind.in.sin_family = AF_INET;
@@ -141,5 +141,5 @@ int main(void)
 		cmocka_unit_test(test_ipv4_id_df),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return ur_run_tests(tests);
 }
