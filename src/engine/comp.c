@@ -152,7 +152,11 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 			    UR_MAX_SGE * sizeof(struct ur_sge)];
 	} r;
 
-	if (xp && rx_owner && xp->resp.have_rwqe) {
+	if (xp && xp->resp.have_rwqe) {
+		/* the WQE the responder holds is older than the ring's: only
+		 * its owner flushes, that one first (RQ completions in order) */
+		if (!rx_owner)
+			return;
 		xp->resp.have_rwqe = false;
 		flush_recv_one(qp, xp->resp.rwqe.wr_id);
 	}
