@@ -142,6 +142,8 @@ fi
 if [[ -x tests/fuzz/run.sh ]]; then
 	step "fuzz the packet parser (${FUZZ_SECONDS} s)" "$LOGS/fuzz-wire.log" \
 		tests/fuzz/run.sh wire "$FUZZ_SECONDS"
+	step "fuzz the engine with live QPs (${FUZZ_SECONDS} s)" \
+		"$LOGS/fuzz-engine.log" tests/fuzz/run.sh engine "$FUZZ_SECONDS"
 fi
 
 summary

@@ -1,0 +1,1197 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libFuzzer target for the engine with live QPs. The whole library (api,
+ * obj, engine, wire, util) is compiled in, instrumented; the link is this
+ * file's in-memory network and the clock is a fake one, so a run depends on
+ * its input alone. One device with a PD, four MRs (guard bytes around
+ * each), an RC, a UC and a UD pair of QPs, each QP with its CQ; per input,
+ * two fresh MWs (types 1 and 2), the MRs' contents reset and every QP reset
+ * and connected to its pair with PSNs, path MTU, timeout and retry counts
+ * from the input's header. Then the input is a sequence of operations: post a
+ * send (any opcode, size, SGEs, flags, keys) or a receive, inject a crafted
+ * packet with a valid ICRC (headers from the input) for any QP, drop,
+ * duplicate, reorder or corrupt queued datagrams, deliver some, advance the
+ * clock (timers), modify a QP, bind a MW, poll. After every operation and
+ * at the end (every QP to ERR, CQs drained), it aborts if:
+ *   - a byte outside every MR changed (guards), or an MR that nothing may
+ *     write (no LOCAL_WRITE) changed;
+ *   - a completion names a WQE that was not posted, or one already
+ *     completed, or comes out of order, or on the wrong QP; a successful
+ *     completion has the wrong opcode or length, or is for an unsignaled
+ *     send;
+ *   - a QP is in a state it cannot reach by itself from the one we set;
+ *   - at the end, a signaled send or a receive never completed.
+ * Built only with -DUROCE_FUZZ=ON and clang (tests/fuzz/run.sh engine).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <infiniband/verbs.h>
+
+#include "engine/engine.h"
+#include "engine/engine_priv.h"
+#include "link/link.h"
+#include "obj/obj.h"
+#include "util/compiler.h"
+#include "wire/wire.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int clock_gettime(clockid_t clk, struct timespec *ts);
+
+static void fz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void fz_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "fuzz_engine: invariant broken: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+#define CHECK(x, ...)                                                          \
+	do {                                                                   \
+		if (!(x))                                                      \
+			fz_fail(__VA_ARGS__);                                  \
+	} while (0)
+
+static pthread_t fz_main;
+static bool fz_trace;		/* FZ_TRACE=1: print every completion */
+
+/* ------------------------------------------------------------------ */
+/* Clock: CLOCK_MONOTONIC on the fuzzing thread is ours                 */
+/* ------------------------------------------------------------------ */
+
+static uint64_t fz_now = 1000000000000ull;
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	if (clk == CLOCK_MONOTONIC && pthread_equal(pthread_self(), fz_main)) {
+		ts->tv_sec = (time_t)(fz_now / 1000000000ull);
+		ts->tv_nsec = (long)(fz_now % 1000000000ull);
+		return 0;
+	}
+	return (int)syscall(SYS_clock_gettime, clk, ts);
+}
+
+/* ------------------------------------------------------------------ */
+/* Network: one device talking to itself through a queue we control     */
+/* ------------------------------------------------------------------ */
+
+#define FZ_QLEN 64
+#define FZ_DGRAM_MAX 9216
+
+struct fz_dgram {
+	uint32_t len;
+	uint8_t data[FZ_DGRAM_MAX];
+};
+
+struct ur_link {
+	union ur_sockaddr addr;
+	int efd;
+	struct ur_link_stats st;
+};
+
+static struct {
+	struct ur_link *link;
+	struct fz_dgram q[FZ_QLEN];	/* ring */
+	unsigned int head, n;
+	unsigned int budget;		/* datagrams ur_link_recv may hand out */
+	struct fz_dgram rx[UR_RX_BATCH];
+	uint8_t tmp[65536];
+} net;
+
+static struct fz_dgram *net_at(unsigned int i)
+{
+	return &net.q[(net.head + i) % FZ_QLEN];
+}
+
+static void net_push(const uint8_t *data, size_t len, bool front)
+{
+	struct fz_dgram *d;
+
+	if (net.n == FZ_QLEN || len > FZ_DGRAM_MAX) {
+		net.link->st.rx_truncated++;
+		return;
+	}
+	if (front) {
+		net.head = (net.head + FZ_QLEN - 1) % FZ_QLEN;
+		d = net_at(0);
+	} else {
+		d = net_at(net.n);
+	}
+	net.n++;
+	d->len = (uint32_t)len;
+	memcpy(d->data, data, len);
+}
+
+static void net_pop(void)
+{
+	net.head = (net.head + 1) % FZ_QLEN;
+	net.n--;
+}
+
+int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
+{
+	struct ur_link *l;
+
+	if (net.link)
+		return -EADDRINUSE;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->addr = cfg->bind;
+	l->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	net.link = l;
+	*out = l;
+	return 0;
+}
+
+void ur_link_close(struct ur_link *l)
+{
+	close(l->efd);
+	if (net.link == l)
+		net.link = NULL;
+	free(l);
+}
+
+/*
+ * The progress thread asks for this fd before its first wait: it stays
+ * there, so the engine runs only when the fuzzing thread calls it and every
+ * run is deterministic.
+ */
+int ur_link_fd(const struct ur_link *l)
+{
+	if (!pthread_equal(pthread_self(), fz_main))
+		for (;;)
+			pause();
+	return l->efd;
+}
+
+uint32_t ur_link_max_payload(const struct ur_link *l)
+{
+	return 9000;
+}
+
+void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+{
+	*out = l->addr;
+}
+
+int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
+{
+	unsigned int i, k;
+	size_t len, off, seg;
+
+	for (i = 0; i < n; i++) {
+		len = 0;
+		for (k = 0; k < d[i].iovcnt; k++) {
+			CHECK(len + d[i].iov[k].iov_len <= sizeof(net.tmp),
+			      "datagram train over 64 KiB");
+			memcpy(net.tmp + len, d[i].iov[k].iov_base,
+			       d[i].iov[k].iov_len);
+			len += d[i].iov[k].iov_len;
+		}
+		if (!ur_sockaddr_same_host(d[i].dst, &l->addr)) {
+			l->st.tx_errors++;
+			continue;
+		}
+		seg = d[i].gso_size ? d[i].gso_size : len;
+		for (off = 0; off < len; off += seg) {
+			size_t s = len - off < seg ? len - off : seg;
+
+			net_push(net.tmp + off, s, false);
+			l->st.tx_pkts++;
+		}
+	}
+	return (int)n;
+}
+
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
+		 int timeout_ms)
+{
+	unsigned int n = 0;
+
+	while (n < max && n < UR_RX_BATCH && net.budget && net.n) {
+		net.rx[n] = *net_at(0);
+		net_pop();
+		net.budget--;
+		d[n].data = net.rx[n].data;
+		d[n].len = net.rx[n].len;
+		d[n].src = l->addr;
+		d[n].dst = l->addr;
+		d[n].tos = 0;
+		d[n].ttl = 64;
+		n++;
+	}
+	l->st.rx_pkts += n;
+	return (int)n;
+}
+
+void ur_link_wake(struct ur_link *l)
+{
+}
+
+void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
+{
+	*st = l->st;
+}
+
+int ur_link_set_fault(struct ur_link *l, const char *spec)
+{
+	return spec && *spec ? -EINVAL : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The world of one input                                              */
+/* ------------------------------------------------------------------ */
+
+#define FZ_NMR 4
+#define FZ_NQP 6
+#define FZ_GUARD 64
+#define FZ_MR_MAX 16384
+#define FZ_DEPTH 32		/* SQ and RQ depth of every QP */
+#define FZ_MAX_POSTS 1024	/* per queue per input */
+#define FZ_MAX_OPS 400
+#define FZ_GUARD_BYTE 0xa5
+#define FZ_QKEY 0x11111111u
+
+static const size_t fz_mr_len[FZ_NMR] = { 16384, 8192, 4096, 4096 };
+static const unsigned int fz_mr_access[FZ_NMR] = {
+	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		IBV_ACCESS_MW_BIND,
+	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
+	IBV_ACCESS_REMOTE_READ,	/* nothing may write these two */
+	0,
+};
+static const enum ibv_qp_type fz_qp_type[FZ_NQP] = {
+	IBV_QPT_RC, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_UD,
+};
+
+struct fz_mr {
+	uint8_t *area;			/* guard | region | guard */
+	uint8_t *mem;
+	uint8_t *shadow;		/* contents of an unwritable MR */
+	struct ibv_mr *mr;
+};
+
+struct fz_queue {
+	uint32_t posted, next;		/* WQEs accepted; oldest not done */
+	uint8_t signaled[FZ_MAX_POSTS];
+	uint8_t op[FZ_MAX_POSTS];	/* expected ibv_wc_opcode */
+	uint32_t len[FZ_MAX_POSTS];	/* receive: bytes posted */
+};
+
+struct fz_qp {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	enum ibv_qp_state state;	/* what we set, or saw it move to */
+	struct fz_queue sq, rq;
+	uint32_t init_psn;
+};
+
+static struct {
+	struct ibv_context *ctx;
+	struct ur_device *dev;
+	union ibv_gid gid;
+	uint8_t *arena;
+	uint8_t guard[FZ_GUARD];
+	uint8_t pattern[FZ_NMR][FZ_MR_MAX];	/* initial MR contents */
+	struct ibv_pd *pd;
+	struct fz_mr mr[FZ_NMR];
+	struct ibv_mw *mw[2];		/* type 1, type 2 */
+	uint32_t mw2_next_rkey;
+	struct ibv_ah *ah;
+	struct fz_qp q[FZ_NQP];
+	/* from the input's header */
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry, rnr_retry, min_rnr;
+	/* input cursor */
+	const uint8_t *in;
+	size_t left;
+} w;
+
+static uint8_t in_u8(void)
+{
+	if (!w.left)
+		return 0;
+	w.left--;
+	return *w.in++;
+}
+
+static uint16_t in_u16(void)
+{
+	uint16_t v = in_u8();
+
+	return (uint16_t)(v | in_u8() << 8);
+}
+
+static uint32_t in_u32(void)
+{
+	uint32_t v = in_u16();
+
+	return v | (uint32_t)in_u16() << 16;
+}
+
+static uint64_t wr_id_of(unsigned int qi, bool recv, uint32_t seq)
+{
+	return (uint64_t)qi << 40 | (uint64_t)recv << 32 | seq;
+}
+
+/* ------------------------------------------------------------------ */
+/* Invariants                                                          */
+/* ------------------------------------------------------------------ */
+
+static void check_memory(void)
+{
+	int i;
+
+	for (i = 0; i < FZ_NMR; i++) {
+		struct fz_mr *m = &w.mr[i];
+
+		CHECK(!memcmp(m->area, w.guard, FZ_GUARD),
+		      "bytes before MR %d written", i);
+		CHECK(!memcmp(m->mem + fz_mr_len[i], w.guard, FZ_GUARD),
+		      "bytes after MR %d written", i);
+		if (m->shadow)
+			CHECK(!memcmp(m->mem, m->shadow, fz_mr_len[i]),
+			      "MR %d without write access was written", i);
+	}
+}
+
+static bool state_reachable(enum ibv_qp_type t, enum ibv_qp_state from,
+			    enum ibv_qp_state to)
+{
+	if (from == to)
+		return true;
+	switch (from) {
+	case IBV_QPS_RTR:
+		return to == IBV_QPS_ERR;
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+		/* a send error: ERR on RC, SQE on UC and UD */
+		return to == IBV_QPS_ERR ||
+		       (to == IBV_QPS_SQE && t != IBV_QPT_RC);
+	case IBV_QPS_SQE:
+		return to == IBV_QPS_ERR;
+	default:
+		return false;
+	}
+}
+
+static void check_states(void)
+{
+	int i;
+
+	for (i = 0; i < FZ_NQP; i++) {
+		struct fz_qp *q = &w.q[i];
+		enum ibv_qp_state s = to_ur_qp(q->qp)->state;
+
+		CHECK(s <= IBV_QPS_ERR, "QP %d in state %d", i, s);
+		CHECK(state_reachable(fz_qp_type[i], q->state, s),
+		      "QP %d moved by itself from state %d to %d", i,
+		      q->state, s);
+		q->state = s;
+	}
+}
+
+static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void check_wc(int qi, const struct ibv_wc *wc)
+{
+	struct fz_qp *q = &w.q[qi];
+	unsigned int wqi = (unsigned int)(wc->wr_id >> 40);
+	bool recv = (wc->wr_id >> 32) & 1;
+	uint32_t seq = (uint32_t)wc->wr_id;
+	struct fz_queue *qu = recv ? &q->rq : &q->sq;
+	uint32_t s;
+
+	if (fz_trace)
+		fprintf(stderr, "fz: QP %d %s WQE %u: %s opcode %d len %u\n",
+			qi, recv ? "recv" : "send", seq,
+			ibv_wc_status_str(wc->status), wc->opcode,
+			wc->byte_len);
+
+	CHECK(wqi == (unsigned int)qi, "QP %d's CQ has a completion of QP %u",
+	      qi, wqi);
+	CHECK(wc->qp_num == q->qp->qp_num, "completion's qp_num %#x is not QP %d's",
+	      wc->qp_num, qi);
+	CHECK(wc->status <= IBV_WC_TM_RNDV_INCOMPLETE, "status %d", wc->status);
+	CHECK(seq < qu->posted, "QP %d: completion for %s WQE %u never posted",
+	      qi, recv ? "receive" : "send", seq);
+	CHECK(seq >= qu->next,
+	      "QP %d: second completion for %s WQE %u (status %s)", qi,
+	      recv ? "receive" : "send", seq, ibv_wc_status_str(wc->status));
+	if (recv) {
+		CHECK(seq == qu->next,
+		      "QP %d: receive WQE %u completed before WQE %u", qi, seq,
+		      qu->next);
+		if (wc->status == IBV_WC_SUCCESS) {
+			CHECK(wc->opcode == IBV_WC_RECV ||
+				      wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM,
+			      "QP %d: receive completion opcode %d", qi,
+			      wc->opcode);
+			/* (a WRITE with immediate reports the WRITE's
+			 * length, which the receive WQE does not hold) */
+			CHECK(wc->opcode != IBV_WC_RECV ||
+				      (wc->byte_len <= qu->len[seq] &&
+				       (fz_qp_type[qi] != IBV_QPT_UD ||
+					wc->byte_len >= 40)),
+			      "QP %d: receive of %u bytes into %u", qi,
+			      wc->byte_len, qu->len[seq]);
+		}
+	} else {
+		/* in order: no signaled WQE may be skipped */
+		for (s = qu->next; s < seq; s++)
+			CHECK(!qu->signaled[s],
+			      "QP %d: send WQE %u completed before signaled WQE %u",
+			      qi, seq, s);
+		if (wc->status == IBV_WC_SUCCESS) {
+			CHECK(qu->signaled[seq],
+			      "QP %d: success completion for unsignaled WQE %u",
+			      qi, seq);
+			CHECK(wc->opcode == qu->op[seq],
+			      "QP %d: send WQE %u completed as opcode %d, not %d",
+			      qi, seq, wc->opcode, qu->op[seq]);
+		}
+	}
+	qu->next = seq + 1;
+}
+
+static int poll_qp(int qi, int max)
+{
+	struct ibv_wc wc[16];
+	int n, i, total = 0;
+
+	while (total < max) {
+		n = ibv_poll_cq(w.q[qi].cq, 16, wc);
+		CHECK(n >= 0, "poll_cq: %d", n);
+		for (i = 0; i < n; i++)
+			check_wc(qi, &wc[i]);
+		total += n;
+		if (n < 16)
+			break;
+	}
+	return total;
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup and teardown                                                  */
+/* ------------------------------------------------------------------ */
+
+static void qp_modify(int qi, enum ibv_qp_state st, uint32_t psn)
+{
+	struct fz_qp *q = &w.q[qi];
+	struct ibv_qp_attr a;
+	int mask = IBV_QP_STATE, rc;
+	enum ibv_qp_type t = fz_qp_type[qi];
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = st;
+	switch (st) {
+	case IBV_QPS_INIT:
+		a.pkey_index = 0;
+		a.port_num = 1;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (t == IBV_QPT_UD) {
+			a.qkey = FZ_QKEY;
+			mask |= IBV_QP_QKEY;
+		} else {
+			a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+					    (t == IBV_QPT_RC ?
+						     IBV_ACCESS_REMOTE_READ |
+						     IBV_ACCESS_REMOTE_ATOMIC :
+						     0);
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		break;
+	case IBV_QPS_RTR:
+		if (t == IBV_QPT_UD)
+			break;
+		a.path_mtu = w.mtu;
+		a.dest_qp_num = w.q[qi ^ 1].qp->qp_num;
+		a.rq_psn = psn;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = w.gid;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (t == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 4;
+			a.min_rnr_timer = w.min_rnr;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		}
+		break;
+	case IBV_QPS_RTS:
+		if (q->state != IBV_QPS_RTR)
+			break;	/* SQD/SQE -> RTS takes no PSN */
+		a.sq_psn = psn;
+		mask |= IBV_QP_SQ_PSN;
+		if (t == IBV_QPT_RC) {
+			a.timeout = w.timeout;
+			a.retry_cnt = w.retry;
+			a.rnr_retry = w.rnr_retry;
+			a.max_rd_atomic = 4;
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		break;
+	default:
+		break;
+	}
+	if (st == IBV_QPS_RESET) {
+		/* what the CQ holds is still ours to check; what was not
+		 * completed is gone with the queues */
+		poll_qp(qi, 1 << 20);
+	}
+	rc = ibv_modify_qp(q->qp, &a, mask);
+	if (fz_trace)
+		fprintf(stderr, "fz: QP %d modify to %d: %d\n", qi, st, rc);
+	if (!rc) {
+		q->state = st;
+		if (st == IBV_QPS_RESET) {
+			q->sq.next = q->sq.posted;
+			q->rq.next = q->rq.posted;
+		}
+	}
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to its pair. */
+static void qp_connect(int qi, uint32_t sq_psn, uint32_t rq_psn)
+{
+	qp_modify(qi, IBV_QPS_RESET, 0);
+	qp_modify(qi, IBV_QPS_INIT, 0);
+	qp_modify(qi, IBV_QPS_RTR, rq_psn & 0xffffff);
+	qp_modify(qi, IBV_QPS_RTS, sq_psn & 0xffffff);
+	w.q[qi].init_psn = sq_psn & 0xffffff;
+}
+
+/*
+ * Created once: a fresh PD, MRs, CQs and QPs per input would cost more than
+ * the input (large zeroed allocations); per input the QPs go through RESET,
+ * which is itself under test.
+ */
+static void world_create(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_ah_attr aa;
+	int i;
+
+	w.pd = ibv_alloc_pd(w.ctx);
+	CHECK(w.pd, "alloc_pd");
+	for (i = 0; i < FZ_NMR; i++) {
+		w.mr[i].mr = ibv_reg_mr(w.pd, w.mr[i].mem, fz_mr_len[i],
+					(int)fz_mr_access[i]);
+		CHECK(w.mr[i].mr, "reg_mr %d: %d", i, errno);
+	}
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = w.gid;
+	aa.grh.hop_limit = 64;
+	aa.port_num = 1;
+	w.ah = ibv_create_ah(w.pd, &aa);
+	CHECK(w.ah, "create_ah: %d", errno);
+	for (i = 0; i < FZ_NQP; i++) {
+		struct fz_qp *q = &w.q[i];
+
+		q->cq = ibv_create_cq(w.ctx, 4 * FZ_DEPTH, NULL, NULL, 0);
+		CHECK(q->cq, "create_cq: %d", errno);
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = q->cq;
+		ia.recv_cq = q->cq;
+		ia.qp_type = fz_qp_type[i];
+		ia.cap.max_send_wr = FZ_DEPTH;
+		ia.cap.max_recv_wr = FZ_DEPTH;
+		ia.cap.max_send_sge = 4;
+		ia.cap.max_recv_sge = 4;
+		ia.cap.max_inline_data = 64;
+		q->qp = ibv_create_qp(w.pd, &ia);
+		CHECK(q->qp, "create_qp %d: %d", i, errno);
+		q->state = IBV_QPS_RESET;
+	}
+}
+
+/* Per input: memory patterns, fresh MWs, every QP reset and connected
+ * with PSNs from the input. */
+static void world_begin(void)
+{
+	uint32_t psn[FZ_NQP];
+	int i;
+
+	for (i = 0; i < FZ_NMR; i++) {
+		struct fz_mr *m = &w.mr[i];
+
+		memcpy(m->area, w.guard, FZ_GUARD);
+		memcpy(m->mem + fz_mr_len[i], w.guard, FZ_GUARD);
+		memcpy(m->mem, w.pattern[i], fz_mr_len[i]);
+		if (m->shadow)
+			memcpy(m->shadow, m->mem, fz_mr_len[i]);
+	}
+	w.mw[0] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_1);
+	w.mw[1] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_2);
+	CHECK(w.mw[0] && w.mw[1], "alloc_mw: %d", errno);
+	w.mw2_next_rkey = w.mw[1]->rkey;
+	for (i = 0; i < FZ_NQP; i++) {
+		memset(&w.q[i].sq, 0, sizeof(w.q[i].sq));
+		memset(&w.q[i].rq, 0, sizeof(w.q[i].rq));
+		psn[i] = in_u32();
+	}
+	for (i = 0; i < FZ_NQP; i++)
+		qp_connect(i, psn[i], psn[i ^ 1]);
+}
+
+/* Every QP to ERR, everything flushed and checked. */
+static void world_end(void)
+{
+	struct ibv_async_event ev;
+	int i, round;
+	uint32_t s;
+
+	for (i = 0; i < FZ_NQP; i++)
+		if (w.q[i].state != IBV_QPS_RESET)
+			qp_modify(i, IBV_QPS_ERR, 0);
+	for (round = 0; round < 4; round++) {
+		ur_engine_poll(w.dev);
+		for (i = 0; i < FZ_NQP; i++)
+			poll_qp(i, 1 << 20);
+	}
+	check_states();
+	for (i = 0; i < FZ_NQP; i++) {
+		struct fz_qp *q = &w.q[i];
+
+		CHECK(q->rq.next == q->rq.posted,
+		      "QP %d: receive WQE %u never completed", i, q->rq.next);
+		for (s = q->sq.next; s < q->sq.posted; s++)
+			CHECK(!q->sq.signaled[s],
+			      "QP %d: signaled send WQE %u never completed", i,
+			      s);
+	}
+	CHECK(!ibv_dealloc_mw(w.mw[0]) && !ibv_dealloc_mw(w.mw[1]),
+	      "dealloc_mw");
+	check_memory();
+	while (!ibv_get_async_event(w.ctx, &ev))
+		ibv_ack_async_event(&ev);
+	net.n = 0;
+	net.budget = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Operations                                                          */
+/* ------------------------------------------------------------------ */
+
+static const enum ibv_wr_opcode fz_wr_ops[] = {
+	IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+	IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+	IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
+};
+
+/* An rkey for a peer to use: an MR's, a MW's, or anything. */
+static uint32_t pick_rkey(uint8_t sel)
+{
+	switch (sel & 7) {
+	case 0:
+	case 1:
+	case 2:
+	case 3:
+		return w.mr[sel & 3].mr->rkey;
+	case 4:
+		return w.mw[0]->rkey;
+	case 5:
+		return w.mw[1]->rkey;
+	case 6:
+		return w.mw2_next_rkey;
+	default:
+		return (uint32_t)sel << 20 | sel;
+	}
+}
+
+/* An address in (or near) MR sel & 3. */
+static uint64_t pick_addr(uint8_t sel, uint16_t off)
+{
+	const struct fz_mr *m = &w.mr[sel & 3];
+
+	if (sel & 0x80)	/* a little outside */
+		return (uintptr_t)m->mem + fz_mr_len[sel & 3] - 64 + (off & 127);
+	return (uintptr_t)m->mem + off % fz_mr_len[sel & 3];
+}
+
+static uint32_t fill_sges(struct ibv_sge *sge, unsigned int nsge, uint8_t mr,
+			  uint16_t off, uint32_t len)
+{
+	uint32_t total = 0;
+	unsigned int k;
+
+	for (k = 0; k < nsge; k++) {
+		uint8_t msel = (uint8_t)(mr + k);
+		uint32_t l = len / nsge;
+
+		sge[k].addr = pick_addr(msel & 0x83, (uint16_t)(off + k * 977));
+		sge[k].length = l;
+		sge[k].lkey = w.mr[msel & 3].mr->lkey;
+		if ((mr & 0x40) && k == 0)
+			sge[k].lkey ^= 0x100;	/* a wrong key */
+		total += l;
+	}
+	return total;
+}
+
+static void op_post_send(void)
+{
+	uint8_t qi = in_u8() % FZ_NQP, opsel = in_u8(), flags = in_u8();
+	uint16_t len = in_u16(), loff = in_u16(), roff = in_u16();
+	uint8_t lmr = in_u8(), rsel = in_u8(), rmr = in_u8();
+	uint64_t arg = in_u8();
+	struct fz_qp *q = &w.q[qi];
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge[4];
+	unsigned int nsge = 1 + (flags >> 5) % 4;
+	uint32_t seq = q->sq.posted;
+	int rc;
+
+	if (seq >= FZ_MAX_POSTS)
+		return;
+	if (seq - q->sq.next >= FZ_DEPTH)
+		poll_qp(qi, 1 << 20);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id_of(qi, false, seq);
+	wr.opcode = fz_wr_ops[opsel % UR_ARRAY_SIZE(fz_wr_ops)];
+	wr.send_flags = (flags & 1 ? IBV_SEND_SIGNALED : 0) |
+			(flags & 2 ? IBV_SEND_INLINE : 0) |
+			(flags & 4 ? IBV_SEND_SOLICITED : 0) |
+			(flags & 8 ? IBV_SEND_FENCE : 0);
+	wr.imm_data = htonl(0xabc00000u | seq);
+	len %= (opsel & 0x80) ? 16384 : 2100;
+	if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		len = (flags & 0x10) ? len % 16 : 8;
+	wr.num_sge = (int)nsge;
+	wr.sg_list = sge;
+	fill_sges(sge, nsge, lmr, loff, len);
+	switch (wr.opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		wr.wr.rdma.remote_addr = pick_addr(rmr, roff);
+		wr.wr.rdma.rkey = pick_rkey(rsel);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		wr.wr.atomic.remote_addr = pick_addr(rmr, roff) & ~7ull;
+		if (flags & 0x10)
+			wr.wr.atomic.remote_addr |= roff & 7;
+		wr.wr.atomic.rkey = pick_rkey(rsel);
+		wr.wr.atomic.compare_add = arg;
+		wr.wr.atomic.swap = arg * 3;
+		break;
+	case IBV_WR_LOCAL_INV:
+		wr.invalidate_rkey = pick_rkey(rsel);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		wr.invalidate_rkey = pick_rkey(rsel);
+		break;
+	case IBV_WR_BIND_MW:
+		wr.bind_mw.mw = w.mw[1];
+		wr.bind_mw.rkey = ibv_inc_rkey(w.mw2_next_rkey);
+		wr.bind_mw.bind_info.mr = w.mr[rmr & 1].mr;
+		wr.bind_mw.bind_info.addr = pick_addr(rmr & 0x81, roff);
+		wr.bind_mw.bind_info.length = len;
+		wr.bind_mw.bind_info.mw_access_flags =
+			(rsel & 1 ? IBV_ACCESS_REMOTE_WRITE : 0) |
+			(rsel & 2 ? IBV_ACCESS_REMOTE_READ : 0) |
+			(rsel & 4 ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+		wr.num_sge = 0;
+		break;
+	default:
+		break;
+	}
+	if (fz_qp_type[qi] == IBV_QPT_UD) {
+		wr.wr.ud.ah = w.ah;
+		wr.wr.ud.remote_qpn = rsel & 0x80 ? (uint32_t)roff << 8 :
+				      w.q[qi ^ 1].qp->qp_num;
+		wr.wr.ud.remote_qkey = rsel & 0x40 ? FZ_QKEY + 1 : FZ_QKEY;
+	}
+	rc = ibv_post_send(q->qp, &wr, &bad);
+	if (fz_trace)
+		fprintf(stderr, "fz: QP %d post_send %d len %u: %d\n", qi,
+			wr.opcode, len, rc);
+	if (rc)
+		return;
+	if (wr.opcode == IBV_WR_BIND_MW)
+		w.mw2_next_rkey = wr.bind_mw.rkey;
+	q->sq.signaled[seq] = !!(wr.send_flags & IBV_SEND_SIGNALED);
+	q->sq.op[seq] = (uint8_t)wc_opcode_of(wr.opcode);
+	q->sq.posted++;
+}
+
+static void op_post_recv(void)
+{
+	uint8_t qi = in_u8() % FZ_NQP, mr = in_u8(), n = in_u8();
+	uint16_t off = in_u16(), len = in_u16();
+	struct fz_qp *q = &w.q[qi];
+	struct ibv_recv_wr wr, *bad = NULL;
+	struct ibv_sge sge[4];
+	uint32_t seq = q->rq.posted, total;
+
+	if (seq >= FZ_MAX_POSTS)
+		return;
+	if (seq - q->rq.next >= FZ_DEPTH)
+		poll_qp(qi, 1 << 20);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id_of(qi, true, seq);
+	wr.num_sge = 1 + n % 4;
+	wr.sg_list = sge;
+	total = fill_sges(sge, (unsigned int)wr.num_sge, mr, off,
+			  len % ((n & 0x80) ? 16384 : 4200));
+	if (ibv_post_recv(q->qp, &wr, &bad))
+		return;
+	q->rq.len[seq] = total;
+	q->rq.posted++;
+}
+
+static void bind_mw1(void)
+{
+	uint8_t qi = in_u8() % 4, mr = in_u8(), acc = in_u8(), flags = in_u8();
+	uint16_t off = in_u16(), len = in_u16();
+	struct fz_qp *q = &w.q[qi];
+	struct ibv_mw_bind b;
+	uint32_t seq = q->sq.posted;
+	int rc;
+
+	if (seq >= FZ_MAX_POSTS)
+		return;
+	if (seq - q->sq.next >= FZ_DEPTH)
+		poll_qp(qi, 1 << 20);
+	memset(&b, 0, sizeof(b));
+	b.wr_id = wr_id_of(qi, false, seq);
+	b.send_flags = flags & 1 ? IBV_SEND_SIGNALED : 0;
+	b.bind_info.mr = w.mr[mr & 1].mr;
+	b.bind_info.addr = pick_addr(mr & 0x81, off);
+	b.bind_info.length = len % 8192;
+	b.bind_info.mw_access_flags = (acc & 1 ? IBV_ACCESS_REMOTE_WRITE : 0) |
+				      (acc & 2 ? IBV_ACCESS_REMOTE_READ : 0) |
+				      (acc & 4 ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+	rc = ibv_bind_mw(q->qp, w.mw[0], &b);
+	if (fz_trace)
+		fprintf(stderr, "fz: QP %d bind_mw: %d\n", qi, rc);
+	if (rc)
+		return;
+	q->sq.signaled[seq] = !!(b.send_flags & IBV_SEND_SIGNALED);
+	q->sq.op[seq] = IBV_WC_BIND_MW;
+	q->sq.posted++;
+}
+
+/* A packet the peer could have sent, headers from the input, valid ICRC. */
+static void op_inject(void)
+{
+	static const uint8_t ops[] = {
+		UR_OPC_RC_SEND_FIRST, UR_OPC_RC_SEND_MIDDLE,
+		UR_OPC_RC_SEND_LAST, UR_OPC_RC_SEND_LAST_IMM,
+		UR_OPC_RC_SEND_ONLY, UR_OPC_RC_SEND_ONLY_IMM,
+		UR_OPC_RC_WRITE_FIRST, UR_OPC_RC_WRITE_MIDDLE,
+		UR_OPC_RC_WRITE_LAST, UR_OPC_RC_WRITE_LAST_IMM,
+		UR_OPC_RC_WRITE_ONLY, UR_OPC_RC_WRITE_ONLY_IMM,
+		UR_OPC_RC_READ_REQ, UR_OPC_RC_READ_RESP_FIRST,
+		UR_OPC_RC_READ_RESP_MIDDLE, UR_OPC_RC_READ_RESP_LAST,
+		UR_OPC_RC_READ_RESP_ONLY, UR_OPC_RC_ACK,
+		UR_OPC_RC_ATOMIC_ACK, UR_OPC_RC_CMP_SWAP,
+		UR_OPC_RC_FETCH_ADD, UR_OPC_RC_SEND_LAST_INV,
+		UR_OPC_RC_SEND_ONLY_INV,
+	};
+	uint8_t qi = in_u8() % FZ_NQP, opsel = in_u8(), flags = in_u8();
+	int8_t dpsn = (int8_t)in_u8();
+	uint8_t rsel = in_u8(), asel = in_u8(), syn = in_u8();
+	uint16_t off = in_u16(), rlen = in_u16(), plen = in_u16();
+	uint64_t arg = in_u8();
+	struct ur_qp_xport *xp = to_ur_qp(w.q[qi].qp)->xp;
+	static uint8_t buf[FZ_DGRAM_MAX];
+	struct ur_hdr_fields f;
+	struct ur_ip_flow flow;
+	uint32_t base, total, k;
+	uint8_t op;
+	int n;
+
+	op = ops[opsel % UR_ARRAY_SIZE(ops)];
+	/* UC and UD opcodes are the RC ones plus the class */
+	if (fz_qp_type[qi] == IBV_QPT_UC)
+		op = (uint8_t)(UR_TCLASS_UC << 5 | (op & 0x1f));
+	else if (fz_qp_type[qi] == IBV_QPT_UD)
+		op = opsel & 1 ? UR_OPC_UD_SEND_ONLY_IMM : UR_OPC_UD_SEND_ONLY;
+	if (opsel & 0x80)
+		op = (uint8_t)(op ^ (flags & 0x60));	/* an odd class */
+	if (!ur_op_valid(op))
+		return;
+	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp_psn;
+	memset(&f, 0, sizeof(f));
+	f.opcode = op;
+	f.se = flags & 1;
+	f.ackreq = flags & 2;
+	f.pkey = (flags & 0x80) ? 0x1234 : 0xffff;
+	f.qpn = w.q[qi].qp->qp_num;
+	f.psn = (base + (uint32_t)(int32_t)dpsn) & 0xffffff;
+	f.reth.va = pick_addr(asel, off);
+	f.reth.rkey = pick_rkey(rsel);
+	f.reth.len = rlen % ((flags & 4) ? 65536 : 9000);
+	f.aeth.syn = syn;
+	f.aeth.msn = (to_ur_qp(w.q[qi].qp)->sq.consumer + (flags >> 3)) &
+		     0xffffff;
+	f.atmeth.va = pick_addr(asel, off) & ~((flags & 8) ? 0ull : 7ull);
+	f.atmeth.rkey = f.reth.rkey;
+	f.atmeth.swap_add = arg;
+	f.atmeth.compare = arg * 5;
+	f.atmack_orig = arg << 32;
+	f.imm_be = htonl(0xfeed0000u | plen);
+	f.ieth_rkey = pick_rkey(rsel >> 3);
+	f.deth.qkey = (flags & 0x10) ? FZ_QKEY + 1 : FZ_QKEY;
+	f.deth.sqp = w.q[qi ^ 1].qp->qp_num;
+	if (!ur_op_has_payload(op))
+		plen = 0;
+	plen %= 4200;
+	f.pad = ur_pad_len(plen);
+	n = ur_hdr_build(buf, sizeof(buf), &f);
+	if (n < 0)
+		return;
+	total = (uint32_t)n + plen + f.pad + UR_ICRC_BYTES;
+	if (total > sizeof(buf))
+		return;
+	for (k = 0; k < plen; k++)
+		buf[n + k] = (uint8_t)(k ^ opsel);
+	memset(buf + n + plen, 0, f.pad);
+	CHECK(!ur_ip_flow_from_sockaddr(&flow, &net.link->addr,
+					&net.link->addr), "flow");
+	ur_icrc_store(buf + total - UR_ICRC_BYTES,
+		      ur_icrc_compute(&flow, buf, total));
+	net_push(buf, total, flags & 0x20);
+}
+
+/* Drop, duplicate, reorder or corrupt what is queued. */
+static void op_net(void)
+{
+	uint8_t act = in_u8(), arg = in_u8();
+	struct fz_dgram *d;
+
+	if (!net.n)
+		return;
+	switch (act % 5) {
+	case 0:
+		net_pop();
+		break;
+	case 1:
+		d = net_at(0);
+		net_push(d->data, d->len, true);
+		break;
+	case 2:
+		if (net.n >= 2) {
+			static struct fz_dgram tmp;
+			unsigned int j = 1 + arg % (net.n - 1);
+
+			tmp = *net_at(0);
+			*net_at(0) = *net_at(j);
+			*net_at(j) = tmp;
+		}
+		break;
+	case 3:
+		d = net_at(0);
+		d->data[arg % d->len] ^= (uint8_t)(1 << (act >> 5));
+		break;
+	default: {
+		/* the head goes last */
+		uint32_t len = net_at(0)->len;
+
+		memcpy(net.tmp, net_at(0)->data, len);
+		net_pop();
+		net_push(net.tmp, len, false);
+		break;
+	}
+	}
+}
+
+static void deliver(unsigned int n)
+{
+	int guard;
+
+	net.budget = n;
+	for (guard = 0; guard < 64 && net.budget && net.n; guard++)
+		ur_engine_poll(w.dev);
+	net.budget = 0;
+}
+
+static void op_modify(void)
+{
+	uint8_t qi = in_u8() % FZ_NQP, sel = in_u8();
+	uint32_t psn = in_u32();
+
+	switch (sel % 6) {
+	case 0:
+		qp_modify(qi, IBV_QPS_ERR, 0);
+		break;
+	case 1:
+		qp_modify(qi, IBV_QPS_SQD, 0);
+		break;
+	case 2:
+		qp_modify(qi, IBV_QPS_RTS, psn);
+		break;
+	case 3:
+		qp_modify(qi, IBV_QPS_RESET, 0);
+		break;
+	case 4:
+		qp_modify(qi, (enum ibv_qp_state)(sel >> 3) % 7, psn);
+		break;
+	default:
+		qp_connect(qi, psn, w.q[qi ^ 1].init_psn);
+		break;
+	}
+}
+
+static void run_op(void)
+{
+	uint8_t kind = in_u8();
+
+	switch (kind % 11) {
+	case 0:
+	case 1:
+		op_post_send();
+		break;
+	case 2:
+		op_post_recv();
+		break;
+	case 3:
+		op_inject();
+		break;
+	case 4:
+		deliver(1 + in_u8() % 16);
+		break;
+	case 5:
+		op_net();
+		break;
+	case 6:
+		/* time passes: up to hours, the longest IBA timeout */
+		fz_now += 1000ull << (in_u8() % 34);
+		deliver(0);
+		ur_engine_poll(w.dev);
+		break;
+	case 7:
+		poll_qp(in_u8() % FZ_NQP, 64);
+		break;
+	case 8:
+		op_modify();
+		break;
+	case 9:
+		bind_mw1();
+		break;
+	default:
+		deliver(1000);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* libFuzzer entry points                                              */
+/* ------------------------------------------------------------------ */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	struct ibv_device **list;
+	int i, n;
+
+	fz_main = pthread_self();
+	fz_trace = getenv("FZ_TRACE") != NULL;
+	setenv("UROCE_ADDRS", "127.0.0.1", 1);
+	unsetenv("UROCE_FAULT");
+	unsetenv("UROCE_PCAP");
+	list = ibv_get_device_list(&n);
+	CHECK(list && n > 0, "no device");
+	w.ctx = ibv_open_device(list[0]);
+	CHECK(w.ctx, "open_device");
+	ibv_free_device_list(list);
+	w.dev = to_ur_context(w.ctx)->dev;
+	CHECK(!ibv_query_gid(w.ctx, 1, 0, &w.gid), "query_gid");
+	w.arena = aligned_alloc(4096, (FZ_NMR * (FZ_MR_MAX + 2 * FZ_GUARD) +
+				       FZ_NMR * FZ_MR_MAX + 4095) & ~4095ul);
+	CHECK(w.arena, "arena");
+	for (i = 0; i < FZ_NMR; i++) {
+		w.mr[i].area = w.arena + (size_t)i * (FZ_MR_MAX + 2 * FZ_GUARD);
+		w.mr[i].mem = w.mr[i].area + FZ_GUARD;
+		if (!(fz_mr_access[i] & IBV_ACCESS_LOCAL_WRITE))
+			w.mr[i].shadow = w.arena +
+					 FZ_NMR * (FZ_MR_MAX + 2 * FZ_GUARD) +
+					 (size_t)i * FZ_MR_MAX;
+	}
+	memset(w.guard, FZ_GUARD_BYTE, FZ_GUARD);
+	for (i = 0; i < FZ_NMR; i++)
+		for (n = 0; n < FZ_MR_MAX; n++)
+			w.pattern[i][n] = (uint8_t)(n * 131 + i);
+	/* async events (SQ drained, QP errors) are read per input */
+	CHECK(!fcntl(w.ctx->async_fd, F_SETFL,
+		     fcntl(w.ctx->async_fd, F_GETFL) | O_NONBLOCK),
+	      "async fd");
+	world_create();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const enum ibv_mtu mtus[] = { IBV_MTU_256, IBV_MTU_1024,
+					     IBV_MTU_1024, IBV_MTU_4096 };
+	uint8_t h;
+	int ops;
+
+	w.in = data;
+	w.left = size;
+	/* header: path MTU, RC timeout and retry counts */
+	h = in_u8();
+	w.mtu = mtus[h & 3];
+	w.retry = (h >> 2) & 7;
+	w.rnr_retry = (h >> 5) & 7;
+	h = in_u8();
+	w.timeout = h % 32;
+	w.min_rnr = h >> 3;
+	fz_now += 1000000000000ull;
+	world_begin();
+	check_states();
+	for (ops = 0; ops < FZ_MAX_OPS && w.left; ops++) {
+		run_op();
+		check_states();
+		check_memory();
+	}
+	world_end();
+	if (fz_trace)
+		ur_engine_dump_counters(w.dev, stderr);
+	return 0;
+}
