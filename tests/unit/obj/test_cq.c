@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "helpers.h"
+#include "to_util.h"
 
 static struct ur_cq *mkcq(struct ibv_context *ctx, uint32_t cqe,
 			  struct ur_comp_channel *ch)

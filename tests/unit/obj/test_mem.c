@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "to_util.h"
 
 static char buf[8192];
 

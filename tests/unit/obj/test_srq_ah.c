@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "to_util.h"
 
 static struct ur_srq *mksrq(struct ur_pd *pd, uint32_t max_wr,
 			    uint32_t max_sge)

@@ -3,8 +3,8 @@
  * A device and context built by hand for the obj/ tests: no NIC, no
  * engine. GID 0 is 127.0.0.1 (IPv4-mapped), GID 1 is ::1.
  */
-#ifndef UR_TEST_OBJ_HELPERS_H
-#define UR_TEST_OBJ_HELPERS_H
+#ifndef UR_TEST_OBJ_TO_UTIL_H
+#define UR_TEST_OBJ_TO_UTIL_H
 
 #include "obj/obj_priv.h"
 

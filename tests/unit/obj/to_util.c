@@ -6,7 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "helpers.h"
+#include "to_util.h"
 
 struct ibv_context *ut_ctx_new(void)
 {
