@@ -92,7 +92,7 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 /* Network: one device talking to itself through a queue we control     */
 /* ------------------------------------------------------------------ */
 
-#define FZ_QLEN 64
+#define FZ_QLEN 256
 #define FZ_DGRAM_MAX 9216
 
 struct fz_dgram {
@@ -229,6 +229,12 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
 	while (n < max && n < UR_RX_BATCH && net.budget && net.n) {
 		net.rx[n] = *net_at(0);
 		net_pop();
+		if (fz_trace && net.rx[n].len >= 12)
+			fprintf(stderr, "fz: rx opcode %#x psn %u (%u left)\n",
+				net.rx[n].data[0],
+				(unsigned int)(net.rx[n].data[9] << 16 |
+					       net.rx[n].data[10] << 8 |
+					       net.rx[n].data[11]), net.n);
 		net.budget--;
 		d[n].data = net.rx[n].data;
 		d[n].len = net.rx[n].len;
@@ -263,14 +269,15 @@ int ur_link_set_fault(struct ur_link *l, const char *spec)
 #define FZ_NMR 4
 #define FZ_NQP 6
 #define FZ_GUARD 64
-#define FZ_MR_MAX 16384
+#define FZ_MR_MAX 65536
 #define FZ_DEPTH 32		/* SQ and RQ depth of every QP */
 #define FZ_MAX_POSTS 1024	/* per queue per input */
 #define FZ_MAX_OPS 400
 #define FZ_GUARD_BYTE 0xa5
 #define FZ_QKEY 0x11111111u
 
-static const size_t fz_mr_len[FZ_NMR] = { 16384, 8192, 4096, 4096 };
+/* MR 0 holds a READ of several request chunks at a small path MTU */
+static const size_t fz_mr_len[FZ_NMR] = { 65536, 8192, 4096, 4096 };
 static const unsigned int fz_mr_access[FZ_NMR] = {
 	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -324,6 +331,24 @@ static struct {
 	/* input cursor */
 	const uint8_t *in;
 	size_t left;
+	/* receive buffers of every posted receive WQE */
+	struct ibv_sge rsge[FZ_NQP][FZ_MAX_POSTS][4];
+	uint8_t rnsge[FZ_NQP][FZ_MAX_POSTS];
+	/* A READ posted while nothing was in flight and no receive buffer
+	 * overlapped its source or destination, checked byte for byte at its
+	 * successful completion unless something that may write either range
+	 * happened meanwhile (a crafted packet, a QP change, a post that
+	 * writes there). */
+	struct {
+		bool on, valid;
+		int qi;
+		uint32_t seq;
+		unsigned int nsge;
+		struct ibv_sge sge[4];
+		uint64_t src;
+		uint32_t len;
+		uint8_t want[FZ_MR_MAX];
+	} rd;
 } w;
 
 static uint8_t in_u8(void)
@@ -431,6 +456,8 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 	}
 }
 
+static void read_check(int qi, const struct ibv_wc *wc);
+
 static void check_wc(int qi, const struct ibv_wc *wc)
 {
 	struct fz_qp *q = &w.q[qi];
@@ -490,6 +517,146 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 		}
 	}
 	qu->next = seq + 1;
+	read_check(qi, wc);
+}
+
+/* Nothing in flight: no datagram queued, every send WQE retired. */
+static bool world_quiet(void)
+{
+	int i;
+
+	if (net.n)
+		return false;
+	for (i = 0; i < FZ_NQP; i++)
+		if (w.q[i].sq.next != w.q[i].sq.posted)
+			return false;
+	return true;
+}
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b,
+			   uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* Inside one MR's memory (a READ's source must be, to be compared). */
+static bool in_some_mr(uint64_t addr, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < FZ_NMR; i++) {
+		uint64_t base = (uintptr_t)w.mr[i].mem;
+
+		if (addr >= base && addr + len <= base + fz_mr_len[i])
+			return true;
+	}
+	return false;
+}
+
+/* May a write to [addr, addr + len) change the tracked READ's result? */
+static bool read_touched(uint64_t addr, uint64_t len)
+{
+	unsigned int k;
+
+	if (!w.rd.on)
+		return false;
+	if (ranges_overlap(addr, len, w.rd.src, w.rd.len))
+		return true;
+	for (k = 0; k < w.rd.nsge; k++)
+		if (ranges_overlap(addr, len, w.rd.sge[k].addr,
+				   w.rd.sge[k].length))
+			return true;
+	return false;
+}
+
+static bool sges_touch_read(const struct ibv_sge *sge, int n)
+{
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (read_touched(sge[k].addr, sge[k].length))
+			return true;
+	return false;
+}
+
+/* A post while a READ is tracked: does it write where the READ reads or
+ * writes? (SENDs land in receive buffers, which never overlap.) */
+static void read_note_post(const struct ibv_send_wr *wr)
+{
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (read_touched(wr->wr.rdma.remote_addr, 65536))
+			w.rd.valid = false;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (read_touched(wr->wr.atomic.remote_addr, 8) ||
+		    sges_touch_read(wr->sg_list, wr->num_sge))
+			w.rd.valid = false;
+		break;
+	case IBV_WR_RDMA_READ:
+		if (sges_touch_read(wr->sg_list, wr->num_sge))
+			w.rd.valid = false;
+		break;
+	default:
+		break;
+	}
+}
+
+static void read_track(int qi, uint32_t seq, const struct ibv_send_wr *wr)
+{
+	uint64_t src = wr->wr.rdma.remote_addr;
+	uint32_t len = 0, s;
+	int k, i;
+
+	for (k = 0; k < wr->num_sge; k++)
+		len += wr->sg_list[k].length;
+	if (!in_some_mr(src, len) || len > sizeof(w.rd.want))
+		return;
+	for (k = 0; k < wr->num_sge; k++)
+		if (ranges_overlap(wr->sg_list[k].addr, wr->sg_list[k].length,
+				   src, len))
+			return;
+	w.rd.on = w.rd.valid = true;
+	w.rd.qi = qi;
+	w.rd.seq = seq;
+	w.rd.nsge = (unsigned int)wr->num_sge;
+	memcpy(w.rd.sge, wr->sg_list, w.rd.nsge * sizeof(w.rd.sge[0]));
+	w.rd.src = src;
+	w.rd.len = len;
+	memcpy(w.rd.want, (const void *)(uintptr_t)src, len);
+	for (i = 0; i < FZ_NQP; i++)
+		for (s = w.q[i].rq.next; s < w.q[i].rq.posted; s++)
+			if (sges_touch_read(w.rsge[i][s], w.rnsge[i][s]))
+				w.rd.on = false;
+}
+
+/* A successful READ that ran alone: its destination holds the source. */
+static void read_check(int qi, const struct ibv_wc *wc)
+{
+	uint32_t off = 0;
+	unsigned int k;
+
+	if (!w.rd.on || qi != w.rd.qi || (uint32_t)wc->wr_id != w.rd.seq ||
+	    (wc->wr_id >> 32) & 1)
+		return;
+	w.rd.on = false;
+	if (!w.rd.valid || wc->status != IBV_WC_SUCCESS)
+		return;
+	for (k = 0; k < w.rd.nsge; k++) {
+		const uint8_t *dst = (const uint8_t *)(uintptr_t)w.rd.sge[k].addr;
+		uint32_t i, n = w.rd.sge[k].length;
+
+		if (memcmp(dst, w.rd.want + off, n))
+			for (i = 0; i < n; i++)
+				CHECK(dst[i] == w.rd.want[off + i],
+				      "QP %d: READ WQE %u of %u bytes completed "
+				      "with success, byte %u is %#x, not %#x",
+				      qi, w.rd.seq, w.rd.len, off + i, dst[i],
+				      w.rd.want[off + i]);
+		off += n;
+	}
 }
 
 static int poll_qp(int qi, int max)
@@ -667,6 +834,7 @@ static void world_begin(void)
 	w.mw[1] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_2);
 	CHECK(w.mw[0] && w.mw[1], "alloc_mw: %d", errno);
 	w.mw2_next_rkey = w.mw[1]->rkey;
+	w.rd.on = false;
 	for (i = 0; i < FZ_NQP; i++) {
 		memset(&w.q[i].sq, 0, sizeof(w.q[i].sq));
 		memset(&w.q[i].rq, 0, sizeof(w.q[i].rq));
@@ -783,6 +951,7 @@ static void op_post_send(void)
 	struct ibv_sge sge[4];
 	unsigned int nsge = 1 + (flags >> 5) % 4;
 	uint32_t seq = q->sq.posted;
+	bool track;
 	int rc;
 
 	if (seq >= FZ_MAX_POSTS)
@@ -797,7 +966,8 @@ static void op_post_send(void)
 			(flags & 4 ? IBV_SEND_SOLICITED : 0) |
 			(flags & 8 ? IBV_SEND_FENCE : 0);
 	wr.imm_data = htonl(0xabc00000u | seq);
-	len %= (opsel & 0x80) ? 16384 : 2100;
+	if (!(opsel & 0x80))
+		len %= 2100;
 	if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		len = (flags & 0x10) ? len % 16 : 8;
@@ -847,6 +1017,9 @@ static void op_post_send(void)
 				      w.q[qi ^ 1].qp->qp_num;
 		wr.wr.ud.remote_qkey = rsel & 0x40 ? FZ_QKEY + 1 : FZ_QKEY;
 	}
+	track = wr.opcode == IBV_WR_RDMA_READ &&
+		(wr.send_flags & IBV_SEND_SIGNALED) && !w.rd.on &&
+		world_quiet();
 	rc = ibv_post_send(q->qp, &wr, &bad);
 	if (fz_trace)
 		fprintf(stderr, "fz: QP %d post_send %d len %u: %d\n", qi,
@@ -855,6 +1028,10 @@ static void op_post_send(void)
 		return;
 	if (wr.opcode == IBV_WR_BIND_MW)
 		w.mw2_next_rkey = wr.bind_mw.rkey;
+	if (track)
+		read_track(qi, seq, &wr);
+	else if (w.rd.on)
+		read_note_post(&wr);
 	q->sq.signaled[seq] = !!(wr.send_flags & IBV_SEND_SIGNALED);
 	q->sq.op[seq] = (uint8_t)wc_opcode_of(wr.opcode);
 	q->sq.posted++;
@@ -881,6 +1058,10 @@ static void op_post_recv(void)
 			  len % ((n & 0x80) ? 16384 : 4200));
 	if (ibv_post_recv(q->qp, &wr, &bad))
 		return;
+	if (sges_touch_read(sge, wr.num_sge))
+		w.rd.valid = false;
+	memcpy(w.rsge[qi][seq], sge, sizeof(sge));
+	w.rnsge[qi][seq] = (uint8_t)wr.num_sge;
 	q->rq.len[seq] = total;
 	q->rq.posted++;
 }
@@ -957,6 +1138,10 @@ static void op_inject(void)
 		op = (uint8_t)(op ^ (flags & 0x60));	/* an odd class */
 	if (!ur_op_valid(op))
 		return;
+	/* an ACK/NAK writes no memory: anything else may write where a
+	 * tracked READ reads or writes */
+	if (op != UR_OPC_RC_ACK)
+		w.rd.valid = false;
 	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp_psn;
 	memset(&f, 0, sizeof(f));
 	f.opcode = op;
@@ -1010,7 +1195,16 @@ static void op_net(void)
 		return;
 	switch (act % 5) {
 	case 0:
-		net_pop();
+		/* drop the head, or with the top bit the datagram at arg */
+		if (act & 0x80) {
+			unsigned int j = arg % net.n, k;
+
+			for (k = j; k + 1 < net.n; k++)
+				*net_at(k) = *net_at(k + 1);
+			net.n--;
+		} else {
+			net_pop();
+		}
 		break;
 	case 1:
 		d = net_at(0);
@@ -1083,6 +1277,23 @@ static void run_op(void)
 {
 	uint8_t kind = in_u8();
 
+	/* QP changes and MW binds void a tracked READ's check; posts and
+	 * crafted packets are looked at one by one */
+	switch (kind % 11) {
+	case 0:
+	case 1:
+	case 2:
+	case 3:
+	case 4:
+	case 5:
+	case 6:
+	case 7:
+	case 10:
+		break;
+	default:
+		w.rd.valid = false;
+		break;
+	}
 	switch (kind % 11) {
 	case 0:
 	case 1:
