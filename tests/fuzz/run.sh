@@ -38,6 +38,9 @@ if [[ $target == wire ]]; then
 else
 	seeds=("$repo/tests/fuzz/corpus/$target")
 fi
+# libFuzzer exits 77 on a crash by default, which the test script reads as
+# a skip: a finding must be a failure
 "$build/tests/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \
-	-rss_limit_mb=2048 -print_final_stats=1 \
+	-rss_limit_mb=2048 -print_final_stats=1 -error_exitcode=1 \
+	-timeout_exitcode=1 \
 	-artifact_prefix="$artifacts/" "$@" "$corpus" "${seeds[@]}"
