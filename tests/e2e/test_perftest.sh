@@ -36,10 +36,12 @@ for t in send write; do
 done
 run ib_send_lat _ud "-c UD -n 200" "$lat_line"
 run ib_send_bw _ud "-c UD -n 200" "$bw_line"
-# all sizes 2 B .. 8 MiB
-run ib_write_bw _all "-a -n 20" "$bw_line"
-run ib_read_lat _all "-a -n 20" "$lat_line"
-run ib_send_lat _all "-a -n 20" "$lat_line"
+# all sizes 2 B .. 8 MiB (fewer iterations in the sanitized run, where
+# these three are most of the script's time: E2E_ALL_ITERS, CMakeLists.txt)
+all_n=${E2E_ALL_ITERS:-20}
+run ib_write_bw _all "-a -n $all_n" "$bw_line"
+run ib_read_lat _all "-a -n $all_n" "$lat_line"
+run ib_send_lat _all "-a -n $all_n" "$lat_line"
 # inline sends and writes
 run ib_send_lat _inline "-I 64 -s 64 -n 200" "$lat_line"
 run ib_write_lat _inline "-I 64 -s 64 -n 200" "$lat_line"
