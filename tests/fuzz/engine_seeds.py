@@ -82,3 +82,14 @@ more4 = {
 }
 for k,v in more4.items():
     open(os.path.join(out, k), 'wb').write(v)
+
+# RC WRITEs of several packets under loss, reordering and duplication: the
+# fuzzer compares the remote bytes at their successful completion
+more5 = {
+ 'rc_write_multi_loss': h256 + send(0,0x84,S,20000,0,30000,0,0,0)
+   + deliver(3) + net(0x80,4) + net(2,9) + net(1,0) + ALL + tick(25) + ALL + tick(26) + ALL + poll(0),
+ 'rc_write_then_read': h256 + send(0,0x84,S,9000,0,30000,0,0,0) + ALL + tick(25) + ALL + poll(0)
+   + send(0,0x86,S,9000,45000,30000,0,0,0) + deliver(2) + net(0x80,3) + ALL + tick(26) + ALL + poll(0),
+}
+for k, v in more5.items():
+    open(os.path.join(out, k), 'wb').write(v)

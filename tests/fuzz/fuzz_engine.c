@@ -334,18 +334,18 @@ static struct {
 	/* receive buffers of every posted receive WQE */
 	struct ibv_sge rsge[FZ_NQP][FZ_MAX_POSTS][4];
 	uint8_t rnsge[FZ_NQP][FZ_MAX_POSTS];
-	/* A READ posted while nothing was in flight and no receive buffer
-	 * overlapped its source or destination, checked byte for byte at its
-	 * successful completion unless something that may write either range
-	 * happened meanwhile (a crafted packet, a QP change, a post that
-	 * writes there). */
+	/* A READ (or an RC WRITE) posted while nothing was in flight and no
+	 * receive buffer overlapped its local or remote range, checked byte
+	 * for byte at its successful completion unless something that may
+	 * write either range happened meanwhile (a crafted data packet, a QP
+	 * change, a post or receive buffer overlapping either range). */
 	struct {
-		bool on, valid;
+		bool on, valid, write;
 		int qi;
 		uint32_t seq;
 		unsigned int nsge;
 		struct ibv_sge sge[4];
-		uint64_t src;
+		uint64_t remote;	/* READ's source, WRITE's destination */
 		uint32_t len;
 		uint8_t want[FZ_MR_MAX];
 	} rd;
@@ -560,7 +560,7 @@ static bool read_touched(uint64_t addr, uint64_t len)
 
 	if (!w.rd.on)
 		return false;
-	if (ranges_overlap(addr, len, w.rd.src, w.rd.len))
+	if (ranges_overlap(addr, len, w.rd.remote, w.rd.len))
 		return true;
 	for (k = 0; k < w.rd.nsge; k++)
 		if (ranges_overlap(addr, len, w.rd.sge[k].addr,
@@ -607,11 +607,15 @@ static void read_note_post(const struct ibv_send_wr *wr)
 static void read_track(int qi, uint32_t seq, const struct ibv_send_wr *wr)
 {
 	uint64_t src = wr->wr.rdma.remote_addr;
+	bool write = wr->opcode != IBV_WR_RDMA_READ;
 	uint32_t len = 0, s;
 	int k, i;
 
-	for (k = 0; k < wr->num_sge; k++)
+	for (k = 0; k < wr->num_sge; k++) {
+		if (!in_some_mr(wr->sg_list[k].addr, wr->sg_list[k].length))
+			return;
 		len += wr->sg_list[k].length;
+	}
 	if (!in_some_mr(src, len) || len > sizeof(w.rd.want))
 		return;
 	for (k = 0; k < wr->num_sge; k++)
@@ -619,13 +623,25 @@ static void read_track(int qi, uint32_t seq, const struct ibv_send_wr *wr)
 				   src, len))
 			return;
 	w.rd.on = w.rd.valid = true;
+	w.rd.write = write;
 	w.rd.qi = qi;
 	w.rd.seq = seq;
 	w.rd.nsge = (unsigned int)wr->num_sge;
 	memcpy(w.rd.sge, wr->sg_list, w.rd.nsge * sizeof(w.rd.sge[0]));
-	w.rd.src = src;
+	w.rd.remote = src;
 	w.rd.len = len;
-	memcpy(w.rd.want, (const void *)(uintptr_t)src, len);
+	if (write) {
+		uint32_t off = 0;
+
+		for (k = 0; k < wr->num_sge; k++) {
+			memcpy(w.rd.want + off,
+			       (const void *)(uintptr_t)wr->sg_list[k].addr,
+			       wr->sg_list[k].length);
+			off += wr->sg_list[k].length;
+		}
+	} else {
+		memcpy(w.rd.want, (const void *)(uintptr_t)src, len);
+	}
 	for (i = 0; i < FZ_NQP; i++)
 		for (s = w.q[i].rq.next; s < w.q[i].rq.posted; s++)
 			if (sges_touch_read(w.rsge[i][s], w.rnsge[i][s]))
@@ -644,6 +660,19 @@ static void read_check(int qi, const struct ibv_wc *wc)
 	w.rd.on = false;
 	if (!w.rd.valid || wc->status != IBV_WC_SUCCESS)
 		return;
+	if (w.rd.write) {
+		const uint8_t *dst = (const uint8_t *)(uintptr_t)w.rd.remote;
+		uint32_t i;
+
+		if (memcmp(dst, w.rd.want, w.rd.len))
+			for (i = 0; i < w.rd.len; i++)
+				CHECK(dst[i] == w.rd.want[i],
+				      "QP %d: WRITE WQE %u of %u bytes completed "
+				      "with success, remote byte %u is %#x, not "
+				      "%#x", qi, w.rd.seq, w.rd.len, i, dst[i],
+				      w.rd.want[i]);
+		return;
+	}
 	for (k = 0; k < w.rd.nsge; k++) {
 		const uint8_t *dst = (const uint8_t *)(uintptr_t)w.rd.sge[k].addr;
 		uint32_t i, n = w.rd.sge[k].length;
@@ -1017,7 +1046,12 @@ static void op_post_send(void)
 				      w.q[qi ^ 1].qp->qp_num;
 		wr.wr.ud.remote_qkey = rsel & 0x40 ? FZ_QKEY + 1 : FZ_QKEY;
 	}
-	track = wr.opcode == IBV_WR_RDMA_READ &&
+	/* (an RC WRITE's success means the responder has it; a UC one's
+	 * does not) */
+	track = (wr.opcode == IBV_WR_RDMA_READ ||
+		 (fz_qp_type[qi] == IBV_QPT_RC &&
+		  (wr.opcode == IBV_WR_RDMA_WRITE ||
+		   wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM))) &&
 		(wr.send_flags & IBV_SEND_SIGNALED) && !w.rd.on &&
 		world_quiet();
 	rc = ibv_post_send(q->qp, &wr, &bad);
