@@ -49,7 +49,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int clock_gettime(clockid_t clk, struct timespec *ts);
 
-static void fz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fz_fail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
 
 static void fz_fail(const char *fmt, ...)
 {
@@ -110,7 +111,7 @@ static struct {
 	struct ur_link *link;
 	struct fz_dgram q[FZ_QLEN];	/* ring */
 	unsigned int head, n;
-	unsigned int budget;		/* datagrams ur_link_recv may hand out */
+	unsigned int budget;		/* datagrams recv may hand out */
 	struct fz_dgram rx[UR_RX_BATCH];
 	uint8_t tmp[65536];
 } net;
@@ -298,7 +299,7 @@ struct fz_mr {
 };
 
 struct fz_queue {
-	uint32_t posted, next;		/* WQEs accepted; oldest not done */
+	uint32_t posted, next;		/* accepted; oldest not done */
 	uint8_t signaled[FZ_MAX_POSTS];
 	uint8_t op[FZ_MAX_POSTS];	/* expected ibv_wc_opcode */
 	uint32_t len[FZ_MAX_POSTS];	/* receive: bytes posted */
@@ -475,8 +476,8 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 
 	CHECK(wqi == (unsigned int)qi, "QP %d's CQ has a completion of QP %u",
 	      qi, wqi);
-	CHECK(wc->qp_num == q->qp->qp_num, "completion's qp_num %#x is not QP %d's",
-	      wc->qp_num, qi);
+	CHECK(wc->qp_num == q->qp->qp_num,
+	      "completion's qp_num %#x is not QP %d's", wc->qp_num, qi);
 	CHECK(wc->status <= IBV_WC_TM_RNDV_INCOMPLETE, "status %d", wc->status);
 	CHECK(seq < qu->posted, "QP %d: completion for %s WQE %u never posted",
 	      qi, recv ? "receive" : "send", seq);
@@ -505,15 +506,15 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 		/* in order: no signaled WQE may be skipped */
 		for (s = qu->next; s < seq; s++)
 			CHECK(!qu->signaled[s],
-			      "QP %d: send WQE %u completed before signaled WQE %u",
-			      qi, seq, s);
+			      "QP %d: send WQE %u completed before signaled "
+			      "WQE %u", qi, seq, s);
 		if (wc->status == IBV_WC_SUCCESS) {
 			CHECK(qu->signaled[seq],
 			      "QP %d: success completion for unsignaled WQE %u",
 			      qi, seq);
 			CHECK(wc->opcode == qu->op[seq],
-			      "QP %d: send WQE %u completed as opcode %d, not %d",
-			      qi, seq, wc->opcode, qu->op[seq]);
+			      "QP %d: send WQE %u completed as opcode %d, "
+			      "not %d", qi, seq, wc->opcode, qu->op[seq]);
 		}
 	}
 	qu->next = seq + 1;
@@ -667,23 +668,24 @@ static void read_check(int qi, const struct ibv_wc *wc)
 		if (memcmp(dst, w.rd.want, w.rd.len))
 			for (i = 0; i < w.rd.len; i++)
 				CHECK(dst[i] == w.rd.want[i],
-				      "QP %d: WRITE WQE %u of %u bytes completed "
-				      "with success, remote byte %u is %#x, not "
-				      "%#x", qi, w.rd.seq, w.rd.len, i, dst[i],
-				      w.rd.want[i]);
+				      "QP %d: WRITE WQE %u of %u bytes "
+				      "completed with success, remote byte "
+				      "%u is %#x, not %#x", qi, w.rd.seq,
+				      w.rd.len, i, dst[i], w.rd.want[i]);
 		return;
 	}
 	for (k = 0; k < w.rd.nsge; k++) {
-		const uint8_t *dst = (const uint8_t *)(uintptr_t)w.rd.sge[k].addr;
+		const uint8_t *dst =
+			(const uint8_t *)(uintptr_t)w.rd.sge[k].addr;
 		uint32_t i, n = w.rd.sge[k].length;
 
 		if (memcmp(dst, w.rd.want + off, n))
 			for (i = 0; i < n; i++)
 				CHECK(dst[i] == w.rd.want[off + i],
-				      "QP %d: READ WQE %u of %u bytes completed "
-				      "with success, byte %u is %#x, not %#x",
-				      qi, w.rd.seq, w.rd.len, off + i, dst[i],
-				      w.rd.want[off + i]);
+				      "QP %d: READ WQE %u of %u bytes "
+				      "completed with success, byte %u is "
+				      "%#x, not %#x", qi, w.rd.seq, w.rd.len,
+				      off + i, dst[i], w.rd.want[off + i]);
 		off += n;
 	}
 }
@@ -945,7 +947,8 @@ static uint64_t pick_addr(uint8_t sel, uint16_t off)
 	const struct fz_mr *m = &w.mr[sel & 3];
 
 	if (sel & 0x80)	/* a little outside */
-		return (uintptr_t)m->mem + fz_mr_len[sel & 3] - 64 + (off & 127);
+		return (uintptr_t)m->mem + fz_mr_len[sel & 3] - 64 +
+		       (off & 127);
 	return (uintptr_t)m->mem + off % fz_mr_len[sel & 3];
 }
 
