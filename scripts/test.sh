@@ -13,7 +13,7 @@
 # and exits non-zero if anything failed. A skip is never counted as passed:
 # the lines that say why each skipped entry skipped are listed before it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 LOGS=${UROCE_TEST_LOGS:-$PWD/build/test-logs}
 FUZZ_SECONDS=${UROCE_FUZZ_SECONDS:-60}

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=bash
 # Helpers for end-to-end tests: run an unmodified server/client pair of
 # Debian binaries against uroce's libibverbs.so.1 and check what they print.
 # Sourced by the test_*.sh scripts; expects LIBDIR (the dir holding
