@@ -93,3 +93,17 @@ more5 = {
 }
 for k, v in more5.items():
     open(os.path.join(out, k), 'wb').write(v)
+
+# a type 2 MW bound, used, invalidated (LOCAL_INV, then SEND_WITH_INV):
+# a WRITE through its old key must then fail
+more6 = {
+ 'mw2_local_inv': hdr() + send(0,8,S,4096,0,0,0,7,0) + ALL + poll(0)
+   + send(1,2,S,100,0,10,0,6,0) + ALL + poll(1)
+   + send(0,7,S,0,0,0,0,6,0) + ALL + poll(0)
+   + send(1,2,S,100,0,10,0,6,0) + ALL + tick(25) + ALL + poll(1) + poll(0),
+ 'mw2_send_inv': hdr() + recv(0,1,0,0,200) + send(0,8,S,4096,0,0,0,7,0) + ALL + poll(0)
+   + send(1,9,S,100,0,0,1,6,0) + ALL + poll(1) + poll(0)
+   + send(1,2,S,100,0,10,0,6,0) + ALL + tick(25) + ALL + poll(1) + poll(0),
+}
+for k, v in more6.items():
+    open(os.path.join(out, k), 'wb').write(v)

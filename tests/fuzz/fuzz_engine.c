@@ -303,6 +303,8 @@ struct fz_queue {
 	uint8_t signaled[FZ_MAX_POSTS];
 	uint8_t op[FZ_MAX_POSTS];	/* expected ibv_wc_opcode */
 	uint32_t len[FZ_MAX_POSTS];	/* receive: bytes posted */
+	uint32_t inv_rkey[FZ_MAX_POSTS];	/* send: LOCAL_INV's key */
+	uint8_t must_fail[FZ_MAX_POSTS];	/* send: uses a dead rkey */
 };
 
 struct fz_qp {
@@ -324,6 +326,10 @@ static struct {
 	struct fz_mr mr[FZ_NMR];
 	struct ibv_mw *mw[2];		/* type 1, type 2 */
 	uint32_t mw2_next_rkey;
+	/* the type 2 MW's key after an invalidation completed: an RC
+	 * operation posted later with it must not succeed */
+	bool dead;
+	uint32_t dead_rkey;
 	struct ibv_ah *ah;
 	struct fz_qp q[FZ_NQP];
 	/* from the input's header */
@@ -515,7 +521,22 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 			CHECK(wc->opcode == qu->op[seq],
 			      "QP %d: send WQE %u completed as opcode %d, "
 			      "not %d", qi, seq, wc->opcode, qu->op[seq]);
+			CHECK(!qu->must_fail[seq],
+			      "QP %d: send WQE %u succeeded with rkey %#x, "
+			      "invalidated before it was posted", qi, seq,
+			      w.dead_rkey);
+			if (wc->opcode == IBV_WC_LOCAL_INV &&
+			    qu->inv_rkey[seq] == w.mw2_next_rkey) {
+				w.dead = true;
+				w.dead_rkey = qu->inv_rkey[seq];
+			}
 		}
+	}
+	if (recv && wc->status == IBV_WC_SUCCESS &&
+	    (wc->wc_flags & IBV_WC_WITH_INV) &&
+	    wc->invalidated_rkey == w.mw2_next_rkey) {
+		w.dead = true;
+		w.dead_rkey = wc->invalidated_rkey;
 	}
 	qu->next = seq + 1;
 	read_check(qi, wc);
@@ -865,6 +886,7 @@ static void world_begin(void)
 	w.mw[1] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_2);
 	CHECK(w.mw[0] && w.mw[1], "alloc_mw: %d", errno);
 	w.mw2_next_rkey = w.mw[1]->rkey;
+	w.dead = false;
 	w.rd.on = false;
 	for (i = 0; i < FZ_NQP; i++) {
 		memset(&w.q[i].sq, 0, sizeof(w.q[i].sq));
@@ -1063,8 +1085,28 @@ static void op_post_send(void)
 			wr.opcode, len, rc);
 	if (rc)
 		return;
-	if (wr.opcode == IBV_WR_BIND_MW)
+	if (wr.opcode == IBV_WR_BIND_MW) {
 		w.mw2_next_rkey = wr.bind_mw.rkey;
+		if (w.dead && wr.bind_mw.rkey == w.dead_rkey)
+			w.dead = false;	/* the key came round again */
+	}
+	q->sq.inv_rkey[seq] = wr.invalidate_rkey;
+	q->sq.must_fail[seq] = 0;
+	if (w.dead && fz_qp_type[qi] == IBV_QPT_RC) {
+		switch (wr.opcode) {
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_RDMA_READ:
+			q->sq.must_fail[seq] = wr.wr.rdma.rkey == w.dead_rkey;
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			q->sq.must_fail[seq] = wr.wr.atomic.rkey == w.dead_rkey;
+			break;
+		default:
+			break;
+		}
+	}
 	if (track)
 		read_track(qi, seq, &wr);
 	else if (w.rd.on)
