@@ -20,6 +20,9 @@
  *     completion has the wrong opcode or length, or is for an unsignaled
  *     send;
  *   - a QP is in a state it cannot reach by itself from the one we set;
+ *   - a READ or RC WRITE that ran alone (see w.rd) completed with success
+ *     but its destination does not hold its source;
+ *   - an RC operation posted after its MW key was invalidated succeeded;
  *   - at the end, a signaled send or a receive never completed.
  * Built only with -DUROCE_FUZZ=ON and clang (tests/fuzz/run.sh engine).
  */
