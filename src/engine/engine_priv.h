@@ -240,10 +240,11 @@ void ur_timer_disarm(_Atomic uint64_t *slot);
 
 /* tx (nic.c): packet batches. */
 void ur_txb_init(struct ur_txb *b, struct ur_nic *nic);
-/* Adds one packet; payload as iovecs (may be 0). Flushes when full. */
-void ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
-		const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
-		const struct iovec *pay, unsigned int npay, uint32_t paylen);
+/* Adds one packet; payload as iovecs (may be 0). Flushes when full.
+ * -EFAULT (nothing added) when the payload's memory faulted. */
+int ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen);
 /* Adds an ACK that replaces a still-queued ACK of the same QP. */
 void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		    struct ur_hdr_fields *f);
@@ -278,7 +279,8 @@ struct ur_res *ur_res_alloc(struct ur_qp_xport *xp);
 struct ur_res *ur_res_find(struct ur_qp_xport *xp, uint32_t psn);
 void ur_res_clear(struct ur_qp_xport *xp);
 
-/* copy.c: SGE walks. Return 0, -EACCES (key/range/access), -EMSGSIZE. */
+/* copy.c: SGE walks. Return 0, -EACCES (key/range/access), -EMSGSIZE;
+ * ur_sgl_copy_in() also -EFAULT (the memory faulted). */
 int ur_sgl_map(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 	       uint32_t off, uint32_t len, unsigned int access,
 	       struct iovec *iov, unsigned int max_iov, unsigned int *niov);
