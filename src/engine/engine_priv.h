@@ -118,6 +118,7 @@ struct ur_nic {
 	bool busy_poll;
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
+	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: timers moved, shutdown */
@@ -191,6 +192,10 @@ struct ur_qp_xport {
 	struct ur_list node;		/* in nic->qps */
 	struct ur_ip_flow flow;		/* RC/UC: our address -> peer */
 	uint32_t mtu;			/* RC/UC: path MTU bytes; UD: port MTU */
+	/* RC/UC, hardened mode (rx owner): the peer's UDP source port,
+	 * bound by the first in-sequence packet after the path is loaded */
+	bool peer_bound;
+	uint16_t peer_port;		/* network order */
 
 	/* requester (sq_lock) */
 	uint32_t psn;			/* next PSN to send */

@@ -611,6 +611,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
 		UR_APP_POLL_QUIET_NS;
 	nic->use_gso = !getenv("UROCE_GSO") || env_true("UROCE_GSO");
+	nic->hardened = env_true("UROCE_HARDENED");
 	nic->lazy_doorbell = !getenv("UROCE_LAZY_DOORBELL") ||
 			     env_true("UROCE_LAZY_DOORBELL");
 	/* before any packet can reach application memory */

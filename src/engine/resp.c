@@ -158,6 +158,11 @@ static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		iov.iov_len = plen;
 		if (ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest,
 			       &c->xp->flow, &f, &iov, 1, plen)) {
+			if (c->xp->nic->hardened) {
+				ur_cnt_drop(&c->xp->nic->cnt,
+					    UR_DROP_HARDENED);
+				return;
+			}
 			ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ERR_NAK_SENT, 1);
 			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
 				       f.psn);
@@ -637,20 +642,40 @@ static enum ur_resp_state resp_err_class_c(struct ur_resp_ctx *c, uint8_t syn,
 	return UR_RESP_DONE;
 }
 
+/*
+ * Hardened mode (UROCE_HARDENED): a request that would move the QP to ERR
+ * (class C: bad opcode sequence, length, alignment, rkey) is dropped and
+ * counted instead of NAKed; on RoCEv2 nothing but the addresses vouches for
+ * its sender. A real peer's bad request then ends in retry exhaustion.
+ */
+static bool resp_hardened_drop(struct ur_resp_ctx *c)
+{
+	if (!c->xp->nic->hardened)
+		return false;
+	c->drop = UR_DROP_HARDENED;
+	return true;
+}
+
 static enum ur_resp_state resp_err_invalid_request(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_REM_INV_REQ_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
 }
 
 static enum ur_resp_state resp_err_length(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_LOC_LEN_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
 }
 
 static enum ur_resp_state resp_err_remote_access(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_REM_ACCESS_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_REM_ACC,
 				IBV_EVENT_QP_ACCESS_ERR);
