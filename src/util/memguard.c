@@ -12,9 +12,9 @@
  * it: SA_SIGINFO or plain handler with its mask and flags, SIG_IGN, or the
  * default action (restored, so the fault kills with the right signal).
  *
- * Cost: sigsetjmp without saving the mask is a few register stores (about
- * 3 ns per access here); process_vm_writev() on ourselves, the syscall
- * alternative, cost 2.5 us per call. The handler is installed with
+ * Cost: sigsetjmp without saving the mask is a few register stores (4 to
+ * 13 ns per access here, bench/memguard); process_vm_writev() on ourselves,
+ * the syscall alternative, costs 2.5 to 5 us per call. The handler is installed with
  * SA_ONSTACK, so a thread that has an alternate signal stack (stack
  * overflow detection) still gets its overflow delivered there and chained.
  * A handler installed after ours replaces it; uroce faults are then signals
