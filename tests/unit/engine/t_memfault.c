@@ -9,9 +9,9 @@
  *    receive into the unmapped part, and has an implicit on-demand MR;
  *  - the requester WRITEs (a message whose fifth packet faults), READs,
  *    does both atomics and SENDs into the unmapped memory, WRITEs through
- *    the on-demand MR to an address nothing maps and to a file page past
- *    the file's end (SIGBUS), expects IBV_WC_REM_ACCESS_ERR (REM_OP_ERR for
- *    the SEND) each time, then uses the target on another QP and checks
+ *    the on-demand MR to an address nothing maps, to a file page past
+ *    the file's end (SIGBUS) and to a non-canonical address, expects
+ *    IBV_WC_REM_ACCESS_ERR (REM_OP_ERR for the SEND) each time, then uses the target on another QP and checks
  *    its data; and it posts WRITE/READ/atomic whose local SGE it unmapped
  *    and expects IBV_WC_LOC_PROT_ERR;
  *  - the target checks its receive completion (LOC_PROT_ERR) and its data,
@@ -47,6 +47,7 @@ enum {
 	Q_SEND,		/* target's receive buffer unmapped */
 	Q_ODP_HOLE,	/* implicit ODP MR, address nothing maps */
 	Q_ODP_BUS,	/* implicit ODP MR, file page past EOF */
+	Q_ODP_NONCANON,	/* implicit ODP MR, an address no CPU can map */
 	Q_ODP_GOOD,	/* implicit ODP MR and ordinary MR, mapped memory */
 	Q_LOC_WRITE,	/* requester's SGE unmapped */
 	Q_LOC_READ,
@@ -93,7 +94,7 @@ static bool runs(int q)
 /* Faults in the target for these, in the requester for the Q_LOC_ ones. */
 static bool target_faults(int q)
 {
-	return q <= Q_ODP_BUS;
+	return q <= Q_ODP_NONCANON;
 }
 
 #define CHECK(cond, ...)                                                       \
@@ -467,6 +468,13 @@ static int requester_main(int fd)
 				 mr->lkey, peer.bus, peer.rkey_odp, 0),
 			  IBV_WC_REM_ACCESS_ERR,
 			  "ODP WRITE past a file's end");
+	/* x86-64: a general protection fault, which has no address */
+	if (runs(Q_ODP_NONCANON))
+		EXPECT_WC(run_wr(&p, Q_ODP_NONCANON, IBV_WR_RDMA_WRITE, buf,
+				 256, mr->lkey, 0xdead000000000000ull,
+				 peer.rkey_odp, 0),
+			  IBV_WC_REM_ACCESS_ERR,
+			  "ODP WRITE to a non-canonical address");
 
 	/* the target lives and serves another QP */
 	fill(buf, PG, 5);
@@ -579,6 +587,7 @@ static const char *const scenario_names[NQP] = {
 	[Q_SEND] = "SEND into a receive buffer unmapped after posting",
 	[Q_ODP_HOLE] = "implicit ODP: WRITE to an address nothing maps",
 	[Q_ODP_BUS] = "implicit ODP: WRITE past a file's end (SIGBUS)",
+	[Q_ODP_NONCANON] = "implicit ODP: WRITE to a non-canonical address",
 	[Q_ODP_GOOD] = "all of them on one pair of processes",
 	[Q_LOC_WRITE] = "requester: WRITE from an unmapped local SGE",
 	[Q_LOC_READ] = "requester: READ into an unmapped local SGE",
@@ -618,8 +627,9 @@ static void test_remote_faults(void **state)
 	assert_true(WIFEXITED(tst) && WEXITSTATUS(tst) == 0);
 	assert_true(WIFEXITED(rst) && WEXITSTATUS(rst) == 0);
 	if (only < 0) {
-		/* WRITE, READ, FADD, CMP_SWAP, SEND, ODP hole, ODP SIGBUS */
-		assert_true(stat_of(ts, "mem_faults") >= 7);
+		/* WRITE, READ, FADD, CMP_SWAP, SEND, ODP: hole, SIGBUS,
+		 * non-canonical */
+		assert_true(stat_of(ts, "mem_faults") >= 8);
 		/* WRITE (ICRC), READ response, atomic result */
 		assert_true(stat_of(rs, "mem_faults") >= 3);
 	} else {
