@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 
 #include "util/memguard.h"
@@ -34,6 +35,7 @@
 /* x86-64: an access past the canonical user half raises #GP, which Linux
  * reports as SIGSEGV with si_code SI_KERNEL and no address. */
 #define UR_VA_NONCANONICAL (1ull << 47)
+#define UR_VA_LA57 (1ull << 56)
 
 struct ur_memguard {
 	sigjmp_buf env;
@@ -44,18 +46,28 @@ struct ur_memguard {
 static __thread struct ur_memguard *guard_cur
 	__attribute__((tls_model("initial-exec")));
 
+/* End of the user address space where known (x86-64: 2^47, or 2^56 with
+ * 5-level paging): a range past it is refused without being touched, as
+ * ASan's interceptors would report it before any fault could happen. */
+static uintptr_t va_top = UINTPTR_MAX;
+
 static struct sigaction prev_segv, prev_bus;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_err;
 static _Atomic uint64_t fault_count;
 
-static void guard_range(struct ur_memguard *g, unsigned int i, const void *p,
+/* Records the range; false (and counted) if it leaves user space. */
+static bool guard_range(struct ur_memguard *g, unsigned int i, const void *p,
 			size_t n)
 {
 	uintptr_t lo = (uintptr_t)p;
 
 	g->lo[i] = lo;
 	g->hi[i] = lo + n < lo ? UINTPTR_MAX : lo + n;
+	if (g->hi[i] <= va_top)
+		return true;
+	atomic_fetch_add_explicit(&fault_count, 1, memory_order_relaxed);
+	return false;
 }
 
 static inline void guard_arm(struct ur_memguard *g)
@@ -83,6 +95,8 @@ static bool fault_is_guarded(const struct ur_memguard *g, const siginfo_t *si)
 		if (a >= g->lo[i] && a < g->hi[i])
 			return true;
 #if defined(__x86_64__)
+		/* guard_range() refuses such ranges before any access;
+		 * this is in case find_va_top() guessed the top too high */
 		if (si->si_code == SI_KERNEL && !a &&
 		    g->hi[i] > UR_VA_NONCANONICAL)
 			return true;
@@ -147,9 +161,35 @@ static void memguard_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+#if defined(__x86_64__)
+/* 5-level paging gives user space 2^56 bytes, and then (only then) a page
+ * just above 2^47 can be mapped on request. */
+static void find_va_top(void)
+{
+	void *want = (void *)(uintptr_t)UR_VA_NONCANONICAL;
+	void *p = mmap(want, 4096, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		       0);
+
+	va_top = UR_VA_NONCANONICAL;
+	if (p == want) {
+		va_top = UR_VA_LA57;
+		munmap(p, 4096);
+	} else if (p != MAP_FAILED) {
+		munmap(p, 4096);	/* old kernel: a hint, not a place */
+	}
+}
+#else
+static void find_va_top(void)
+{
+}
+#endif
+
 static void install(void)
 {
 	struct sigaction sa;
+
+	find_va_top();
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = memguard_handler;
@@ -173,8 +213,8 @@ int ur_memguard_copy(void *dst, const void *src, size_t n)
 {
 	struct ur_memguard g;
 
-	guard_range(&g, 0, dst, n);
-	guard_range(&g, 1, src, n);
+	if (!guard_range(&g, 0, dst, n) || !guard_range(&g, 1, src, n))
+		return -EFAULT;
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);
@@ -187,8 +227,9 @@ int ur_memguard_fetch_add(uint64_t *p, uint64_t add, uint64_t *orig)
 {
 	struct ur_memguard g;
 
-	guard_range(&g, 0, p, sizeof(*p));
-	guard_range(&g, 1, p, sizeof(*p));
+	if (!guard_range(&g, 0, p, sizeof(*p)) ||
+	    !guard_range(&g, 1, p, sizeof(*p)))
+		return -EFAULT;
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);
@@ -203,8 +244,9 @@ int ur_memguard_cmp_swap(uint64_t *p, uint64_t cmp, uint64_t swap,
 	struct ur_memguard g;
 	uint64_t expect = cmp;
 
-	guard_range(&g, 0, p, sizeof(*p));
-	guard_range(&g, 1, p, sizeof(*p));
+	if (!guard_range(&g, 0, p, sizeof(*p)) ||
+	    !guard_range(&g, 1, p, sizeof(*p)))
+		return -EFAULT;
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);
@@ -220,8 +262,8 @@ int ur_memguard_call(const void *p, size_t n, void (*fn)(void *arg),
 {
 	struct ur_memguard g;
 
-	guard_range(&g, 0, p, n);
-	guard_range(&g, 1, p, n);
+	if (!guard_range(&g, 0, p, n) || !guard_range(&g, 1, p, n))
+		return -EFAULT;
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);

@@ -89,7 +89,8 @@ static void forge(int fd, const union ur_sockaddr *src,
 	f->pkey = 0xffff;
 	h = ur_hdr_build(b, sizeof(b), f);
 	assert_true(h > 0);
-	memcpy(b + h, pay, paylen);
+	if (paylen)
+		memcpy(b + h, pay, paylen);
 	memset(b + h + paylen, 0, f->pad);
 	n = (size_t)h + paylen + f->pad + UR_ICRC_BYTES;
 	assert_int_equal(ur_ip_flow_from_sockaddr(&flow, src, &E.me), 0);
