@@ -183,16 +183,12 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 		err = ur_mr_access_ok(access);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		err = -EINVAL;
-	if (!err && (flags & (IBV_REREG_MR_CHANGE_TRANSLATION |
-			      IBV_REREG_MR_CHANGE_ACCESS)))
-		err = ur_mem_probe(
-			flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr :
-								  mr->ibmr.addr,
-			flags & IBV_REREG_MR_CHANGE_TRANSLATION ?
-				length :
-				mr->ibmr.length,
-			flags & IBV_REREG_MR_CHANGE_ACCESS ? access :
-							     mr->mem.access);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		err = ur_mem_probe(addr, length,
+				   flags & IBV_REREG_MR_CHANGE_ACCESS ?
+					   access : mr->mem.access);
+	else if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		err = ur_mem_probe(mr->ibmr.addr, mr->ibmr.length, access);
 	if (err)
 		return err;
 
