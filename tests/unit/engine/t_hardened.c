@@ -205,13 +205,15 @@ static void write_req(struct ur_hdr_fields *f, struct ibv_qp *qp,
 	f->reth.len = len;
 }
 
-/* The next packet the peer gets: its AETH syndrome, or -1 if none. */
+/* The next packet the peer gets: its AETH syndrome, or -1 if none comes
+ * (within 3 s when one is expected, psn != NULL; 300 ms otherwise). */
 static int peer_reply(uint32_t *psn)
 {
 	uint8_t b[4096];
 	struct ur_pkt pkt;
 
-	if (!recv_pkt(E.peer, &pkt, b, sizeof(b), 500) || !pkt.aeth)
+	if (!recv_pkt(E.peer, &pkt, b, sizeof(b), psn ? 3000 : 300) ||
+	    !pkt.aeth)
 		return -1;
 	if (psn)
 		*psn = pkt.psn;

@@ -195,8 +195,10 @@ static int qp_connect(struct ibv_qp *qp, const union ibv_gid *gid,
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0x1000;
-	a.timeout = 12;		/* 16 ms: a dead target shows in < 0.2 s */
-	a.retry_cnt = 3;
+	a.timeout = 14;		/* 67 ms x 8 tries: a dead target shows in
+				 * 0.5 s, a slow one on a loaded box is
+				 * not taken for dead */
+	a.retry_cnt = 7;
 	a.rnr_retry = 3;
 	a.max_rd_atomic = 4;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
