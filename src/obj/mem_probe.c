@@ -103,8 +103,16 @@ out:
 	return ret;
 }
 
-/* Whether this kernel knows MADV_POPULATE_READ: asked once, on a page
- * that is certainly mapped and readable (our own stack). */
+/* The walk as the only check: a maps file we cannot read refuses
+ * nothing (the engine's accesses are fault-safe anyway). */
+static int probe_by_maps(uintptr_t lo, uintptr_t hi, bool write)
+{
+	return maps_walk(lo, hi, write) == -EFAULT ? -EFAULT : 0;
+}
+
+/* Whether this kernel knows MADV_POPULATE_READ (and no sandbox forbids
+ * it): asked once, on a page that is certainly mapped and readable (our
+ * own stack). */
 static bool populate_supported(void)
 {
 	static _Atomic int known;	/* 0 unknown, 1 yes, -1 no */
@@ -113,10 +121,8 @@ static bool populate_supported(void)
 	uintptr_t p = (uintptr_t)&probe & ~(uintptr_t)(pg - 1);
 
 	if (!known)
-		known = madvise((void *)p, (size_t)pg, MADV_POPULATE_READ) &&
-				errno == EINVAL ?
-				-1 :
-				1;
+		known = madvise((void *)p, (size_t)pg, MADV_POPULATE_READ) ? -1 :
+									      1;
 	return known > 0;
 }
 
@@ -133,7 +139,7 @@ int ur_mem_probe(const void *addr, size_t length, unsigned int access)
 	if (hi <= lo)
 		return -EFAULT;	/* reaches the top of the address space */
 	if (!populate_supported())
-		return maps_walk(lo, hi, write);
+		return probe_by_maps(lo, hi, write);
 	while (madvise((void *)lo, hi - lo, write ? MADV_POPULATE_WRITE :
 						    MADV_POPULATE_READ)) {
 		err = errno;
@@ -141,8 +147,10 @@ int ur_mem_probe(const void *addr, size_t length, unsigned int access)
 			continue;
 		if (err == ENOMEM)	/* not mapped, or really no memory */
 			return maps_walk(lo, hi, write) ? -EFAULT : -ENOMEM;
-		return -EFAULT;	/* EINVAL: protection, VM_IO/PFNMAP; EFAULT:
-				 * SIGBUS (past a file's end); EHWPOISON */
+		if (err == EINVAL || err == EFAULT || err == EHWPOISON)
+			return -EFAULT;	/* protection, VM_IO/PFNMAP; SIGBUS
+					 * (past a file's end); poison */
+		return probe_by_maps(lo, hi, write);	/* EPERM: a sandbox */
 	}
 	return 0;
 }
