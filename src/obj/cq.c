@@ -37,6 +37,17 @@
  */
 #define UR_CQ_MIN_SLOTS 64
 
+/*
+ * Memory follows use, not the requested depth: a CQ starts with at most
+ * UR_CQ_INIT_RING entries allocated (cq->ring_len) and doubles the ring,
+ * under cq->lock, when a push finds it full and the CQ's capacity allows
+ * more. A CQ of mlx5's 4,194,303 entries thus costs 256 entries until its
+ * completions really pile up (a ring that only wraps touches all of its
+ * memory over time, so allocating up front would cost the full depth
+ * sooner or later). The ring never shrinks while the CQ lives.
+ */
+#define UR_CQ_INIT_RING 256u
+
 static uint32_t ring_slots(uint32_t cqe)
 {
 	uint32_t n = UR_CQ_MIN_SLOTS;
@@ -49,6 +60,43 @@ static uint32_t ring_slots(uint32_t cqe)
 static inline uint32_t cq_count(const struct ur_cq *cq)
 {
 	return cq->tail - cq->head;
+}
+
+static inline struct ur_cqe *cq_slot(const struct ur_cq *cq, uint32_t idx)
+{
+	return &cq->ring[idx & (cq->ring_len - 1)];
+}
+
+/*
+ * A ring of len entries holding the count entries from head on, at the
+ * same free-running indices. NULL when memory is short.
+ */
+static struct ur_cqe *ring_copy(const struct ur_cq *cq, uint32_t len)
+{
+	struct ur_cqe *ring = malloc((size_t)len * sizeof(*ring));
+	uint32_t i;
+
+	if (!ring)
+		return NULL;
+	for (i = cq->head; i != cq->tail; i++)
+		ring[i & (len - 1)] = *cq_slot(cq, i);
+	return ring;
+}
+
+/* Caller holds cq->lock and found the ring full. 0 or -ENOMEM. */
+static int ring_grow(struct ur_cq *cq)
+{
+	struct ur_cqe *ring;
+
+	if (cq->ring_len >= cq->size)
+		return -ENOMEM;
+	ring = ring_copy(cq, cq->ring_len * 2);
+	if (!ring)
+		return -ENOMEM;
+	free(cq->ring);
+	cq->ring = ring;
+	cq->ring_len *= 2;
+	return 0;
 }
 
 int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
@@ -79,7 +127,8 @@ int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
 	if (!cq)
 		return -ENOMEM;
 	cq->size = ring_slots(a->cqe);
-	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	cq->ring_len = UR_MIN(cq->size, UR_CQ_INIT_RING);
+	cq->ring = calloc(cq->ring_len, sizeof(*cq->ring));
 	if (!cq->ring) {
 		free(cq);
 		return -ENOMEM;
@@ -138,28 +187,30 @@ int ur_cq_destroy(struct ur_cq *cq)
 int ur_cq_resize(struct ur_cq *cq, int cqe)
 {
 	struct ur_cqe *ring, *old;
-	uint32_t slots, i, n;
+	uint32_t slots, len, n;
 
 	if (cqe <= 0 || cqe > UR_MAX_CQE)
 		return -EINVAL;
 	slots = ring_slots((uint32_t)cqe);
-	ring = calloc(slots, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
 	pthread_spin_lock(&cq->lock);
 	n = cq_count(cq);
+	/* man ibv_resize_cq: fewer entries than the CQ holds is EINVAL */
 	if ((uint32_t)cqe < n) {
 		pthread_spin_unlock(&cq->lock);
-		free(ring);
 		return -EINVAL;
 	}
-	for (i = 0; i < n; i++)
-		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	len = UR_MIN(slots, UR_CQ_INIT_RING);
+	while (len <= n)
+		len *= 2;
+	ring = ring_copy(cq, len);
+	if (!ring) {
+		pthread_spin_unlock(&cq->lock);
+		return -ENOMEM;
+	}
 	old = cq->ring;
 	cq->ring = ring;
+	cq->ring_len = len;
 	cq->size = slots;
-	cq->head = 0;
-	cq->tail = n;
 	cq->overflow = false;
 	cq->ibcq.cqe = (int)(slots - 1);
 	pthread_spin_unlock(&cq->lock);
@@ -173,7 +224,7 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 
 	pthread_spin_lock(&cq->lock);
 	while (i < n && cq->head != cq->tail) {
-		wc[i++] = cq->ring[cq->head & (cq->size - 1)].wc;
+		wc[i++] = cq_slot(cq, cq->head)->wc;
 		cq->head++;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -182,7 +233,7 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 
 int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num)
 {
-	uint32_t mask = cq->size - 1, src, dst;
+	uint32_t src, dst;
 	int removed;
 
 	pthread_spin_lock(&cq->lock);
@@ -190,11 +241,11 @@ int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num)
 	dst = cq->tail;
 	for (src = cq->tail; src != cq->head;) {
 		src--;
-		if (cq->ring[src & mask].wc.qp_num == qp_num)
+		if (cq_slot(cq, src)->wc.qp_num == qp_num)
 			continue;
 		dst--;
 		if (dst != src)
-			cq->ring[dst & mask] = cq->ring[src & mask];
+			*cq_slot(cq, dst) = *cq_slot(cq, src);
 	}
 	removed = (int)(dst - cq->head);
 	cq->head = dst;
@@ -208,7 +259,7 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 
 	pthread_spin_lock(&cq->lock);
 	if (cq->head != cq->tail) {
-		cq->ex_cqe = cq->ring[cq->head & (cq->size - 1)];
+		cq->ex_cqe = *cq_slot(cq, cq->head);
 		cq->head++;
 		err = 0;
 	}
@@ -248,7 +299,9 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	struct ur_cqe *e;
 
 	pthread_spin_lock(&cq->lock);
-	if (cq_count(cq) >= cq->size - 1) {
+	/* a full ring that may grow and cannot is an overrun too */
+	if (cq_count(cq) >= cq->size - 1 ||
+	    (cq_count(cq) == cq->ring_len && ring_grow(cq))) {
 		if (cq->ignore_overrun) {
 			/* the application promised this never happens */
 			pthread_spin_unlock(&cq->lock);
@@ -269,7 +322,7 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 		}
 		return -ENOSPC;
 	}
-	e = &cq->ring[cq->tail & (cq->size - 1)];
+	e = cq_slot(cq, cq->tail);
 	e->wc = *wc;
 	if (cq->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 		e->ts_ns = ur_now_ns();

@@ -46,6 +46,21 @@ struct ur_counters;	/* engine-owned: per-reason drop counters */
 /* Device                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Kinds of object the live-object registry (obj/handle.c) tracks. */
+enum ur_obj_kind {
+	UR_OBJ_PD = 1,
+	UR_OBJ_MR,
+	UR_OBJ_MW,
+	UR_OBJ_CQ,
+	UR_OBJ_QP,
+	UR_OBJ_SRQ,
+	UR_OBJ_AH,
+	UR_OBJ_CHANNEL,
+	UR_OBJ_DM,
+	UR_OBJ_TD,
+	UR_OBJ_KINDS
+};
+
 struct ur_gid_entry {
 	union ibv_gid gid;
 	union ur_sockaddr addr;		/* the IP this GID stands for */
@@ -77,6 +92,8 @@ struct ur_device {
 	struct ur_u32_map issued_keys;	/* every key slot issued (obj_lock W) */
 
 	struct ur_nic *nic;		/* NULL while no context is open */
+	/* live objects per kind, for the limits (obj/handle.c's lock) */
+	unsigned int obj_count[UR_OBJ_KINDS];
 };
 
 static inline struct ur_device *to_ur_device(struct ibv_device *ibdev)
@@ -196,7 +213,8 @@ struct ur_cq {
 		struct ibv_cq_ex ibcq_ex;	/* shares its head with ibcq */
 	};
 	pthread_spinlock_t lock;
-	struct ur_cqe *ring;
+	struct ur_cqe *ring;		/* ring_len entries, grows (cq.c) */
+	uint32_t ring_len;		/* power of two, <= size */
 	uint32_t size;			/* slots, power of two, >= cqe + 1 */
 	uint32_t head;			/* next to consume */
 	uint32_t tail;			/* next to produce */

@@ -19,6 +19,31 @@ static inline struct ur_device *ur_ctx_dev(struct ibv_context *ctx)
 	return to_ur_context(ctx)->dev;
 }
 
+/* ------------------------------------------------------------------ */
+/* handle.c: the live-object registry                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Records obj (the ibv_* pointer given to the user) as live, created on
+ * ctx with handle. Returns 0, -ENOMEM when dev already holds the limit of
+ * this kind (limits.h) or memory is short, -EEXIST if already recorded.
+ */
+int ur_live_add(struct ur_device *dev, enum ur_obj_kind kind, const void *obj,
+		struct ibv_context *ctx, uint32_t handle);
+/*
+ * 0 when obj is a live object of this kind with its context and handle as
+ * created; -ENOENT when it is not (never ours, destroyed, being destroyed,
+ * handle overwritten), -EINVAL for NULL or an overwritten context. Reads
+ * through obj only after finding it.
+ */
+int ur_live_check(enum ur_obj_kind kind, const void *obj);
+/* ur_live_check, and on success hides obj from later checks (a destroy
+ * begins); end with ur_live_drop (destroyed) or ur_live_restore. */
+int ur_live_take(enum ur_obj_kind kind, const void *obj);
+void ur_live_restore(const void *obj);
+void ur_live_drop(const void *obj);
+unsigned int ur_live_count(const struct ur_device *dev, enum ur_obj_kind kind);
+
 /* A non-zero handle for ibv_* objects (process-wide counter). */
 uint32_t ur_obj_handle(void);
 int ur_pd_alloc(struct ibv_context *ctx, struct ur_pd **out);

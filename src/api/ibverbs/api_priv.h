@@ -9,7 +9,10 @@
 #ifndef UR_API_IBVERBS_PRIV_H
 #define UR_API_IBVERBS_PRIV_H
 
+#include <errno.h>
 #include <infiniband/verbs.h>
+
+#include "obj/obj_priv.h"
 
 /*
  * Fill the ibv_context_ops / verbs_context slots that the inline functions
@@ -21,5 +24,37 @@
 void ur_api_install_device_ops(struct verbs_context *vctx);
 void ur_api_install_mem_cq_ops(struct verbs_context *vctx);
 void ur_api_install_qp_ops(struct verbs_context *vctx);
+
+/*
+ * An int verb's return from obj/'s 0/-errno: 0, or the positive errno
+ * value with errno set to it as well (rdma-core sets both).
+ */
+static inline int ur_api_ret(int err)
+{
+	if (!err)
+		return 0;
+	errno = -err;
+	return -err;
+}
+
+/*
+ * Ends a destroy begun with ur_live_take(): the object is forgotten when
+ * err is 0, visible again when the destroy refused (e.g. -EBUSY).
+ */
+static inline int ur_api_destroyed(const void *obj, int err)
+{
+	if (err)
+		ur_live_restore(obj);
+	else
+		ur_live_drop(obj);
+	return ur_api_ret(err);
+}
+
+/* Records a new object in the live registry (limits, handle checks). */
+static inline int ur_api_track(struct ibv_context *ctx, enum ur_obj_kind kind,
+			       const void *obj, uint32_t handle)
+{
+	return ur_live_add(ur_ctx_dev(ctx), kind, obj, ctx, handle);
+}
 
 #endif
