@@ -460,6 +460,12 @@ int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
  */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* The PD receive buffers are checked against: the SRQ's when it has one. */
+static inline struct ur_pd *ur_qp_recv_pd(const struct ur_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 /*
  * Takes the oldest receive WQE of qp (its SRQ if it has one) and copies it
  * into out, which has room for UR_MAX_SGE entries. Raises
@@ -486,17 +492,18 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
  * QP; PD of QP, MW and MR equal; MR valid with MW_BIND; window inside the
  * MR; remote write/atomic window needs MR LOCAL_WRITE; type 1 not
  * zero-based, length 0 unbinds it; type 2 must be free; a window with
- * length needs an MR;
- * only the low 8 bits of the rkey change). Returns 0, or -EINVAL/-EACCES:
- * the caller completes the WQE with IBV_WC_MW_BIND_ERR.
+ * length needs an MR; the window keeps its index and takes only the low
+ * 8 bits of the WR's rkey). Returns 0, or -EINVAL/-EACCES: the caller
+ * completes the WQE with IBV_WC_MW_BIND_ERR.
  */
 int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe);
 
 /*
- * LOCAL_INV / SEND_WITH_INV of rkey by a QP of pd. Caller holds
- * dev->obj_lock for reading. Only bound type 2 windows of the same PD are
- * invalidated (freed); MRs (no fast-reg MRs exist) and type 1 windows are
- * refused. Returns 0 or -EINVAL/-EACCES.
+ * LOCAL_INV / SEND_WITH_INV of rkey by QP qp_num of pd. Caller holds
+ * dev->obj_lock for reading. Only bound type 2 windows of the same PD,
+ * bound through that same QP (type 2B), are invalidated (freed); MRs (no
+ * fast-reg MRs exist) and type 1 windows are refused. Returns 0 or
+ * -EINVAL/-EACCES.
  */
 int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
 		      uint32_t qp_num, uint32_t rkey);

@@ -58,7 +58,8 @@ int ur_pd_free(struct ur_pd *pd);
 #define UR_MR_ACCESS_SUPPORTED                                                 \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |    \
+	 IBV_ACCESS_ZERO_BASED)
 /* 0 or -EINVAL (unknown bit; remote write/atomic without local write). */
 int ur_mr_access_ok(unsigned int access);
 int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
