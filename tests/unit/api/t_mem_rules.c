@@ -426,6 +426,43 @@ static void test_type2_window_rules(void **state)
 	assert_int_equal(ibv_dereg_mr(mra), 0);
 }
 
+/*
+ * A rebind that fails (a type 2 window is bound already) fails the
+ * binding QP; a READ the peer then sends through the window must still
+ * complete, with an error, not wait forever.
+ */
+static void test_failed_rebind(void **state)
+{
+	struct ibv_mr *mra = ibv_reg_mr(pd, buf_a, sizeof(buf_a),
+					IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mrb = ibv_reg_mr(pd, buf_b, sizeof(buf_b),
+					IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_qp *qps[2];
+	struct ibv_wc wc;
+	uint64_t t0;
+
+	qps[0] = qp_new(NULL);
+	qps[1] = qp_new(NULL);
+	connect_pair(qps[0], qps[1]);
+	bind_type2(qps[1], 800, mw, ibv_inc_rkey(mw->rkey), mrb, buf_b, 512);
+	assert_int_equal(wait_wr(800).status, IBV_WC_SUCCESS);
+	bind_type2(qps[1], 801, mw, ibv_inc_rkey(mw->rkey), mrb, buf_b, 64);
+	assert_int_equal(wait_wr(801).status, IBV_WC_MW_BIND_ERR);
+	t0 = now_ms();
+	post_rdma(qps[0], 802, IBV_WR_RDMA_READ, mra, buf_a, 64,
+		  (uintptr_t)buf_b, mw->rkey);
+	wc = wait_wr(802);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(now_ms() - t0 < 3000);
+
+	destroy_qps(qps, 2);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mrb), 0);
+	assert_int_equal(ibv_dereg_mr(mra), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_zero_length_and_zero_based),
 		cmocka_unit_test(test_rereg_codes),
 		cmocka_unit_test(test_type2_window_rules),
+		cmocka_unit_test(test_failed_rebind),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
