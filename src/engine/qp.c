@@ -53,6 +53,7 @@ static void xp_load_path(struct ur_qp *qp)
 				       ur_mtu_bytes(qp->attr.path_mtu);
 	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
+	xp->flow.tos = qp->av.traffic_class;	/* the GRH traffic class */
 }
 
 void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
