@@ -299,6 +299,7 @@ void ur_device_query_ex(const struct ur_device *dev,
 	attr->completion_timestamp_mask = UR_TIMESTAMP_MASK;
 	attr->hca_core_clock = UR_HCA_CORE_CLOCK_KHZ;
 	attr->phys_port_cnt_ex = UR_NUM_PORTS;
+	attr->max_dm_size = UR_MAX_DM_SIZE;
 	/* Registered memory is never pinned: every access goes through the
 	 * page tables at the moment it happens, which is what ODP promises,
 	 * implicit (whole address space) registration included. */

@@ -178,6 +178,9 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 
 	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return -EINVAL;
+	/* a DM MR's memory is the DM's: it cannot move to host memory */
+	if (mr->dm && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		return -EINVAL;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		err = range_ok(addr, length, (uintptr_t)addr);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
@@ -227,6 +230,8 @@ int ur_mr_dereg(struct ur_mr *mr)
 	mr->mem.valid = false;
 	pthread_rwlock_unlock(&dev->obj_lock);
 	atomic_fetch_sub(&pd->usecnt, 1);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->usecnt, 1);
 	free(mr);
 	return 0;
 }

@@ -154,11 +154,31 @@ struct ur_mem {
 	uint32_t key;			/* current lkey/rkey (MW: changes on bind) */
 };
 
+struct ur_dm;
+
 struct ur_mr {
 	struct ibv_mr ibmr;
 	struct ur_mem mem;
 	atomic_int num_mw;		/* windows bound to it */
+	struct ur_dm *dm;		/* ibv_reg_dm_mr: the DM it covers */
 };
+
+/*
+ * Device memory (ibv_alloc_dm): heap memory the library owns, reached by
+ * the application only through ibv_memcpy_to/from_dm and by the NIC
+ * through zero-based MRs over it (ibv_reg_dm_mr).
+ */
+struct ur_dm {
+	struct ibv_dm ibdm;
+	uint8_t *buf;
+	size_t length;
+	atomic_int usecnt;		/* MRs over it */
+};
+
+static inline struct ur_dm *to_ur_dm(struct ibv_dm *ibdm)
+{
+	return container_of(ibdm, struct ur_dm, ibdm);
+}
 
 static inline struct ur_mr *to_ur_mr(struct ibv_mr *ibmr)
 {

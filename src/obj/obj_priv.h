@@ -78,6 +78,24 @@ int ur_mw_dealloc(struct ur_mw *mw);
 uint32_t ur_mw_rkey(struct ur_mw *mw);
 
 /* ------------------------------------------------------------------ */
+/* dm.c */
+/* ------------------------------------------------------------------ */
+
+/* attr: length 1..UR_MAX_DM_SIZE, log_align_req <= 12, comp_mask 0. */
+int ur_dm_alloc(struct ibv_context *ctx, const struct ibv_alloc_dm_attr *attr,
+		struct ur_dm **out);
+/* -EBUSY while MRs cover it. */
+int ur_dm_free(struct ur_dm *dm);
+/* The memcpy verbs: 0 or -EFAULT when the range leaves the DM. */
+int ur_dm_copy_to(struct ur_dm *dm, uint64_t off, const void *src,
+		  size_t len);
+int ur_dm_copy_from(void *dst, struct ur_dm *dm, uint64_t off, size_t len);
+/* ibv_reg_dm_mr: a zero-based MR over [off, off + len) of dm. access must
+ * have IBV_ACCESS_ZERO_BASED (rdma-core's rule). */
+int ur_dm_reg_mr(struct ur_pd *pd, struct ur_dm *dm, uint64_t off,
+		 size_t len, unsigned int access, struct ur_mr **out);
+
+/* ------------------------------------------------------------------ */
 /* cq.c */
 /* ------------------------------------------------------------------ */
 

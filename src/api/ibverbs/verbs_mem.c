@@ -650,4 +650,5 @@ void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
 	vctx->create_cq_ex = op_create_cq_ex;
 	vctx->advise_mr = op_advise_mr;
 	vctx->create_srq_ex = op_create_srq_ex;
+	ur_api_install_dm_ops(vctx);
 }
