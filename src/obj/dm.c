@@ -13,8 +13,9 @@
  *
  * Rules (rdma-core and mlx5): length 1..max_dm_size (EINVAL otherwise);
  * log_align_req up to a page (the buffer is aligned to 2^log_align_req,
- * at least 64 bytes); comp_mask must be 0; a copy outside the DM is
- * EFAULT; ibv_reg_dm_mr needs IBV_ACCESS_ZERO_BASED and a range inside
+ * at least 64 bytes); comp_mask must be 0; a copy whose offset or length
+ * is not a multiple of 4 is EINVAL (mlx5's MEMIC is accessed in 4-byte
+ * words, and pyverbs checks that rule); one outside the DM is EFAULT; ibv_reg_dm_mr needs IBV_ACCESS_ZERO_BASED and a range inside
  * the DM (EINVAL); ibv_free_dm while an MR covers it is EBUSY.
  */
 #include <errno.h>
@@ -26,9 +27,18 @@
 #define UR_DM_MAX_LOG_ALIGN 12u
 #define UR_DM_MIN_ALIGN 64u
 
+#define UR_DM_COPY_ALIGN 4u
+
 static bool dm_range_ok(const struct ur_dm *dm, uint64_t off, uint64_t len)
 {
 	return off <= dm->length && len <= dm->length - off;
+}
+
+static int dm_copy_check(const struct ur_dm *dm, uint64_t off, uint64_t len)
+{
+	if ((off | len) % UR_DM_COPY_ALIGN)
+		return -EINVAL;
+	return dm_range_ok(dm, off, len) ? 0 : -EFAULT;
 }
 
 int ur_dm_alloc(struct ibv_context *ctx, const struct ibv_alloc_dm_attr *attr,
@@ -75,16 +85,20 @@ int ur_dm_free(struct ur_dm *dm)
 
 int ur_dm_copy_to(struct ur_dm *dm, uint64_t off, const void *src, size_t len)
 {
-	if (!dm_range_ok(dm, off, len))
-		return -EFAULT;
+	int err = dm_copy_check(dm, off, len);
+
+	if (err)
+		return err;
 	memcpy(dm->buf + off, src, len);
 	return 0;
 }
 
 int ur_dm_copy_from(void *dst, struct ur_dm *dm, uint64_t off, size_t len)
 {
-	if (!dm_range_ok(dm, off, len))
-		return -EFAULT;
+	int err = dm_copy_check(dm, off, len);
+
+	if (err)
+		return err;
 	memcpy(dst, dm->buf + off, len);
 	return 0;
 }

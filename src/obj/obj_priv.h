@@ -86,7 +86,8 @@ int ur_dm_alloc(struct ibv_context *ctx, const struct ibv_alloc_dm_attr *attr,
 		struct ur_dm **out);
 /* -EBUSY while MRs cover it. */
 int ur_dm_free(struct ur_dm *dm);
-/* The memcpy verbs: 0 or -EFAULT when the range leaves the DM. */
+/* The memcpy verbs: 0, -EINVAL (offset or length not a multiple of 4)
+ * or -EFAULT (the range leaves the DM). */
 int ur_dm_copy_to(struct ur_dm *dm, uint64_t off, const void *src,
 		  size_t len);
 int ur_dm_copy_from(void *dst, struct ur_dm *dm, uint64_t off, size_t len);

@@ -34,12 +34,17 @@ static void test_dm_rules(void **state)
 	assert_non_null(dm);
 
 	/* copies: inside only */
-	assert_int_equal(ibv_memcpy_to_dm(dm, 90, b, 10), 0);
-	assert_int_equal(ibv_memcpy_to_dm(dm, 91, b, 10), EFAULT);
-	assert_int_equal(ibv_memcpy_from_dm(b, dm, 0, 101), EFAULT);
-	assert_int_equal(ibv_memcpy_from_dm(b + 10, dm, 90, 3), 0);
-	assert_int_equal(b[10], 1);
-	assert_int_equal(b[12], 3);
+	assert_int_equal(ibv_memcpy_to_dm(dm, 92, b, 8), 0);
+	assert_int_equal(ibv_memcpy_to_dm(dm, 96, b, 8), EFAULT);
+	assert_int_equal(ibv_memcpy_from_dm(b, dm, 0, 104), EFAULT);
+	/* 4-byte words only, as mlx5's device memory */
+	errno = 0;
+	assert_int_equal(ibv_memcpy_to_dm(dm, 2, b, 8), EINVAL);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(ibv_memcpy_from_dm(b, dm, 0, 6), EINVAL);
+	assert_int_equal(ibv_memcpy_from_dm(b + 12, dm, 92, 4), 0);
+	assert_int_equal(b[12], 1);
+	assert_int_equal(b[14], 3);
 
 	/* registration: zero based only, inside only */
 	errno = 0;
