@@ -24,7 +24,8 @@
 	((uint64_t)IBV_WC_STANDARD_FLAGS |                                     \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                                 \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-#define UR_CQ_INIT_MASK_SUPPORTED IBV_CQ_INIT_ATTR_MASK_FLAGS
+#define UR_CQ_INIT_MASK_SUPPORTED                                              \
+	(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)
 #define UR_CQ_FLAGS_SUPPORTED                                                  \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
@@ -45,6 +46,11 @@
  * completions really pile up (a ring that only wraps touches all of its
  * memory over time, so allocating up front would cost the full depth
  * sooner or later). The ring never shrinks while the CQ lives.
+ *
+ * A CQ created on a parent domain with allocators (IBV_CQ_INIT_ATTR_MASK_PD)
+ * takes its whole ring from the parent's alloc at creation and resize
+ * instead: those callbacks are the application's and must not run under
+ * cq->lock in the NIC's thread.
  */
 #define UR_CQ_INIT_RING 256u
 
@@ -71,11 +77,13 @@ static inline struct ur_cqe *cq_slot(const struct ur_cq *cq, uint32_t idx)
  * A ring of len entries holding the count entries from head on, at the
  * same free-running indices. NULL when memory is short.
  */
-static struct ur_cqe *ring_copy(const struct ur_cq *cq, uint32_t len)
+static struct ur_cqe *ring_copy(const struct ur_cq *cq, uint32_t len,
+				 struct ur_cqe *ring)
 {
-	struct ur_cqe *ring = malloc((size_t)len * sizeof(*ring));
 	uint32_t i;
 
+	if (!ring)
+		ring = malloc((size_t)len * sizeof(*ring));
 	if (!ring)
 		return NULL;
 	for (i = cq->head; i != cq->tail; i++)
@@ -90,7 +98,9 @@ static int ring_grow(struct ur_cq *cq)
 
 	if (cq->ring_len >= cq->size)
 		return -ENOMEM;
-	ring = ring_copy(cq, cq->ring_len * 2);
+	if (cq->custom_ring)
+		return -ENOMEM;		/* allocated whole; cannot happen */
+	ring = ring_copy(cq, cq->ring_len * 2, NULL);
 	if (!ring)
 		return -ENOMEM;
 	free(cq->ring);
@@ -113,7 +123,12 @@ int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
 	if (a->wc_flags & ~UR_CQ_WC_FLAGS_SUPPORTED)
 		return -EOPNOTSUPP;
 	if (a->comp_mask & ~(uint32_t)UR_CQ_INIT_MASK_SUPPORTED)
-		return -EOPNOTSUPP;	/* parent domains are not supported */
+		return -EOPNOTSUPP;
+	/* MASK_PD names a parent domain (rdma-core: a plain PD is EINVAL) */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || !to_ur_pd(a->parent_domain)->prot ||
+	     a->parent_domain->context != ctx))
+		return -EINVAL;
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (a->flags & ~(uint32_t)UR_CQ_FLAGS_SUPPORTED))
 		return -EOPNOTSUPP;
@@ -127,12 +142,23 @@ int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
 	if (!cq)
 		return -ENOMEM;
 	cq->size = ring_slots(a->cqe);
-	cq->ring_len = UR_MIN(cq->size, UR_CQ_INIT_RING);
-	cq->ring = calloc(cq->ring_len, sizeof(*cq->ring));
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		cq->parent = to_ur_pd(a->parent_domain);
+	if (cq->parent && cq->parent->alloc) {
+		cq->ring_len = cq->size;
+		cq->ring = ur_pd_buf_alloc(cq->parent,
+					   (size_t)cq->size * sizeof(*cq->ring),
+					   UR_RES_TYPE_CQ, &cq->custom_ring);
+	} else {
+		cq->ring_len = UR_MIN(cq->size, UR_CQ_INIT_RING);
+		cq->ring = calloc(cq->ring_len, sizeof(*cq->ring));
+	}
 	if (!cq->ring) {
 		free(cq);
 		return -ENOMEM;
 	}
+	if (cq->parent)
+		atomic_fetch_add(&cq->parent->usecnt, 1);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	ur_list_init(&cq->chan_node);
 	cq->arm = UR_CQ_DISARMED;
@@ -179,34 +205,46 @@ int ur_cq_destroy(struct ur_cq *cq)
 	pthread_mutex_destroy(&cq->ibcq.mutex);
 	pthread_cond_destroy(&cq->ibcq.cond);
 	pthread_spin_destroy(&cq->lock);
-	free(cq->ring);
+	ur_pd_buf_free(cq->parent, cq->ring, UR_RES_TYPE_CQ, cq->custom_ring);
+	if (cq->parent)
+		atomic_fetch_sub(&cq->parent->usecnt, 1);
 	free(cq);
 	return 0;
 }
 
 int ur_cq_resize(struct ur_cq *cq, int cqe)
 {
-	struct ur_cqe *ring, *old;
+	struct ur_cqe *ring, *old, *pre = NULL;
+	bool custom = false, old_custom = cq->custom_ring;
 	uint32_t slots, len, n;
 
 	if (cqe <= 0 || cqe > UR_MAX_CQE)
 		return -EINVAL;
 	slots = ring_slots((uint32_t)cqe);
+	if (cq->parent && cq->parent->alloc) {
+		/* the application's allocator, outside the lock */
+		pre = ur_pd_buf_alloc(cq->parent, (size_t)slots * sizeof(*pre),
+				      UR_RES_TYPE_CQ, &custom);
+		if (!pre)
+			return -ENOMEM;
+	}
 	pthread_spin_lock(&cq->lock);
 	n = cq_count(cq);
 	/* man ibv_resize_cq: fewer entries than the CQ holds is EINVAL */
 	if ((uint32_t)cqe < n) {
 		pthread_spin_unlock(&cq->lock);
+		ur_pd_buf_free(cq->parent, pre, UR_RES_TYPE_CQ, custom);
 		return -EINVAL;
 	}
-	len = UR_MIN(slots, UR_CQ_INIT_RING);
+	len = pre ? slots : UR_MIN(slots, UR_CQ_INIT_RING);
 	while (len <= n)
 		len *= 2;
-	ring = ring_copy(cq, len);
+	ring = ring_copy(cq, len, pre);
 	if (!ring) {
 		pthread_spin_unlock(&cq->lock);
 		return -ENOMEM;
 	}
+	cq->custom_ring = custom;
 	old = cq->ring;
 	cq->ring = ring;
 	cq->ring_len = len;
@@ -214,7 +252,7 @@ int ur_cq_resize(struct ur_cq *cq, int cqe)
 	cq->overflow = false;
 	cq->ibcq.cqe = (int)(slots - 1);
 	pthread_spin_unlock(&cq->lock);
-	free(old);
+	ur_pd_buf_free(cq->parent, old, UR_RES_TYPE_CQ, old_custom);
 	return 0;
 }
 

@@ -126,10 +126,11 @@ static int range_ok(const void *addr, size_t length, uint64_t iova)
 	return 0;
 }
 
-int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
+int ur_mr_reg(struct ur_pd *given, void *addr, size_t length, uint64_t iova,
 	      unsigned int access, struct ur_mr **out)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);	/* a parent domain's PD */
 	struct ur_mr *mr;
 	int err;
 
@@ -158,7 +159,7 @@ int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
 		return err;
 	}
 	mr->ibmr.context = pd->ibpd.context;
-	mr->ibmr.pd = &pd->ibpd;
+	mr->ibmr.pd = &given->ibpd;
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
 	mr->ibmr.handle = ur_obj_handle();
@@ -206,10 +207,10 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 		mr->ibmr.addr = addr;
 		mr->ibmr.length = length;
 	}
-	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd != old_pd) {
-		mr->mem.pd = pd;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && ur_pd_prot(pd) != old_pd) {
+		mr->mem.pd = ur_pd_prot(pd);
 		mr->ibmr.pd = &pd->ibpd;
-		atomic_fetch_add(&pd->usecnt, 1);
+		atomic_fetch_add(&mr->mem.pd->usecnt, 1);
 		atomic_fetch_sub(&old_pd->usecnt, 1);
 	}
 	pthread_rwlock_unlock(&dev->obj_lock);
@@ -236,9 +237,10 @@ int ur_mr_dereg(struct ur_mr *mr)
 	return 0;
 }
 
-int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out)
+int ur_mw_alloc(struct ur_pd *given, enum ibv_mw_type type, struct ur_mw **out)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);
 	struct ur_mw *mw;
 	int err;
 
@@ -262,7 +264,7 @@ int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out)
 		return err;
 	}
 	mw->ibmw.context = pd->ibpd.context;
-	mw->ibmw.pd = &pd->ibpd;
+	mw->ibmw.pd = &given->ibpd;
 	mw->ibmw.rkey = mw->mem.key;
 	mw->ibmw.handle = ur_obj_handle();
 	mw->ibmw.type = type;
@@ -298,10 +300,11 @@ uint32_t ur_mw_rkey(struct ur_mw *mw)
 	return k;
 }
 
-int ur_mr_advise(struct ur_pd *pd, int advice, uint32_t flags,
+int ur_mr_advise(struct ur_pd *given, int advice, uint32_t flags,
 		 const struct ibv_sge *sg, uint32_t num_sge)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);
 	uint32_t i;
 	int err = 0;
 

@@ -127,15 +127,50 @@ static inline struct ur_context *to_ur_context(struct ibv_context *ibctx)
 /* PD, MR, MW                                                           */
 /* ------------------------------------------------------------------ */
 
+struct ur_td {
+	struct ibv_td ibtd;
+	atomic_int usecnt;		/* parent domains naming it */
+};
+
+static inline struct ur_td *to_ur_td(struct ibv_td *ibtd)
+{
+	return container_of(ibtd, struct ur_td, ibtd);
+}
+
+/*
+ * A PD, or a parent domain (ibv_alloc_parent_domain): then prot is the PD
+ * it stands for in every protection check, and alloc/free (when set)
+ * provide the buffers of the queues created on it (obj/pd.c).
+ */
 struct ur_pd {
 	struct ibv_pd ibpd;
-	atomic_int usecnt;		/* MRs, MWs, QPs, SRQs, AHs using it */
+	atomic_int usecnt;		/* MRs, MWs, QPs, SRQs, AHs, CQs, parent
+					 * domains using it */
+	struct ur_pd *prot;		/* parent domain: its PD; NULL for a PD */
+	struct ur_td *td;		/* parent domain: its TD or NULL */
+	void *pd_context;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
 };
 
 static inline struct ur_pd *to_ur_pd(struct ibv_pd *ibpd)
 {
 	return container_of(ibpd, struct ur_pd, ibpd);
 }
+
+/* The PD protection checks compare: a parent domain's PD, or pd itself. */
+static inline struct ur_pd *ur_pd_prot(struct ur_pd *pd)
+{
+	return pd->prot ? pd->prot : pd;
+}
+
+/* resource_type values our parent domain allocators are called with
+ * (provider specific, as mlx5dv's MLX5DV_RES_TYPE_*): 'ur' << 32 + n. */
+#define UR_RES_TYPE_QP ((0x7572ull << 32) + 1)	/* SQ and RQ rings */
+#define UR_RES_TYPE_SRQ ((0x7572ull << 32) + 2)
+#define UR_RES_TYPE_CQ ((0x7572ull << 32) + 3)
 
 enum ur_mem_kind {
 	UR_MEM_MR = 1,
@@ -248,6 +283,8 @@ struct ur_cq {
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibcq.mutex) */
 	struct ur_cqe ex_cqe;		/* cq_ex: the entry being read */
 	bool ignore_overrun;		/* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN */
+	struct ur_pd *parent;		/* IBV_CQ_INIT_ATTR_MASK_PD, or NULL */
+	bool custom_ring;		/* ring from parent->alloc */
 };
 
 static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)
@@ -353,6 +390,7 @@ struct ur_wq {
 	uint32_t producer;
 	uint32_t consumer;
 	uint32_t cursor;		/* SQ: requester position */
+	bool custom_buf;		/* buf from a parent domain's alloc */
 };
 
 static inline void *ur_wq_slot(const struct ur_wq *wq, uint32_t idx)
@@ -371,7 +409,8 @@ static inline uint32_t ur_wq_count(const struct ur_wq *wq)
 
 struct ur_srq {
 	struct ibv_srq ibsrq;
-	struct ur_pd *pd;
+	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
+	struct ur_pd *parent;		/* created on a parent domain, or NULL */
 	pthread_spinlock_t lock;
 	struct ur_wq rq;
 	uint32_t limit;			/* srq_limit; 0 = disarmed */
@@ -417,7 +456,8 @@ static inline struct ur_ah *to_ur_ah(struct ibv_ah *ibah)
 struct ur_qp {
 	struct ibv_qp_ex ibqp_ex;	/* ibqp_ex.qp_base is the ibv_qp */
 	struct ur_device *dev;
-	struct ur_pd *pd;
+	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
+	struct ur_pd *parent;		/* created on a parent domain, or NULL */
 	struct ur_cq *send_cq;
 	struct ur_cq *recv_cq;
 	struct ur_srq *srq;

@@ -47,8 +47,27 @@ unsigned int ur_live_count(const struct ur_device *dev, enum ur_obj_kind kind);
 /* A non-zero handle for ibv_* objects (process-wide counter). */
 uint32_t ur_obj_handle(void);
 int ur_pd_alloc(struct ibv_context *ctx, struct ur_pd **out);
-/* -EBUSY while something uses the PD. */
+/* -EBUSY while something uses the PD (or parent domain). */
 int ur_pd_free(struct ur_pd *pd);
+/* ibv_alloc_td: comp_mask must be 0. */
+int ur_td_alloc(struct ibv_context *ctx, const struct ibv_td_init_attr *attr,
+		struct ur_td **out);
+/* -EBUSY while a parent domain names it. */
+int ur_td_free(struct ur_td *td);
+/* ibv_alloc_parent_domain: attr->pd a PD (not a parent domain) of ctx,
+ * attr->td NULL or a TD of ctx, known comp_mask bits. */
+int ur_parent_domain_alloc(struct ibv_context *ctx,
+			   const struct ibv_parent_domain_init_attr *attr,
+			   struct ur_pd **out);
+/*
+ * A zeroed queue buffer for an object created on pd: from the parent
+ * domain's alloc callback when it has one and that does not answer
+ * IBV_ALLOCATOR_USE_DEFAULT (*custom = true), else from the heap. NULL
+ * when either fails. Release with ur_pd_buf_free(pd, ..., *custom).
+ */
+void *ur_pd_buf_alloc(struct ur_pd *pd, size_t size, uint64_t type,
+		      bool *custom);
+void ur_pd_buf_free(struct ur_pd *pd, void *buf, uint64_t type, bool custom);
 
 /* ------------------------------------------------------------------ */
 /* mem.c */

@@ -3,7 +3,8 @@
  * Internals of libibverbs.so.1 shared between the files of api/ibverbs.
  * The exported ibv_* functions are defined across device.c (devices,
  * contexts, queries), verbs_mem.c (PD, MR, MW, CQ, channels, SRQ, AH,
- * async events), verbs_dm.c (device memory), verbs_qp.c (QP, posting,
+ * async events), verbs_dm.c (device memory), verbs_domain.c (thread and
+ * parent domains), verbs_qp.c (QP, posting,
  * ibv_wr_*) and stubs.c (symbols
  * that exist so binaries load and that return EOPNOTSUPP).
  */
@@ -28,6 +29,8 @@ void ur_api_install_qp_ops(struct verbs_context *vctx);
 /* verbs_dm.c; ur_api_install_mem_cq_ops calls it (device memory is a
  * memory verb, and open_device need not know one more file). */
 void ur_api_install_dm_ops(struct verbs_context *vctx);
+/* verbs_domain.c (TDs, parent domains); called the same way. */
+void ur_api_install_domain_ops(struct verbs_context *vctx);
 
 /*
  * An int verb's return from obj/'s 0/-errno: 0, or the positive errno

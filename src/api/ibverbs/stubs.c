@@ -29,9 +29,10 @@
  *    multicast (ibv_attach/detach_mcast), ECE, import/unimport (needs a
  *    kernel context to share), dma-buf MRs (needs kernel dma-buf).
  *    Verbs that are inline in verbs.h (XRC, flows, WQs, RWQ indirection
- *    tables, counters, TDs, parent domains, open_qp ...) go through
- *    verbs_context slots that we leave NULL, which verbs.h turns into
- *    EOPNOTSUPP/ENOSYS itself; device memory's are set by verbs_dm.c.
+ *    tables, counters, open_qp ...) go through verbs_context slots that
+ *    we leave NULL, which verbs.h turns into EOPNOTSUPP/ENOSYS itself;
+ *    device memory's are set by verbs_dm.c, TDs' and parent domains' by
+ *    verbs_domain.c.
  *
  * int-returning private functions return EOPNOTSUPP (they follow the
  * errno-value convention), pointer-returning ones NULL with errno set.

@@ -351,6 +351,8 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	err = attr->channel ? ur_live_check(UR_OBJ_CHANNEL, attr->channel) : 0;
+	if (!err && (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD))
+		err = ur_live_check(UR_OBJ_PD, attr->parent_domain);
 	if (!err)
 		err = ur_cq_create(context, attr, &cq);
 	if (!err) {
@@ -651,4 +653,5 @@ void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
 	vctx->advise_mr = op_advise_mr;
 	vctx->create_srq_ex = op_create_srq_ex;
 	ur_api_install_dm_ops(vctx);
+	ur_api_install_domain_ops(vctx);
 }
