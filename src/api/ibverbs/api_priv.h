@@ -4,7 +4,7 @@
  * The exported ibv_* functions are defined across device.c (devices,
  * contexts, queries), verbs_mem.c (PD, MR, MW, CQ, channels, SRQ, AH,
  * async events), verbs_dm.c (device memory), verbs_domain.c (thread and
- * parent domains), verbs_qp.c (QP, posting,
+ * parent domains), verbs_clock.c (device clock), verbs_qp.c (QP, posting,
  * ibv_wr_*) and stubs.c (symbols
  * that exist so binaries load and that return EOPNOTSUPP).
  */
@@ -31,6 +31,8 @@ void ur_api_install_qp_ops(struct verbs_context *vctx);
 void ur_api_install_dm_ops(struct verbs_context *vctx);
 /* verbs_domain.c (TDs, parent domains); called the same way. */
 void ur_api_install_domain_ops(struct verbs_context *vctx);
+/* verbs_clock.c (ibv_query_rt_values_ex); called the same way. */
+void ur_api_install_clock_ops(struct verbs_context *vctx);
 
 /*
  * An int verb's return from obj/'s 0/-errno: 0, or the positive errno

@@ -654,4 +654,5 @@ void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
 	vctx->create_srq_ex = op_create_srq_ex;
 	ur_api_install_dm_ops(vctx);
 	ur_api_install_domain_ops(vctx);
+	ur_api_install_clock_ops(vctx);
 }
