@@ -169,23 +169,27 @@ unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, void *link)
 UR_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			       uint16_t lid)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 UR_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			       uint16_t lid)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 /* Enhanced Connection Establishment is a vendor (mlx5) negotiation. */
 UR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 UR_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 

@@ -188,8 +188,10 @@ static int op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct ur_cq *cq = to_ur_cq(ibcq);
 	int got;
 
-	if (n < 0)
+	if (n < 0) {
+		errno = EINVAL;
 		return -EINVAL;
+	}
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
@@ -220,7 +222,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	struct ur_cq *cq = ex_cq(c);
 
 	if (attr && attr->comp_mask)
-		return EINVAL;
+		return ur_api_ret(-EINVAL);
 	if (ur_cq_pop_ex(cq)) {
 		ur_engine_poll(ur_ctx_dev(c->context));
 		if (ur_cq_pop_ex(cq))
