@@ -178,6 +178,7 @@ static int device_init(struct ur_device *dev, unsigned int index,
 	ur_u32_map_init(&dev->mem_keys);
 	ur_u32_map_init(&dev->qpns);
 	ur_u32_map_init(&dev->issued_keys);
+	ur_u32_map_init(&dev->srqns);
 
 	if (index == 0 && cfg->num_addrs) {
 		unsigned int n = UR_MIN(cfg->num_addrs, (unsigned int)UR_MAX_GID);

@@ -90,6 +90,7 @@ struct ur_device {
 	struct ur_u32_map mem_keys;	/* lkey/rkey -> ur_mr or ur_mw */
 	struct ur_u32_map qpns;		/* qp_num -> ur_qp */
 	struct ur_u32_map issued_keys;	/* every key slot issued (obj_lock W) */
+	struct ur_u32_map srqns;	/* XRC srq_num -> ur_srq (obj_lock W) */
 
 	struct ur_nic *nic;		/* NULL while no context is open */
 	/* live objects per kind, for the limits (obj/handle.c's lock) */
@@ -407,6 +408,24 @@ static inline uint32_t ur_wq_count(const struct ur_wq *wq)
 /* SRQ                                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * An XRC domain (ibv_open_xrcd). Every XRCD opened on the same file (its
+ * inode) of one device in this process is the same domain; an XRCD opened
+ * with fd -1 is a domain of its own (obj/xrcd.c).
+ */
+struct ur_xrc_domain;
+
+struct ur_xrcd {
+	struct ibv_xrcd ibxrcd;
+	struct ur_xrc_domain *dom;
+	atomic_int usecnt;		/* XRC SRQs (and XRC_RECV QPs) on it */
+};
+
+static inline struct ur_xrcd *to_ur_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct ur_xrcd, ibxrcd);
+}
+
 struct ur_srq {
 	struct ibv_srq ibsrq;
 	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
@@ -414,6 +433,9 @@ struct ur_srq {
 	pthread_spinlock_t lock;
 	struct ur_wq rq;
 	uint32_t limit;			/* srq_limit; 0 = disarmed */
+	struct ur_xrcd *xrcd;		/* IBV_SRQT_XRC: its domain, else NULL */
+	struct ur_cq *xrc_cq;		/* IBV_SRQT_XRC: completions go here */
+	uint32_t srq_num;		/* IBV_SRQT_XRC: 24 bits, in dev->srqns */
 	atomic_int usecnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };

@@ -160,6 +160,34 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad);
 
 /* ------------------------------------------------------------------ */
+/* xrcd.c: XRC domains and XRC SRQs (the object layer; the engine does
+ * not execute XRC yet, so api/ does not expose them) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ibv_open_xrcd as the kernel answers it: comp_mask must hold FD and
+ * OFLAGS (EINVAL), oflags only O_CREAT/O_EXCL; fd -1 opens a new private
+ * domain; otherwise the domain of fd's inode on this device: EBADF for a
+ * bad fd, EINVAL without O_CREAT when none exists or with O_EXCL when one
+ * does.
+ */
+int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
+		 struct ur_xrcd **out);
+/* -EBUSY while XRC SRQs or QPs use it. */
+int ur_xrcd_close(struct ur_xrcd *xrcd);
+/* Whether two XRCDs name the same domain (same file, same device). */
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
+/*
+ * An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): a basic SRQ on pd plus
+ * its XRCD and CQ (same context), findable by its srq_num once created.
+ */
+int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
+		      void *srq_context, struct ibv_srq_attr *attr,
+		      struct ur_srq **out);
+/* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
+
+/* ------------------------------------------------------------------ */
 /* ah.c */
 /* ------------------------------------------------------------------ */
 

@@ -86,7 +86,13 @@ int ur_srq_destroy(struct ur_srq *srq)
 	ur_srq_wait_acked(srq);
 	/* as a writer: no packet in flight still looks at it */
 	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (srq->xrcd)
+		ur_u32_map_remove(&dev->srqns, srq->srq_num);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	if (srq->xrcd) {
+		atomic_fetch_sub(&srq->xrcd->usecnt, 1);
+		atomic_fetch_sub(&srq->xrc_cq->usecnt, 1);
+	}
 	atomic_fetch_sub(&srq->pd->usecnt, 1);
 	if (srq->parent)
 		atomic_fetch_sub(&srq->parent->usecnt, 1);
