@@ -95,6 +95,16 @@ static void test_access_rules(void **state)
 	assert_int_not_equal(ur_mem_check(&mr->mem, pd, 0, (uintptr_t)buf, 1,
 					  IBV_ACCESS_LOCAL_WRITE, &host), 0);
 	assert_int_equal(ur_mr_dereg(mr), 0);
+	{
+		/* at a page boundary too: there is no page to probe */
+		void *page = aligned_alloc(4096, 4096);
+
+		assert_non_null(page);
+		assert_int_equal(ur_mr_reg(pd, page, 0, (uintptr_t)page,
+					   IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+		assert_int_equal(ur_mr_dereg(mr), 0);
+		free(page);
+	}
 	/* zero based: iova 0 whatever the call said; offsets address it */
 	assert_int_equal(ur_mr_reg(pd, buf, 64, (uintptr_t)buf,
 				   IBV_ACCESS_LOCAL_WRITE |
