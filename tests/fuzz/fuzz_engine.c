@@ -1007,7 +1007,7 @@ static void op_post_send(void)
 	struct ibv_send_wr wr, *bad = NULL;
 	struct ibv_sge sge[4];
 	unsigned int nsge = 1 + (flags >> 5) % 4;
-	uint32_t seq = q->sq.posted;
+	uint32_t seq = q->sq.posted, total;
 	bool track;
 	int rc;
 
@@ -1030,7 +1030,7 @@ static void op_post_send(void)
 		len = (flags & 0x10) ? len % 16 : 8;
 	wr.num_sge = (int)nsge;
 	wr.sg_list = sge;
-	fill_sges(sge, nsge, lmr, loff, len);
+	total = fill_sges(sge, nsge, lmr, loff, len);
 	switch (wr.opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -1100,7 +1100,9 @@ static void op_post_send(void)
 		case IBV_WR_RDMA_WRITE:
 		case IBV_WR_RDMA_WRITE_WITH_IMM:
 		case IBV_WR_RDMA_READ:
-			q->sq.must_fail[seq] = wr.wr.rdma.rkey == w.dead_rkey;
+			/* a zero-length one checks no key (IBA, as rxe) */
+			q->sq.must_fail[seq] = total &&
+					       wr.wr.rdma.rkey == w.dead_rkey;
 			break;
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
