@@ -272,6 +272,11 @@ static int write_port(struct ur_device *dev)
 	put(port, "sm_sl", "%u", pa.sm_sl);
 	put(port, "cap_mask", "0x%08x", pa.port_cap_flags);
 
+	/* filled by refresh_counters() while the device is open */
+	pathf(d, sizeof(d), "%s/hw_counters", port);
+	rc = rc ? rc : mkdirs(d);
+	pathf(d, sizeof(d), "%s/counters", port);
+	rc = rc ? rc : mkdirs(d);
 	pathf(d, sizeof(d), "%s/pkeys", port);
 	rc = rc ? rc : mkdirs(d);
 	for (int i = 0; i < UR_PKEY_TBL_LEN; i++) {
