@@ -9,9 +9,10 @@
  *     (mode 0666, major 231 or 10) and access-like calls succeed. UCX keeps
  *     a verbs device only if /dev/infiniband/<ibv_device.dev_name> passes
  *     stat(S_ISCHR) and access(R_OK|W_OK); uroce never uses the node
- *     itself. Opening one fails with ENXIO, as a node whose driver is not
+ *     itself. Opening one fails with ENODEV, as a node whose driver is not
  *     loaded does: a /dev/null descriptor would let rdma-core's own
- *     librdmacm (when uroce's is not first on the path) parse garbage.
+ *     librdmacm (when uroce's is not first on the path) parse garbage, and
+ *     ENODEV is what UCX's rdmacm component takes quietly.
  *  2. Absolute paths under /sys/class/infiniband and
  *     /sys/class/infiniband_verbs are redirected into the device tree of
  *     this process (or, if it has none, of its nearest ancestor that has
@@ -209,7 +210,7 @@ static int do_openat(const char *sym, int dirfd, const char *path, int flags,
 	const char *p = mapped(path, buf, sizeof(buf), &k);
 
 	if (k == K_CHARDEV) {
-		errno = ENXIO;
+		errno = ENODEV;
 		return -1;
 	}
 	return real(dirfd, p, flags, mode);
@@ -295,7 +296,7 @@ static FILE *do_fopen(const char *sym, const char *path, const char *mode)
 	const char *p = mapped(path, buf, sizeof(buf), &k);
 
 	if (k == K_CHARDEV) {
-		errno = ENXIO;
+		errno = ENODEV;
 		return NULL;
 	}
 	return real(p, mode);
