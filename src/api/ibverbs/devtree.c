@@ -471,10 +471,14 @@ static void refresh_counters(struct ur_device *dev, struct counter_cache *c)
 
 static bool any_open(void)
 {
-	for (unsigned int i = 0; i < tree_ndev; i++)
-		if (tree_devs[i].nic)
-			return true;
-	return false;
+	bool open = false;
+
+	for (unsigned int i = 0; i < tree_ndev && !open; i++) {
+		pthread_mutex_lock(&tree_devs[i].lock);
+		open = tree_devs[i].nic != NULL;
+		pthread_mutex_unlock(&tree_devs[i].lock);
+	}
+	return open;
 }
 
 static void *refresher_main(void *arg)
@@ -547,10 +551,13 @@ static void at_exit(void)
 {
 	pthread_mutex_lock(&tree_lock);
 	refresher_join();
-	for (unsigned int i = 0; i < tree_ndev; i++)
-		stats_at_exit(&tree_devs[i]);
-	if (tree_pid == getpid())
-		ur_rundir_rm_tree(tree_dir);
+	/* a forked child that never listed devices has its parent's copies */
+	if (tree_pid == getpid()) {
+		for (unsigned int i = 0; i < tree_ndev; i++)
+			stats_at_exit(&tree_devs[i]);
+		if (tree_dir[0])
+			ur_rundir_rm_tree(tree_dir);
+	}
 	tree_pid = 0;
 	pthread_mutex_unlock(&tree_lock);
 }
@@ -577,6 +584,7 @@ static void at_fork_child(void)
 	refresher_running = false;
 	refresher_stop = false;
 	tree_pid = 0;
+	tree_dir[0] = 0;
 }
 
 /* Removes <root>/<pid> of every process that is gone. */
@@ -638,6 +646,7 @@ void ur_devtree_publish(struct ur_device *devs, unsigned int n)
 		hooks_installed = true;
 	}
 	tree_pid = getpid();
+	tree_dir[0] = 0;	/* never a parent's, should this one fail */
 	tree_devs = devs;
 	tree_ndev = n;
 	free(caches);
@@ -678,9 +687,10 @@ void ur_devtree_publish(struct ur_device *devs, unsigned int n)
 
 void ur_devtree_device_opened(struct ur_device *dev)
 {
-	unsigned int i = (unsigned int)(dev - tree_devs);
+	unsigned int i;
 
 	pthread_mutex_lock(&tree_lock);
+	i = (unsigned int)(dev - tree_devs);
 	if (tree_pid != getpid() || !tree_dir[0] || i >= tree_ndev) {
 		pthread_mutex_unlock(&tree_lock);
 		return;
