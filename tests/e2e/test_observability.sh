@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # What a user watches while programs run: a hw_counters file read with cat
-# changes while ib_write_bw runs, `uroce stat PID` shows the live counters,
+# changes while ib_write_bw runs, `uroce stat PID` shows the live counters
+# and the process's connected RC QP,
 # `uroce devices` lists the running process; a process killed with SIGKILL
 # leaves a UROCE_PCAP capture tshark reads and a device tree the next
 # `uroce` command removes; UROCE_STATS is written at exit by a process that
@@ -42,6 +43,7 @@ if wait_tree "$srv" && wait_tree "$cli"; then
 	if ((b > a && a > 0)); then ok hw_counters_live; else ko hw_counters_live "rcvd_pkts $a then $b"; fi
 	"$U" stat "$srv" >"$E2E_TMP/stat" 2>&1
 	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rcvd_pkts +[1-9]" "$E2E_TMP/stat" &&
+	   grep -qE "^ +lqpn [0-9]+ type RC state RT[RS] rqpn [0-9]+ " "$E2E_TMP/stat" &&
 	   ! grep -q "^pid $cli " "$E2E_TMP/stat"; then
 		ok uroce_stat_pid
 	else

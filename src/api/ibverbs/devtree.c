@@ -57,6 +57,7 @@ UR_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
 
 /* What a device's counter files last said, to rewrite only changes. */
 struct counter_cache {
+	char *qps;		/* the last qp/<dev> text written */
 	unsigned int n;
 	char name[MAX_COUNTERS][48];
 	uint64_t val[MAX_COUNTERS];
@@ -101,21 +102,14 @@ static int mkdirs(const char *path)
 	return 0;
 }
 
-/* dir/name := the formatted text plus a newline, atomically. */
-static int UR_PRINTF(3, 4) put(const char *dir, const char *name,
-			       const char *fmt, ...)
+/* dir/name := buf[0..len), atomically. */
+static int put_buf(const char *dir, const char *name, const char *buf,
+		   size_t len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], text[512];
-	va_list ap;
-	int fd, n;
+	char path[PATH_MAX], tmp[PATH_MAX];
 	ssize_t w;
+	int fd;
 
-	va_start(ap, fmt);
-	n = vsnprintf(text, sizeof(text) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(text) - 1)
-		return -EINVAL;
-	text[n++] = '\n';
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 		    (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
@@ -124,13 +118,30 @@ static int UR_PRINTF(3, 4) put(const char *dir, const char *name,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	w = write(fd, text, (size_t)n);
+	w = write(fd, buf, len);
 	close(fd);
-	if (w != n || rename(tmp, path)) {
+	if (w != (ssize_t)len || rename(tmp, path)) {
 		unlink(tmp);
 		return -EIO;
 	}
 	return 0;
+}
+
+/* dir/name := the formatted text plus a newline, atomically. */
+static int UR_PRINTF(3, 4) put(const char *dir, const char *name,
+			       const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(text) - 1)
+		return -EINVAL;
+	text[n++] = '\n';
+	return put_buf(dir, name, text, (size_t)n);
 }
 
 static void UR_PRINTF(3, 4) pathf(char *buf, size_t len, const char *fmt, ...)
@@ -418,6 +429,75 @@ static void cache_put(struct counter_cache *c, const char *dir,
 	put(dir, name, "%" PRIu64, val);
 }
 
+static const char *qp_type_str(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	default: return "?";
+	}
+}
+
+static const char *qp_state_str(enum ibv_qp_state st)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	return (unsigned int)st < UR_ARRAY_SIZE(names) && names[st] ?
+		       names[st] : "?";
+}
+
+/*
+ * <root>/<pid>/qp/<dev>: one line per QP, as `rdma resource show qp`
+ * prints them (the state and attributes modify_qp last set). Rewritten
+ * only when it changed. Caller holds tree_lock; dev's NIC runs.
+ */
+static void refresh_qps(struct ur_device *dev, char **last)
+{
+	char dir[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	for (uint32_t i = 0; i < dev->qpns.cap; i++) {
+		uint32_t k = dev->qpns.keys[i];
+		struct ur_qp *qp = dev->qpns.vals[i];
+
+		if (!k || k == UR_U32_TOMB || !qp)
+			continue;
+		pthread_mutex_lock(&qp->sq_lock);
+		fprintf(f, "lqpn %u type %s state %s", k, qp_type_str(qp->type),
+			qp_state_str(qp->state));
+		if (qp->type != IBV_QPT_UD && qp->state >= IBV_QPS_RTR &&
+		    qp->state != IBV_QPS_ERR)
+			fprintf(f, " rqpn %u rq-psn %u sq-psn %u path-mtu %u",
+				qp->attr.dest_qp_num, qp->attr.rq_psn,
+				qp->attr.sq_psn, qp->path_mtu_bytes);
+		fputc('\n', f);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+	pthread_rwlock_unlock(&dev->obj_lock);
+	if (fclose(f) || !text)
+		return;
+	if (!*last || strcmp(*last, text)) {
+		pathf(dir, sizeof(dir), "%s/qp", tree_dir);
+		if (!mkdirs(dir) &&
+		    !put_buf(dir, dev->ibdev.name, text, len)) {
+			free(*last);
+			*last = text;
+			return;
+		}
+	}
+	free(text);
+}
+
 /* Rewrites the counter files of dev that changed (dev's NIC must run). */
 static void refresh_counters(struct ur_device *dev, struct counter_cache *c)
 {
@@ -437,6 +517,7 @@ static void refresh_counters(struct ur_device *dev, struct counter_cache *c)
 		fclose(f);
 	}
 	pthread_mutex_unlock(&dev->lock);
+	refresh_qps(dev, &c->qps);
 	if (!f || !text)
 		return;
 
@@ -649,6 +730,8 @@ void ur_devtree_publish(struct ur_device *devs, unsigned int n)
 	tree_dir[0] = 0;	/* never a parent's, should this one fail */
 	tree_devs = devs;
 	tree_ndev = n;
+	for (unsigned int i = 0; caches && i < tree_ndev; i++)
+		free(caches[i].qps);
 	free(caches);
 	caches = calloc(n, sizeof(*caches));
 	rc = caches ? ur_rundir_root(root, sizeof(root)) : -ENOMEM;

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,6 +209,30 @@ static void t_live_counters(void **state)
 		 list[1]->ibdev_path);
 	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
 	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	/* the QP list of each device names its QP, connected to the other */
+	for (int i = 0; i < 2; i++) {
+		char qpf[PATH_MAX], want[128], text[4096];
+		int fd;
+		ssize_t r = 0;
+
+		snprintf(qpf, sizeof(qpf), "%s/%d/qp/%s", root, (int)getpid(),
+			 ibv_get_device_name(list[i]));
+		snprintf(want, sizeof(want),
+			 "lqpn %u type RC state RTS rqpn %u ",
+			 p.s[i].qp->qp_num, p.s[1 - i].qp->qp_num);
+		t0 = now_ms();
+		for (;;) {
+			fd = open(qpf, O_RDONLY);
+			r = fd < 0 ? 0 : read(fd, text, sizeof(text) - 1);
+			if (fd >= 0)
+				close(fd);
+			text[r > 0 ? r : 0] = 0;
+			if (strstr(text, want))
+				break;
+			assert_true(now_ms() - t0 < 4 * 50);
+			usleep(5000);
+		}
+	}
 	usleep(150 * 1000);
 	snprintf(pc0, sizeof(pc0), "%s/ports/1/counters", list[0]->ibdev_path);
 	sent0 = read_u64(hw0, "sent_pkts");
