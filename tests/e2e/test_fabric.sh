@@ -12,6 +12,7 @@ e2e_libdir "${1:-}"
 command -v fi_pingpong >/dev/null || { echo "SKIP: libfabric-bin not installed"; exit 77; }
 U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce"
 export UROCE_LIBDIR=$LIBDIR
+cd "$E2E_TMP"	# a timed-out fi_pingpong leaves a backtrace file in its cwd
 
 fi_pp() {	# NAME ENDPOINT SIZE ITERATIONS
 	local name=$1 ep=$2 size=$3 n=$4 p
