@@ -11,7 +11,7 @@ set -u
 e2e_libdir "${1:-}"
 command -v fi_pingpong >/dev/null || { echo "SKIP: libfabric-bin not installed"; exit 77; }
 U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce"
-export UROCE_LIBDIR=$LIBDIR
+export UROCE_LIBDIR=$(cd "$LIBDIR" && pwd)
 cd "$E2E_TMP"	# a timed-out fi_pingpong leaves a backtrace file in its cwd
 
 fi_pp() {	# NAME ENDPOINT SIZE ITERATIONS
