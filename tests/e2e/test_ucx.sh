@@ -44,7 +44,18 @@ perf() {	# NAME ITERATIONS "ucx_perftest args" [env...]
 	e2e_pair "$name" 90 \
 		"env $* $U run -- ucx_perftest -p $p $args -n $n" \
 		"env $* $U run -- ucx_perftest 127.0.0.1 -p $p $args -n $n" \
-		"^Final: +$n +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]*[1-9]"
+		"$(final_re "$n" "$args")"
+}
+
+# The Final row: iterations, latency typical/avg/overall, bandwidth
+# avg/overall, message rate avg/overall. All iterations done, and a
+# non-zero latency (latency tests) or bandwidth (bandwidth tests).
+final_re() {	# ITERATIONS "args"
+	if [[ $2 == *_lat* ]]; then
+		echo "^Final: +$1 +[0-9.]*[1-9][0-9.]* "
+	else
+		echo "^Final: +$1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]*[1-9][0-9.]* "
+	fi
 }
 
 perf uct_am_lat_rc 2000 "-x rc_verbs -d uroce0:1 -t am_lat"
