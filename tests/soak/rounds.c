@@ -378,6 +378,10 @@ static void on_send_wc(struct soak *s, const struct ibv_wc *wc)
 		soak_err(s, "qp %u: send CQE of round %u", q, p->round);
 		return;
 	}
+	if (wc->status == IBV_WC_WR_FLUSH_ERR && s->fatal) {
+		s->t.flushed++;	/* the QP is in ERR already: that was the error */
+		return;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		s->t.cqe_wrong++;
 		s->fatal = true;
@@ -483,6 +487,10 @@ static void on_rc_recv(struct soak *s, const struct ibv_wc *wc)
 	       s->rc_rx_seen[q][s->rc_rx_done[q]])
 		s->rc_rx_done[q]++;
 	m = &s->theirs[q].m[s->rc_rx_msg[q][k]];
+	if (wc->status == IBV_WC_WR_FLUSH_ERR && s->fatal) {
+		s->t.flushed++;
+		return;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		s->t.cqe_wrong++;
 		s->fatal = true;

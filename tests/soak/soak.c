@@ -360,7 +360,7 @@ int main(int argc, char **argv)
 	static struct soak s_;
 	struct soak *s = &s_;
 	const char *addr = NULL;
-	char stats_path[256], why[512] = "";
+	char stats_path[256], why[512] = "", lost[96];
 	struct soak_faults f = { 0 };
 	struct barrier_msg fin_out = { 0 }, fin_in;
 	uint64_t scheduled = 0;
@@ -488,10 +488,21 @@ int main(int argc, char **argv)
 	       !s->t.cqe_wrong && !s->t.counter_wrong;
 	if (s->fatal && !why[0])
 		snprintf(why, sizeof(why), "run aborted");
+	/* losses are only counted at the end of a run that got there */
+	if (s->fatal)
+		snprintf(lost, sizeof(lost), "uc_lost=n/a ud_lost=n/a");
+	else
+		snprintf(lost, sizeof(lost),
+			 "uc_lost=%llu/%llu ud_lost=%llu/%llu",
+			 (unsigned long long)s->t.lost[0],
+			 (unsigned long long)(s->t.lost[0] + s->t.got[0]),
+			 (unsigned long long)s->t.lost[1],
+			 (unsigned long long)(s->t.lost[1] + s->t.got[1]));
 	printf("soak %c: %s seed=%llu rounds=%u secs=%.1f bytes_moved=%llu "
 	       "bytes_wrong=%llu completions_wrong=%llu counter_wrong=%llu "
+	       "flushed=%llu "
 	       "msgs=%llu reads=%llu big_reads=%llu atomics=%llu "
-	       "cas_retries=%llu uc_lost=%llu/%llu ud_lost=%llu/%llu "
+	       "cas_retries=%llu %s "
 	       "uc_write_lost=%llu uc_twice=%llu ud_twice=%llu fault_dropped=%llu fault_duplicated=%llu "
 	       "fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
 	       "drop_icrc=%llu drops=%llu retransmits=%llu timeouts=%llu "
@@ -502,15 +513,13 @@ int main(int argc, char **argv)
 	       (unsigned long long)s->t.bytes_wrong,
 	       (unsigned long long)s->t.cqe_wrong,
 	       (unsigned long long)s->t.counter_wrong,
+	       (unsigned long long)s->t.flushed,
 	       (unsigned long long)s->t.msgs,
 	       (unsigned long long)s->t.reads,
 	       (unsigned long long)s->t.big_reads,
 	       (unsigned long long)s->t.atomics,
 	       (unsigned long long)s->t.cas_retries,
-	       (unsigned long long)s->t.lost[0],
-	       (unsigned long long)(s->t.lost[0] + s->t.got[0]),
-	       (unsigned long long)s->t.lost[1],
-	       (unsigned long long)(s->t.lost[1] + s->t.got[1]),
+	       lost,
 	       (unsigned long long)s->t.uc_write_lost,
 	       (unsigned long long)s->t.twice[0],
 	       (unsigned long long)s->t.twice[1],

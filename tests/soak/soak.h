@@ -132,6 +132,7 @@ struct soak_totals {
 	uint64_t lost[2], got[2];	/* UC, UD */
 	uint64_t twice[2];		/* duplicated on the path, delivered */
 	uint64_t counter_wrong;
+	uint64_t flushed;		/* after the first error: not counted again */
 	uint64_t big_reads, reads, atomics, cas_retries, uc_write_lost;
 };
 
