@@ -838,10 +838,17 @@ void soak_finish(struct soak *s, uint64_t peer_counter)
 
 			soak_schedule(s->seed, !s->side, SQ_UC + ri, r, &s->lim,
 				      &rd);
+			uint64_t before = s->t.lost[ri];
+
 			for (uint32_t k = 0; k < rd.n; k++)
 				if (consumes_recv(SQ_UC + ri, rd.m[k].op) &&
 				    !s->seen[ri][rd.m[k].id])
 					s->t.lost[ri]++;
+			if (s->verbose && s->t.lost[ri] != before)
+				fprintf(stderr, "soak[%c]: qp %u round %u: %llu of %u lost\n",
+					s->side ? 'B' : 'A', SQ_UC + ri, r,
+					(unsigned long long)(s->t.lost[ri] - before),
+					rd.n);
 		}
 	}
 }

@@ -4,6 +4,9 @@
  * their sizes, SGE splits and where they land. A pure function of
  * (seed, side, QP, round), so the receiver knows what to expect.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "soak.h"
 
 struct rng {
@@ -57,7 +60,7 @@ static void split(struct rng *r, uint32_t len, struct soak_sgl *s)
 	s->len[n - 1] = left;
 }
 
-static unsigned int pick_rc_op(struct rng *r)
+static unsigned int pick_rc_op1(struct rng *r)
 {
 	uint32_t t = below(r, 100);
 
@@ -74,7 +77,18 @@ static unsigned int pick_rc_op(struct rng *r)
 	return t < 90 ? OP_FADD : OP_CAS;
 }
 
-static unsigned int pick_uc_op(struct rng *r, bool ud)
+/* Draws until the op is one -o allows (the caller checks there is one). */
+static unsigned int pick_rc_op(struct rng *r, uint32_t ops)
+{
+	unsigned int op;
+
+	do
+		op = pick_rc_op1(r);
+	while (!(ops & (1u << op)));
+	return op;
+}
+
+static unsigned int pick_uc_op1(struct rng *r, bool ud)
 {
 	uint32_t t = below(r, 100);
 
@@ -85,6 +99,16 @@ static unsigned int pick_uc_op(struct rng *r, bool ud)
 	if (t < 70)
 		return OP_SEND;
 	return t < 90 ? OP_WRITE_IMM : OP_WRITE;
+}
+
+static unsigned int pick_uc_op(struct rng *r, bool ud, uint32_t ops)
+{
+	unsigned int op;
+
+	do
+		op = pick_uc_op1(r, ud);
+	while (!(ops & (1u << op)));
+	return op;
 }
 
 /* Plans one message; false when it does not fit the round's areas. */
@@ -156,22 +180,32 @@ void soak_schedule(uint64_t seed, unsigned int side, unsigned int qp,
 	struct rng r = { soak_key(seed, side, qp, (1ull << 32) | round) };
 	uint32_t want = qp < SQ_NRC ? SOAK_MAX_MSGS : SOAK_MAX_MSGS / 2;
 
+	uint32_t rc_ops = lim->ops & ((1u << OP__N) - 1);
+	uint32_t uc_ops = rc_ops & ((1u << OP_SEND) | (1u << OP_SEND_IMM) |
+				    (1u << OP_WRITE) | (1u << OP_WRITE_IMM));
+	uint32_t ud_ops = rc_ops & ((1u << OP_SEND) | (1u << OP_SEND_IMM));
+
 	*out = (struct soak_round){ 0 };
+	if ((qp < SQ_NRC && !rc_ops) ||
+	    (qp == SQ_UC && (!(lim->ops & SOAK_OPS_UC) || !uc_ops)) ||
+	    (qp == SQ_UD && (!(lim->ops & SOAK_OPS_UD) || !ud_ops)))
+		return;
 	for (uint32_t k = 0; k < want; k++) {
 		struct soak_msg m = { .id = round * SOAK_MAX_MSGS + k };
 
 		if (qp < SQ_NRC) {
 			/* every round opens with a READ of 2-4 MiB on each QP:
 			 * several request chunks, the case that lost data */
-			if (k == 0) {
+			if (k == 0 && (rc_ops & (1u << OP_READ))) {
 				m.op = OP_READ;
 				m.len = between(&r, 2u << 20, lim->max_len);
 			} else {
-				m.op = pick_rc_op(&r);
+				m.op = pick_rc_op(&r, rc_ops);
 				m.len = pick_len(&r, 1u << 20);
 			}
 		} else {
-			m.op = pick_uc_op(&r, qp == SQ_UD);
+			m.op = pick_uc_op(&r, qp == SQ_UD,
+					  qp == SQ_UD ? ud_ops : uc_ops);
 			m.len = pick_len(&r, qp == SQ_UD ? lim->ud_max :
 					 SOAK_UC_MAX);
 			if (m.op == OP_SEND && m.len < 8)
@@ -191,4 +225,32 @@ const char *soak_op_name(unsigned int op)
 	};
 
 	return op < OP__N ? names[op] : "?";
+}
+
+/* "read,cas,uc" -> bits; "all" is everything. */
+int soak_parse_ops(const char *list, uint32_t *ops)
+{
+	static const char *const names[OP__N + 2] = {
+		"send", "send_imm", "write", "write_imm", "read", "fadd", "cas",
+		"uc", "ud",
+	};
+	char buf[256], *save = NULL;
+
+	*ops = 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *w = strtok_r(buf, ",", &save); w;
+	     w = strtok_r(NULL, ",", &save)) {
+		unsigned int i;
+
+		if (!strcmp(w, "all")) {
+			*ops = SOAK_OPS_ALL;
+			continue;
+		}
+		for (i = 0; i < OP__N + 2 && strcmp(w, names[i]); i++)
+			;
+		if (i == OP__N + 2)
+			return -1;
+		*ops |= 1u << i;
+	}
+	return *ops ? 0 : -1;
 }

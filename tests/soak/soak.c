@@ -42,7 +42,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: uroce_soak (-l ADDR:PORT | -c ADDR:PORT) [-s SEED] [-m MB]\n"
 		"                  [-t MAX_SECONDS] [-L MAX_MSG_KIB] [-T QP_TIMEOUT]\n"
-		"                  [-S STUCK_SECONDS] [-d DEVICE]\n"
+		"                  [-S STUCK_SECONDS] [-o OPS]\n"
 		"  -l/-c  listen on / connect to the out-of-band TCP address\n"
 		"  -s     seed of the schedules and patterns (same on both sides)\n"
 		"  -m     stop after about this many MB scheduled (both sides; 64)\n"
@@ -50,6 +50,9 @@ static void usage(void)
 		"  -L     largest WRITE/READ in KiB, at least 2048 (4096)\n"
 		"  -T     RC local ACK timeout exponent (14: 67 ms, perftest's)\n"
 		"  -S     fail when no completion comes for this long (30)\n"
+		"  -o     operations: all (default) or a list of send, send_imm,\n"
+		"         write, write_imm, read, fadd, cas, uc, ud; uc and ud\n"
+		"         carry those of the listed sends and writes they can\n"
 		"Faults: UROCE_FAULT (both processes); counters: UROCE_STATS.\n");
 	exit(2);
 }
@@ -185,6 +188,7 @@ static int setup(struct soak *s)
 	}
 	s->me.seed = s->seed;
 	s->me.max_len = s->max_len;
+	s->me.ops = s->lim.ops;
 	for (unsigned int q = 0; q <= SQ_UC; q++) {
 		s->me.write_addr[q] = (uintptr_t)s->wr[q].p;
 		s->me.write_rkey[q] = s->wr[q].mr->rkey;
@@ -374,7 +378,8 @@ int main(int argc, char **argv)
 	s->stuck_seconds = 30;
 	s->max_len = 4u << 20;
 	s->timeout = 14;
-	while ((opt = getopt(argc, argv, "l:c:s:m:t:L:T:S:v")) != -1) {
+	s->lim.ops = SOAK_OPS_ALL;
+	while ((opt = getopt(argc, argv, "l:c:s:m:t:L:T:S:o:v")) != -1) {
 		switch (opt) {
 		case 'l':
 		case 'c':
@@ -398,6 +403,10 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			s->stuck_seconds = atof(optarg);
+			break;
+		case 'o':
+			if (soak_parse_ops(optarg, &s->lim.ops))
+				usage();
 			break;
 		case 'v':
 			s->verbose = true;
@@ -426,8 +435,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "soak: no peer\n");
 		return 1;
 	}
-	if (s->peer.seed != s->seed || s->peer.max_len != s->max_len) {
-		fprintf(stderr, "soak: the peer runs another seed or -L\n");
+	if (s->peer.seed != s->seed || s->peer.max_len != s->max_len ||
+	    s->peer.ops != s->lim.ops) {
+		fprintf(stderr, "soak: the peer runs another -s, -L or -o\n");
 		return 1;
 	}
 	s->dups_on_path = s->me.dup_faults || s->peer.dup_faults;

@@ -79,7 +79,13 @@ size_t soak_sgl_span(const struct soak_sgl *s);
 
 /* sched.c: the schedule of one sender side, QP and round; both processes
  * compute the same one. */
+/* -o: which operations run (bits 1 << OP_*, and these two for UC, UD) */
+#define SOAK_OPS_UC (1u << OP__N)
+#define SOAK_OPS_UD (1u << (OP__N + 1))
+#define SOAK_OPS_ALL ((1u << (OP__N + 2)) - 1)
+
 struct soak_limits {
+	uint32_t ops;
 	uint32_t ud_max;	/* UD payload limit (path MTU) */
 	uint32_t max_len;	/* largest READ (the opening one of a round) */
 };
@@ -87,6 +93,7 @@ void soak_schedule(uint64_t seed, unsigned int side, unsigned int qp,
 		   uint32_t round, const struct soak_limits *lim,
 		   struct soak_round *out);
 const char *soak_op_name(unsigned int op);
+int soak_parse_ops(const char *list, uint32_t *ops);
 
 /* oob.c: the out-of-band TCP channel (setup exchange and round barriers) */
 int soak_oob_listen(const char *addr, int port);
@@ -110,6 +117,7 @@ struct soak_info {
 	uint8_t gid[16];
 	uint32_t mtu;			/* active MTU in bytes */
 	uint32_t max_len;
+	uint32_t ops;
 	uint64_t write_addr[SQ_UC + 1];
 	uint32_t write_rkey[SQ_UC + 1];
 	uint64_t read_addr, cnt_addr;
