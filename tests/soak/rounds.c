@@ -113,6 +113,15 @@ static uint64_t msg_key(struct soak *s, unsigned int side, unsigned int q,
 	return soak_key(s->seed, side, q, id);
 }
 
+/* -X: true once per chosen kind, at its first chance */
+static bool sabotage(struct soak *s, unsigned int kind)
+{
+	if (!(s->sabotage & (1u << kind)) || (s->sabotaged & (1u << kind)))
+		return false;
+	s->sabotaged |= 1u << kind;
+	return true;
+}
+
 /* ---- posting ---- */
 
 static const enum ibv_wr_opcode wr_opcode[OP__N] = {
@@ -402,6 +411,9 @@ static void on_send_wc(struct soak *s, const struct ibv_wc *wc)
 
 	switch (m->op) {
 	case OP_READ:
+		if (sabotage(s, SAB_READ))
+			base[piece_off(&m->lsg, m->lsg.n - 1) +
+			     m->lsg.len[m->lsg.n - 1] - 1] ^= 1;
 		bad = check_sgl(base, &m->lsg,
 				soak_key(s->seed, !s->side, READ_SRC_QP, 0),
 				m->roff);
@@ -513,6 +525,11 @@ static void on_rc_recv(struct soak *s, const struct ibv_wc *wc)
 		bad += soak_check(s->wr[q].p + m->roff, m->len,
 				  msg_key(s, !s->side, q, m->id), 0);
 	} else {
+		if (sabotage(s, SAB_SEND))
+			s->rx[q].p[m->rxoff] ^= 1;
+		if (sabotage(s, SAB_EXTRA))	/* one byte past the message */
+			s->rx[q].p[m->rxoff + piece_off(&m->rsg, m->rsg.n - 1) +
+				   m->rsg.len[m->rsg.n - 1]] ^= 1;
 		bad = check_sgl(s->rx[q].p + m->rxoff, &m->rsg,
 				msg_key(s, !s->side, q, m->id), 0);
 		s->t.bytes_moved += m->len;
@@ -615,6 +632,9 @@ static void on_ring_recv(struct soak *s, const struct ibv_wc *wc)
 	} else {
 		uint32_t skip = m->op == OP_SEND ? 8 : 0;
 
+		if (q == SQ_UD && m->len > skip && sabotage(s, SAB_UD))
+			((uint8_t *)buf)[hdr + m->len - 1] ^= 1;
+
 		bad = soak_check(buf + hdr + skip, m->len - skip,
 				 msg_key(s, !s->side, q, id), skip);
 		/* a UD message is one packet: nothing may land past it */
@@ -636,8 +656,11 @@ static int drain(struct soak *s)
 	int total = 0, n;
 
 	while ((n = ibv_poll_cq(s->scq, 32, wc)) > 0) {
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			on_send_wc(s, &wc[i]);
+			if (sabotage(s, SAB_CQE))
+				on_send_wc(s, &wc[i]);	/* as if seen twice */
+		}
 		total += n;
 	}
 	while ((n = ibv_poll_cq(s->rcq, 32, wc)) > 0) {
@@ -754,6 +777,8 @@ void soak_round_verify(struct soak *s)
 			bad = soak_check_canary(area + m->roff + m->len,
 						SOAK_GAP);
 			if (q < SQ_UC) {
+				if (sabotage(s, SAB_WRITE))
+					area[m->roff + m->len / 2] ^= 1;
 				bad += soak_check(area + m->roff, m->len, key, 0);
 				if (m->op == OP_WRITE) {
 					s->t.bytes_moved += m->len;
@@ -806,6 +831,8 @@ void soak_finish(struct soak *s, uint64_t peer_counter)
 
 	/* the peer's two QPs added exactly what its schedule says */
 	memcpy(&mine, s->cnt.p, 8);
+	if (sabotage(s, SAB_COUNTER))
+		mine++;
 	if (mine != s->expect_counter) {
 		s->t.counter_wrong++;
 		soak_err(s, "our counter is %llu, the peer's adds sum to %llu",

@@ -53,8 +53,38 @@ static void usage(void)
 		"  -o     operations: all (default) or a list of send, send_imm,\n"
 		"         write, write_imm, read, fadd, cas, uc, ud; uc and ud\n"
 		"         carry those of the listed sends and writes they can\n"
+		"  -X     spoil on purpose, once each (a test of the checks): all\n"
+		"         or a list of send, extra, read, write, ud (1 byte wrong\n"
+		"         each), cqe (a completion taken twice), counter\n"
 		"Faults: UROCE_FAULT (both processes); counters: UROCE_STATS.\n");
 	exit(2);
+}
+
+static int parse_sabotage(const char *list, uint32_t *bits)
+{
+	static const char *const kinds[SAB__N] = {
+		[SAB_SEND] = "send", [SAB_EXTRA] = "extra", [SAB_READ] = "read",
+		[SAB_WRITE] = "write", [SAB_UD] = "ud", [SAB_CQE] = "cqe",
+		[SAB_COUNTER] = "counter",
+	};
+	char buf[128], *save = NULL;
+
+	*bits = 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *w = strtok_r(buf, ",", &save); w;
+	     w = strtok_r(NULL, ",", &save)) {
+		unsigned int i;
+
+		for (i = SAB_SEND; i < SAB__N && strcmp(w, kinds[i]); i++)
+			;
+		if (!strcmp(w, "all"))
+			*bits |= ((1u << SAB__N) - 1) & ~1u;
+		else if (i < SAB__N)
+			*bits |= 1u << i;
+		else
+			return -1;
+	}
+	return 0;
 }
 
 static void split_addr(char *arg, const char **addr, int *port)
@@ -379,7 +409,7 @@ int main(int argc, char **argv)
 	s->max_len = 4u << 20;
 	s->timeout = 14;
 	s->lim.ops = SOAK_OPS_ALL;
-	while ((opt = getopt(argc, argv, "l:c:s:m:t:L:T:S:o:v")) != -1) {
+	while ((opt = getopt(argc, argv, "l:c:s:m:t:L:T:S:o:X:v")) != -1) {
 		switch (opt) {
 		case 'l':
 		case 'c':
@@ -406,6 +436,10 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			if (soak_parse_ops(optarg, &s->lim.ops))
+				usage();
+			break;
+		case 'X':
+			if (parse_sabotage(optarg, &s->sabotage))
 				usage();
 			break;
 		case 'v':
@@ -494,6 +528,9 @@ int main(int argc, char **argv)
 	if (slow && scheduled < s->target_bytes)
 		snprintf(why, sizeof(why), "too slow: %.0f of %.0f MB in %.0f s",
 			 scheduled / 1e6, s->target_bytes / 1e6, secs);
+	if (s->sabotage != s->sabotaged)
+		snprintf(why, sizeof(why), "-X found nothing to spoil for %#x",
+			 s->sabotage & ~s->sabotaged);
 	pass = pass && !s->fatal && !slow && !s->t.bytes_wrong &&
 	       !s->t.cqe_wrong && !s->t.counter_wrong;
 	if (s->fatal && !why[0])

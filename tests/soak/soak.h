@@ -144,6 +144,10 @@ struct soak_totals {
 	uint64_t big_reads, reads, atomics, cas_retries, uc_write_lost;
 };
 
+/* What -X can spoil, once each. */
+enum { SAB_SEND = 1, SAB_EXTRA, SAB_READ, SAB_WRITE, SAB_UD, SAB_CQE,
+       SAB_COUNTER, SAB__N };
+
 struct soak {
 	/* options */
 	int side;			/* 0 listens, 1 connects */
@@ -153,6 +157,8 @@ struct soak {
 	uint32_t max_len;
 	uint8_t timeout;		/* QP local ACK timeout exponent */
 	bool verbose;
+	/* -X: spoil things on purpose, to prove the checks catch them */
+	uint32_t sabotage, sabotaged;	/* bits 1 << SAB_* */
 
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;

@@ -7,6 +7,9 @@
 #                                        veth pair with tbf (ctest soak_veth_mtu*)
 #   soak.sh long MINUTES BIN LIBDIR      seeds and fault mixes in turn, loopback
 #                                        and both veth MTUs, until MINUTES pass
+#   soak.sh selfcheck BIN LIBDIR         the checks catch what they must: a
+#                                        clean run passes, a run with -X all
+#                                        fails with exactly what was spoiled
 #
 # BIN is build/tests/soak/uroce_soak, LIBDIR build/lib. Each run prints the
 # two processes' summary lines; the last line is the total. Exit 0 when every
@@ -16,7 +19,7 @@ set -u
 
 MODE=${1:-}
 case $MODE in
-ci-loopback) BIN=${2:-}; LIBDIR=${3:-} ;;
+ci-loopback | selfcheck) BIN=${2:-}; LIBDIR=${3:-} ;;
 ci-veth | long) ARG=${2:-}; BIN=${3:-}; LIBDIR=${4:-} ;;
 *) sed -n '3,16p' "$0" >&2; exit 2 ;;
 esac
@@ -64,7 +67,7 @@ run_pair() {
 		return
 	fi
 	# the run itself fails (too slow) if it cannot finish by the deadline
-	args=(-s "$seed" -m "$mb" -t $((left - 5)) -S 20)
+	args=(-s "$seed" -m "$mb" -t $((left - 5)) -S 20 "${XARGS[@]}")
 
 	if [[ -n $ns ]]; then
 		ip netns exec "$NS_A" env UROCE_ADDRS=$IP_A UROCE_FAULT="$fa" \
@@ -192,6 +195,31 @@ summary() {
 }
 
 case $MODE in
+selfcheck)
+	DEADLINE=$((SECONDS + 60))
+	run_pair "clean" 9 10 off
+	bad=$FAILED
+	# one byte spoiled in a SEND, past a SEND, in a READ, a WRITE and a UD
+	# message: 5 bytes wrong; one completion taken twice; the counter
+	XARGS=(-X all)
+	FAILED=0
+	run_pair "spoiled -X all" 9 10 off >"$TMP/x.log"
+	cat "$TMP/x.log"
+	line=$(grep '^soak A:' "$TMP/x.log")
+	if ((FAILED == 1)) && [[ $line == *FAIL* ]] &&
+		(($(field bytes_wrong "$line") == 5 &&
+		$(field completions_wrong "$line") == 1 &&
+		$(field counter_wrong "$line") == 1)); then
+		echo "caught: bytes_wrong=5 completions_wrong=1 counter_wrong=1"
+	else
+		echo "MISSED: want bytes_wrong=5 completions_wrong=1 counter_wrong=1"
+		bad=$((bad + 1))
+	fi
+	((bad == 0)) && echo "selfcheck: every spoiled run caught" ||
+		echo "selfcheck: FAIL"
+	((bad == 0))
+	exit
+	;;
 ci-loopback)
 	# about 75 MB per seed (both directions), 4 seeds: >= 200 MB, >= 50
 	# READs of 2-4 MiB, all of them under loss and reordering; 90 s at most
