@@ -21,7 +21,7 @@ MODE=${1:-}
 case $MODE in
 ci-loopback | selfcheck) BIN=${2:-}; LIBDIR=${3:-} ;;
 ci-veth | long) ARG=${2:-}; BIN=${3:-}; LIBDIR=${4:-} ;;
-*) sed -n '3,16p' "$0" >&2; exit 2 ;;
+*) sed -n '3,17p' "$0" >&2; exit 2 ;;
 esac
 if [[ ! -x $BIN || ! -e $LIBDIR/libibverbs.so.1 ]]; then
 	echo "soak: need the uroce_soak binary and the dir of libibverbs.so.1" >&2
