@@ -46,6 +46,8 @@ static void usage(void)
 		"  -l/-c  listen on / connect to the out-of-band TCP address\n"
 		"  -s     seed of the schedules and patterns (same on both sides)\n"
 		"  -m     stop after about this many MB scheduled (both sides; 64)\n"
+		"  -r     stop after this many rounds at most (for -o without big\n"
+		"         operations)\n"
 		"  -t     fail if the target is not reached in this time (120)\n"
 		"  -L     largest WRITE/READ in KiB, at least 2048 (4096)\n"
 		"  -T     RC local ACK timeout exponent (14: 67 ms, perftest's)\n"
@@ -400,6 +402,7 @@ int main(int argc, char **argv)
 	uint64_t scheduled = 0;
 	double t0, secs;
 	int port = 0, opt, listen_side = -1;
+	uint32_t max_rounds = MAX_ROUNDS;
 	bool pass, slow = false;
 
 	s->seed = 1;
@@ -409,7 +412,7 @@ int main(int argc, char **argv)
 	s->max_len = 4u << 20;
 	s->timeout = 14;
 	s->lim.ops = SOAK_OPS_ALL;
-	while ((opt = getopt(argc, argv, "l:c:s:m:t:L:T:S:o:X:v")) != -1) {
+	while ((opt = getopt(argc, argv, "l:c:s:m:r:t:L:T:S:o:X:v")) != -1) {
 		switch (opt) {
 		case 'l':
 		case 'c':
@@ -421,6 +424,11 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			s->target_bytes = (uint64_t)(atof(optarg) * 1e6);
+			break;
+		case 'r':
+			max_rounds = (uint32_t)atoi(optarg);
+			if (!max_rounds || max_rounds > MAX_ROUNDS)
+				usage();
 			break;
 		case 't':
 			s->max_seconds = atof(optarg);
@@ -487,7 +495,8 @@ int main(int argc, char **argv)
 		for (unsigned int q = 0; q < SQ__N; q++)
 			scheduled += s->mine[q].bytes + s->theirs[q].bytes;
 		slow = now_s() - t0 > s->max_seconds;
-		more = scheduled < s->target_bytes && !slow;
+		more = scheduled < s->target_bytes && !slow &&
+		       s->round + 1 < max_rounds;
 		int b = soak_barrier(s, 2, more);
 
 		if (b < 0)
