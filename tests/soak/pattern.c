@@ -102,3 +102,57 @@ size_t soak_sgl_span(const struct soak_sgl *s)
 		span += s->len[i] + SOAK_GAP;
 	return span;
 }
+
+/* SGE pieces: SOAK_GAP canary bytes after each (see struct soak_sgl). */
+
+size_t soak_piece_off(const struct soak_sgl *g, uint32_t i)
+{
+	size_t off = 0;
+
+	for (uint32_t j = 0; j < i; j++)
+		off += g->len[j] + SOAK_GAP;
+	return off;
+}
+
+void soak_fill_sgl(uint8_t *base, const struct soak_sgl *g, uint64_t key)
+{
+	uint64_t pos = 0;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		soak_fill(base + soak_piece_off(g, i), g->len[i], key, pos);
+		pos += g->len[i];
+	}
+}
+
+/* Pattern bytes wrong in the pieces plus canary bytes wrong in the gaps. */
+size_t soak_check_sgl(const uint8_t *base, const struct soak_sgl *g,
+			uint64_t key, uint64_t pos)
+{
+	size_t bad = 0;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const uint8_t *p = base + soak_piece_off(g, i);
+
+		bad += soak_check(p, g->len[i], key, pos);
+		bad += soak_check_canary(p + g->len[i], SOAK_GAP);
+		pos += g->len[i];
+	}
+	return bad;
+}
+
+/* Writes message bytes [pos, pos+n) across the pieces (the id header). */
+void soak_put_msg_bytes(uint8_t *base, const struct soak_sgl *g,
+			  uint64_t pos, const uint8_t *src, size_t n)
+{
+	uint64_t at = 0;
+
+	for (uint32_t i = 0; i < g->n && n; i++) {
+		uint8_t *p = base + soak_piece_off(g, i);
+
+		for (uint32_t b = 0; b < g->len[i] && n; b++, at++)
+			if (at >= pos) {
+				p[b] = *src++;
+				n--;
+			}
+	}
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One round of the soak: post this side's schedule on every QP, take every
+ * One round of the soak: post this side's schedule (post.c), take every
  * completion (each exactly once, in order, with the right status, opcode,
  * length and immediate) and check every byte that arrived, then, after the
  * peer's round is done too, the memory the peer wrote into.
@@ -15,17 +15,6 @@
 #include <time.h>
 
 #include "soak.h"
-
-#define WRID(q, kind, n) \
-	(((uint64_t)(q) << 56) | ((uint64_t)(kind) << 48) | (uint64_t)(n))
-#define WRID_Q(id) ((unsigned int)((id) >> 56))
-#define WRID_KIND(id) ((unsigned int)((id) >> 48) & 0xff)
-#define WRID_N(id) ((id) & 0xffffffffffffull)
-enum { KIND_SEND, KIND_RC_RECV, KIND_RING_RECV };
-
-#define UD_GRH 40
-#define HDR_MAGIC 0x50ac50acull
-#define READ_SRC_QP 0xff	/* key of the READ source stream */
 
 static double now_s(void)
 {
@@ -48,71 +37,6 @@ void soak_err(struct soak *s, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static bool consumes_recv(unsigned int qp, unsigned int op)
-{
-	if (op == OP_SEND || op == OP_SEND_IMM)
-		return true;
-	return op == OP_WRITE_IMM;
-}
-
-static size_t piece_off(const struct soak_sgl *g, uint32_t i)
-{
-	size_t off = 0;
-
-	for (uint32_t j = 0; j < i; j++)
-		off += g->len[j] + SOAK_GAP;
-	return off;
-}
-
-static void fill_sgl(uint8_t *base, const struct soak_sgl *g, uint64_t key)
-{
-	uint64_t pos = 0;
-
-	for (uint32_t i = 0; i < g->n; i++) {
-		soak_fill(base + piece_off(g, i), g->len[i], key, pos);
-		pos += g->len[i];
-	}
-}
-
-/* Pattern bytes wrong in the pieces plus canary bytes wrong in the gaps. */
-static size_t check_sgl(const uint8_t *base, const struct soak_sgl *g,
-			uint64_t key, uint64_t pos)
-{
-	size_t bad = 0;
-
-	for (uint32_t i = 0; i < g->n; i++) {
-		const uint8_t *p = base + piece_off(g, i);
-
-		bad += soak_check(p, g->len[i], key, pos);
-		bad += soak_check_canary(p + g->len[i], SOAK_GAP);
-		pos += g->len[i];
-	}
-	return bad;
-}
-
-/* Writes message bytes [pos, pos+n) across the pieces (the id header). */
-static void put_msg_bytes(uint8_t *base, const struct soak_sgl *g,
-			  uint64_t pos, const uint8_t *src, size_t n)
-{
-	uint64_t at = 0;
-
-	for (uint32_t i = 0; i < g->n && n; i++) {
-		uint8_t *p = base + piece_off(g, i);
-
-		for (uint32_t b = 0; b < g->len[i] && n; b++, at++)
-			if (at >= pos) {
-				p[b] = *src++;
-				n--;
-			}
-	}
-}
-
-static uint64_t msg_key(struct soak *s, unsigned int side, unsigned int q,
-			uint32_t id)
-{
-	return soak_key(s->seed, side, q, id);
-}
-
 /* -X: true once per chosen kind, at its first chance */
 static bool sabotage(struct soak *s, unsigned int kind)
 {
@@ -121,18 +45,6 @@ static bool sabotage(struct soak *s, unsigned int kind)
 	s->sabotaged |= 1u << kind;
 	return true;
 }
-
-/* ---- posting ---- */
-
-static const enum ibv_wr_opcode wr_opcode[OP__N] = {
-	[OP_SEND] = IBV_WR_SEND,
-	[OP_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
-	[OP_WRITE] = IBV_WR_RDMA_WRITE,
-	[OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
-	[OP_READ] = IBV_WR_RDMA_READ,
-	[OP_FADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
-	[OP_CAS] = IBV_WR_ATOMIC_CMP_AND_SWP,
-};
 
 static const enum ibv_wc_opcode wc_opcode[OP__N] = {
 	[OP_SEND] = IBV_WC_SEND,
@@ -143,218 +55,6 @@ static const enum ibv_wc_opcode wc_opcode[OP__N] = {
 	[OP_FADD] = IBV_WC_FETCH_ADD,
 	[OP_CAS] = IBV_WC_COMP_SWAP,
 };
-
-/* Fills in one send WR for message k of this side's round on QP q. */
-static void build_wr(struct soak *s, unsigned int q, uint32_t k,
-		     uint64_t compare, struct ibv_send_wr *wr,
-		     struct ibv_sge *sge)
-{
-	const struct soak_msg *m = &s->mine[q].m[k];
-	uint8_t *base = s->local[q].p + m->loff;
-	uint32_t seq = s->posted[q]++;
-	struct soak_pend *p = &s->pend[q][seq % SOAK_PEND];
-
-	*p = (struct soak_pend){ .msg = k, .round = s->round,
-				 .compare = compare, .seq = seq };
-	for (uint32_t i = 0; i < m->lsg.n; i++)
-		sge[i] = (struct ibv_sge){
-			.addr = (uintptr_t)(base + piece_off(&m->lsg, i)),
-			.length = m->lsg.len[i],
-			.lkey = s->local[q].mr->lkey,
-		};
-	*wr = (struct ibv_send_wr){
-		.wr_id = WRID(q, KIND_SEND, seq),
-		.sg_list = sge,
-		.num_sge = (int)m->lsg.n,
-		.opcode = wr_opcode[m->op],
-		.send_flags = IBV_SEND_SIGNALED | (m->inl ? IBV_SEND_INLINE : 0),
-		.imm_data = htonl(m->id),
-	};
-	switch (m->op) {
-	case OP_WRITE:
-	case OP_WRITE_IMM:
-		wr->wr.rdma.remote_addr = s->peer.write_addr[q] + m->roff;
-		wr->wr.rdma.rkey = s->peer.write_rkey[q];
-		break;
-	case OP_READ:
-		wr->wr.rdma.remote_addr = s->peer.read_addr + m->roff;
-		wr->wr.rdma.rkey = s->peer.read_rkey;
-		break;
-	case OP_FADD:
-	case OP_CAS:
-		wr->wr.atomic.remote_addr = s->peer.cnt_addr;
-		wr->wr.atomic.rkey = s->peer.cnt_rkey;
-		wr->wr.atomic.compare_add = m->op == OP_FADD ? m->add : compare;
-		wr->wr.atomic.swap = compare + m->add;
-		break;
-	default:
-		break;
-	}
-	if (q == SQ_UD) {
-		wr->wr.ud.ah = s->ah;
-		wr->wr.ud.remote_qpn = s->peer.qpn[SQ_UD];
-		wr->wr.ud.remote_qkey = SOAK_QKEY;
-	}
-}
-
-/* Stages the source (or a canary destination) of every message. */
-static void stage(struct soak *s, unsigned int q)
-{
-	for (uint32_t k = 0; k < s->mine[q].n; k++) {
-		const struct soak_msg *m = &s->mine[q].m[k];
-		uint8_t *base = s->local[q].p + m->loff;
-
-		switch (m->op) {
-		case OP_READ:
-		case OP_FADD:
-		case OP_CAS:
-			memset(base, SOAK_CANARY, soak_sgl_span(&m->lsg));
-			break;
-		default:
-			fill_sgl(base, &m->lsg, msg_key(s, s->side, q, m->id));
-			if (q >= SQ_UC && m->op == OP_SEND) {
-				uint64_t h = HDR_MAGIC << 32 | m->id;
-
-				put_msg_bytes(base, &m->lsg, 0, (uint8_t *)&h, 8);
-			}
-		}
-	}
-}
-
-static int post_mine(struct soak *s)
-{
-	for (unsigned int q = 0; q < SQ__N; q++) {
-		static struct ibv_send_wr wrs[SOAK_MAX_MSGS];
-		static struct ibv_sge sges[SOAK_MAX_MSGS][SOAK_MAX_SGE];
-		struct ibv_send_wr *bad = NULL;
-		const struct soak_round *rd = &s->mine[q];
-		bool inl = false;
-		int rc;
-
-		if (!rd->n)
-			continue;
-		stage(s, q);
-		for (uint32_t k = 0; k < rd->n; k++) {
-			build_wr(s, q, k, s->cas_guess, &wrs[k], sges[k]);
-			wrs[k].next = k + 1 < rd->n ? &wrs[k + 1] : NULL;
-			inl |= rd->m[k].inl;
-		}
-		/* one WR list per QP: the whole round in one call */
-		rc = ibv_post_send(s->qp[q], wrs, &bad);
-		if (rc) {
-			soak_err(s, "ibv_post_send qp %u: %s", q, strerror(rc));
-			s->fatal = true;
-			return -1;
-		}
-		/* inline data was copied at post time: spoil the sources */
-		for (uint32_t k = 0; inl && k < rd->n; k++)
-			if (rd->m[k].inl)
-				memset(s->local[q].p + rd->m[k].loff, 0x5a,
-				       soak_sgl_span(&rd->m[k].lsg));
-	}
-	return 0;
-}
-
-static void post_cas_retry(struct soak *s, unsigned int q, uint32_t k,
-			   uint64_t compare)
-{
-	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge sge[SOAK_MAX_SGE];
-	int rc;
-
-	memset(s->local[q].p + s->mine[q].m[k].loff, SOAK_CANARY, 8);
-	build_wr(s, q, k, compare, &wr, sge);
-	rc = ibv_post_send(s->qp[q], &wr, &bad);
-	if (rc) {
-		soak_err(s, "CAS retry post: %s", strerror(rc));
-		s->fatal = true;
-	}
-	s->t.cas_retries++;
-}
-
-static int post_rc_recvs(struct soak *s)
-{
-	for (unsigned int q = 0; q < SQ_NRC; q++) {
-		static struct ibv_recv_wr wrs[SOAK_MAX_MSGS];
-		static struct ibv_sge sges[SOAK_MAX_MSGS][SOAK_MAX_SGE];
-		const struct soak_round *rd = &s->theirs[q];
-		struct ibv_recv_wr *bad = NULL;
-		uint32_t n = 0;
-		int rc;
-
-		for (uint32_t k = 0; k < rd->n; k++) {
-			const struct soak_msg *m = &rd->m[k];
-			uint8_t *base = s->rx[q].p + m->rxoff;
-
-			if (!consumes_recv(q, m->op))
-				continue;
-			for (uint32_t i = 0; i < m->rsg.n; i++)
-				sges[n][i] = (struct ibv_sge){
-					.addr = (uintptr_t)(base +
-						piece_off(&m->rsg, i)),
-					.length = m->rsg.len[i],
-					.lkey = s->rx[q].mr->lkey,
-				};
-			wrs[n] = (struct ibv_recv_wr){
-				.wr_id = WRID(q, KIND_RC_RECV,
-					      (uint64_t)s->round << 8 | n),
-				.sg_list = sges[n],
-				.num_sge = (int)m->rsg.n,
-				.next = NULL,
-			};
-			if (n)
-				wrs[n - 1].next = &wrs[n];
-			s->rc_rx_msg[q][n++] = k;
-		}
-		s->rc_rx_want[q] = n;
-		s->rc_rx_done[q] = 0;
-		memset(s->rc_rx_seen[q], 0, sizeof(s->rc_rx_seen[q]));
-		if (!n)
-			continue;
-		rc = ibv_post_recv(s->qp[q], wrs, &bad);
-		if (rc) {
-			soak_err(s, "ibv_post_recv qp %u: %s", q, strerror(rc));
-			s->fatal = true;
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Every free UC/UD slot goes back on its QP with a fresh canary. */
-void soak_post_rings(struct soak *s)
-{
-	for (unsigned int ri = 0; ri < 2; ri++) {
-		unsigned int q = SQ_UC + ri;
-
-		while (s->ring_nfree[ri]) {
-			uint32_t slot = s->ring_free[ri][--s->ring_nfree[ri]];
-			uint8_t *p = s->ring[ri].p + (size_t)slot * s->ring_slot;
-			struct ibv_sge sge = {
-				.addr = (uintptr_t)p,
-				.length = s->ring_slot - SOAK_GAP,
-				.lkey = s->ring[ri].mr->lkey,
-			};
-			struct ibv_recv_wr wr = {
-				.wr_id = WRID(q, KIND_RING_RECV, slot),
-				.sg_list = &sge,
-				.num_sge = 1,
-			}, *bad = NULL;
-			int rc;
-
-			memset(p, SOAK_CANARY, s->ring_slot);
-			rc = ibv_post_recv(s->qp[q], &wr, &bad);
-			if (rc) {
-				soak_err(s, "ring post_recv: %s", strerror(rc));
-				s->fatal = true;
-				return;
-			}
-			s->ring_busy[ri][slot] = true;
-		}
-	}
-}
-
-/* ---- completions ---- */
 
 static void on_send_wc(struct soak *s, const struct ibv_wc *wc)
 {
@@ -412,10 +112,10 @@ static void on_send_wc(struct soak *s, const struct ibv_wc *wc)
 	switch (m->op) {
 	case OP_READ:
 		if (sabotage(s, SAB_READ))
-			base[piece_off(&m->lsg, m->lsg.n - 1) +
+			base[soak_piece_off(&m->lsg, m->lsg.n - 1) +
 			     m->lsg.len[m->lsg.n - 1] - 1] ^= 1;
-		bad = check_sgl(base, &m->lsg,
-				soak_key(s->seed, !s->side, READ_SRC_QP, 0),
+		bad = soak_check_sgl(base, &m->lsg,
+				soak_key(s->seed, !s->side, SOAK_READ_SRC_QP, 0),
 				m->roff);
 		s->t.reads++;
 		if (m->len >= (2u << 20))
@@ -440,7 +140,7 @@ static void on_send_wc(struct soak *s, const struct ibv_wc *wc)
 		if (orig + (m->op == OP_CAS ? 0 : m->add) > s->cas_guess)
 			s->cas_guess = orig + (m->op == OP_CAS ? 0 : m->add);
 		if (m->op == OP_CAS && orig != p->compare) {
-			post_cas_retry(s, q, p->msg, orig);
+			soak_post_cas_retry(s, q, p->msg, orig);
 			break;
 		}
 		if (s->nchain == s->cap_chain) {
@@ -523,15 +223,15 @@ static void on_rc_recv(struct soak *s, const struct ibv_wc *wc)
 		/* the data is in place once the immediate is delivered */
 		bad = soak_check_canary(s->rx[q].p + m->rxoff, 16 + SOAK_GAP);
 		bad += soak_check(s->wr[q].p + m->roff, m->len,
-				  msg_key(s, !s->side, q, m->id), 0);
+				  soak_msg_key(s, !s->side, q, m->id), 0);
 	} else {
 		if (sabotage(s, SAB_SEND))
 			s->rx[q].p[m->rxoff] ^= 1;
 		if (sabotage(s, SAB_EXTRA))	/* one byte past the message */
-			s->rx[q].p[m->rxoff + piece_off(&m->rsg, m->rsg.n - 1) +
+			s->rx[q].p[m->rxoff + soak_piece_off(&m->rsg, m->rsg.n - 1) +
 				   m->rsg.len[m->rsg.n - 1]] ^= 1;
-		bad = check_sgl(s->rx[q].p + m->rxoff, &m->rsg,
-				msg_key(s, !s->side, q, m->id), 0);
+		bad = soak_check_sgl(s->rx[q].p + m->rxoff, &m->rsg,
+				soak_msg_key(s, !s->side, q, m->id), 0);
 		s->t.bytes_moved += m->len;
 	}
 	if (bad) {
@@ -628,7 +328,7 @@ static void on_ring_recv(struct soak *s, const struct ibv_wc *wc)
 	}
 	if (m->op == OP_WRITE_IMM) {
 		bad = soak_check(s->wr[SQ_UC].p + m->roff, m->len,
-				 msg_key(s, !s->side, q, id), 0);
+				 soak_msg_key(s, !s->side, q, id), 0);
 	} else {
 		uint32_t skip = m->op == OP_SEND ? 8 : 0;
 
@@ -636,7 +336,7 @@ static void on_ring_recv(struct soak *s, const struct ibv_wc *wc)
 			((uint8_t *)buf)[hdr + m->len - 1] ^= 1;
 
 		bad = soak_check(buf + hdr + skip, m->len - skip,
-				 msg_key(s, !s->side, q, id), skip);
+				 soak_msg_key(s, !s->side, q, id), skip);
 		/* a UD message is one packet: nothing may land past it */
 		if (q == SQ_UD)
 			bad += soak_check_canary(buf + hdr + m->len, SOAK_GAP);
@@ -733,12 +433,12 @@ int soak_round_run(struct soak *s)
 	/* the UC area the peer writes this round starts clean */
 	memset(s->wr[SQ_UC].p + (size_t)(s->round % SOAK_UC_AREAS) * SOAK_UC_AREA,
 	       SOAK_CANARY, SOAK_UC_AREA);
-	if (post_rc_recvs(s))
+	if (soak_post_rc_recvs(s))
 		return -1;
 	soak_post_rings(s);
 	if (s->fatal)
 		return -1;
-	if (soak_barrier(s, 1, true) <= 0 || post_mine(s))
+	if (soak_barrier(s, 1, true) <= 0 || soak_post_mine(s))
 		return -1;
 	while (!round_done(s) && !s->fatal) {
 		if (drain(s)) {
@@ -770,7 +470,7 @@ void soak_round_verify(struct soak *s)
 
 		for (uint32_t k = 0; k < rd->n; k++) {
 			const struct soak_msg *m = &rd->m[k];
-			uint64_t key = msg_key(s, !s->side, q, m->id);
+			uint64_t key = soak_msg_key(s, !s->side, q, m->id);
 
 			if (m->op != OP_WRITE && m->op != OP_WRITE_IMM)
 				continue;
@@ -868,7 +568,7 @@ void soak_finish(struct soak *s, uint64_t peer_counter)
 			uint64_t before = s->t.lost[ri];
 
 			for (uint32_t k = 0; k < rd.n; k++)
-				if (consumes_recv(SQ_UC + ri, rd.m[k].op) &&
+				if (soak_consumes_recv(rd.m[k].op) &&
 				    !s->seen[ri][rd.m[k].id])
 					s->t.lost[ri]++;
 			if (s->verbose && s->t.lost[ri] != before)

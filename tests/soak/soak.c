@@ -22,7 +22,6 @@
 #include "soak.h"
 
 #define MAX_ROUNDS 100000
-#define READ_SRC_QP 0xff
 
 struct barrier_msg {
 	uint32_t round, phase, fatal, more;
@@ -202,7 +201,7 @@ static int setup(struct soak *s)
 		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return -1;
 	soak_fill(s->rsrc.p, SOAK_READ_SRC,
-		  soak_key(s->seed, s->side, READ_SRC_QP, 0), 0);
+		  soak_key(s->seed, s->side, SOAK_READ_SRC_QP, 0), 0);
 	memset(s->cnt.p, 0, 8);
 
 	s->qp[SQ_RC0] = make_qp(s, IBV_QPT_RC);

@@ -64,6 +64,18 @@ struct soak_round {
 	uint64_t write_used, recv_used, local_used;
 };
 
+/* wr_id: QP, kind, and a sequence number (sends) or a slot (receives) */
+#define WRID(q, kind, n) \
+	(((uint64_t)(q) << 56) | ((uint64_t)(kind) << 48) | (uint64_t)(n))
+#define WRID_Q(id) ((unsigned int)((id) >> 56))
+#define WRID_KIND(id) ((unsigned int)((id) >> 48) & 0xff)
+#define WRID_N(id) ((id) & 0xffffffffffffull)
+enum { KIND_SEND, KIND_RC_RECV, KIND_RING_RECV };
+
+#define UD_GRH 40		/* a UD receive starts with the GRH */
+#define HDR_MAGIC 0x50ac50acull	/* UC/UD SEND without immediate: id header */
+#define SOAK_READ_SRC_QP 0xff	/* key of the READ source stream */
+
 /* pattern.c: byte i of stream `key` is addressable, so any piece of any
  * message or of the READ source can be produced or checked alone. */
 uint64_t soak_key(uint64_t seed, unsigned int side, unsigned int qp,
@@ -76,6 +88,19 @@ size_t soak_check_or_canary(const void *buf, size_t len, uint64_t key,
 			    uint64_t pos);
 uint64_t soak_mix(uint64_t x);
 size_t soak_sgl_span(const struct soak_sgl *s);
+size_t soak_piece_off(const struct soak_sgl *g, uint32_t i);
+void soak_fill_sgl(uint8_t *base, const struct soak_sgl *g, uint64_t key);
+/* pattern bytes wrong in the pieces plus canary bytes wrong in the gaps */
+size_t soak_check_sgl(const uint8_t *base, const struct soak_sgl *g,
+		      uint64_t key, uint64_t pos);
+void soak_put_msg_bytes(uint8_t *base, const struct soak_sgl *g,
+			uint64_t pos, const uint8_t *src, size_t n);
+
+/* Operations that take a receive WQE at the peer. */
+static inline bool soak_consumes_recv(unsigned int op)
+{
+	return op == OP_SEND || op == OP_SEND_IMM || op == OP_WRITE_IMM;
+}
 
 /* sched.c: the schedule of one sender side, QP and round; both processes
  * compute the same one. */
@@ -198,6 +223,18 @@ struct soak {
 /* soak.c: a round barrier over the TCP channel; > 0 when both sides are
  * fine and want another round, 0 when one wants to stop, < 0 on failure */
 int soak_barrier(struct soak *s, uint32_t phase, bool more);
+
+/* post.c */
+int soak_post_mine(struct soak *s);
+void soak_post_cas_retry(struct soak *s, unsigned int q, uint32_t k,
+			 uint64_t compare);
+int soak_post_rc_recvs(struct soak *s);
+
+static inline uint64_t soak_msg_key(const struct soak *s, unsigned int side,
+				    unsigned int q, uint32_t id)
+{
+	return soak_key(s->seed, side, q, id);
+}
 
 /* rounds.c */
 int soak_round_run(struct soak *s);
