@@ -3,12 +3,15 @@
  * SGE walks: every byte the engine reads from or writes to user memory goes
  * through ur_mem_check() on the key that names it, with dev->obj_lock held
  * for reading by the caller, so a packet never touches memory outside the
- * MR or window its key grants.
+ * MR or window its key grants. The bytes themselves are moved with
+ * util/memguard.h: memory unmapped (or protected) after registration, or
+ * not mapped under an on-demand MR, gives -EFAULT, never a signal.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/memguard.h"
 
 static int sge_host(struct ur_qp *qp, const struct ur_sge *s, uint64_t off,
 		    uint32_t len, unsigned int access, uintptr_t *host)
@@ -77,7 +80,8 @@ int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
-		memcpy(iov[i].iov_base, p, iov[i].iov_len);
+		if (ur_memguard_copy(iov[i].iov_base, p, iov[i].iov_len))
+			return -EFAULT;
 		p += iov[i].iov_len;
 	}
 	return 0;

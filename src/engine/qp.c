@@ -51,6 +51,7 @@ static void xp_load_path(struct ur_qp *qp)
 	}
 	xp->mtu = qp->path_mtu_bytes ? qp->path_mtu_bytes :
 				       ur_mtu_bytes(qp->attr.path_mtu);
+	xp->peer_bound = false;		/* a new path: learn the port again */
 	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
 }

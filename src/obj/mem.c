@@ -26,12 +26,15 @@
  *    bits of IBV_ACCESS_OPTIONAL_RANGE
  *    are ignored as rdma-core specifies; ZERO_BASED (windows only) and
  *    any unknown bit: EINVAL;
+ *  - memory a NIC could not pin (not mapped, or not writable where the
+ *    access flags write): EFAULT, on reg and rereg (mem_probe.c);
  *  - rereg keeps lkey/rkey, sets iova = addr on CHANGE_TRANSLATION, and is
  *    refused (EBUSY) while windows are bound, like dereg.
  */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "obj/mem_probe.h"
 #include "obj/obj_priv.h"
 #include "util/random.h"
 
@@ -130,6 +133,8 @@ int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
 	err = ur_mr_access_ok(access);
 	if (!err && !mr_is_implicit(addr, length, access))
 		err = range_ok(addr, length, iova);
+	if (!err)
+		err = ur_mem_probe(addr, length, access);
 	if (err)
 		return err;
 	mr = calloc(1, sizeof(*mr));
@@ -178,6 +183,12 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 		err = ur_mr_access_ok(access);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		err = -EINVAL;
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		err = ur_mem_probe(addr, length,
+				   flags & IBV_REREG_MR_CHANGE_ACCESS ?
+					   access : mr->mem.access);
+	else if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		err = ur_mem_probe(mr->ibmr.addr, mr->ibmr.length, access);
 	if (err)
 		return err;
 
