@@ -293,6 +293,9 @@ int ur_sgl_check(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 		 unsigned int access);
 int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 		   uint32_t off, const void *src, uint32_t len);
+/* ur_sgl_copy_in for a receive WQE: checked against ur_qp_recv_pd(). */
+int ur_recv_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		    uint32_t off, const void *src, uint32_t len);
 int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
 		unsigned int access, uintptr_t *host);
 

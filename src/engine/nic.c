@@ -92,6 +92,7 @@ static void txb_send_gso(struct ur_txb *b)
 
 				len = txd_bytes(d);
 				if (d->iovcnt > UR_GSO_MAX_IOV ||
+				    d->tos != b->txd[i].tos ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
 				    len > seg || total + len > UR_GSO_MAX_BYTES)
@@ -111,6 +112,7 @@ static void txb_send_gso(struct ur_txb *b)
 		}
 		txb_train_set_ids(b, i, j);
 		t->dst = b->txd[i].dst;
+		t->tos = b->txd[i].tos;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
 		t->gso_size = (uint16_t)seg;
@@ -221,6 +223,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	d->iov = p->iov;
 	d->iovcnt = n;
 	d->gso_size = 0;
+	d->tos = flow->tos;
 	return 0;
 }
 

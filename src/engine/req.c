@@ -149,6 +149,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
+	flow.tos = ah->av.traffic_class;
 	if (wqe->length > xp->mtu) {
 		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
 		 * "lost in the fabric": completed, not sent. */

@@ -416,15 +416,15 @@ static enum ur_resp_state resp_exec_send(struct ur_resp_ctx *c)
 
 		memset(grh, 0, sizeof(grh));
 		ur_grh_image_build(grh, c->flow, c->d->len);
-		rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, 0, grh,
-				    sizeof(grh));
+		rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, 0, grh,
+				     sizeof(grh));
 		off = UR_GRH_BYTES;
 		r->msg_len = UR_GRH_BYTES;
 		if (rc)
 			goto err;
 	}
-	rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			    pkt->paylen);
+	rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
+			     pkt->paylen);
 	if (rc)
 		goto err;
 	r->msg_len += pkt->paylen;

@@ -43,8 +43,21 @@ struct ur_memguard {
 	uintptr_t hi[2];	/* exclusive; UINTPTR_MAX when it wraps */
 };
 
-static __thread struct ur_memguard *guard_cur
-	__attribute__((tls_model("initial-exec")));
+/*
+ * The thread's guard. General-dynamic TLS on purpose: initial-exec would
+ * put the library's whole TLS block in the static TLS surplus, which is too
+ * small when the library is dlopen()ed (pyverbs, UCX: "cannot allocate
+ * memory in static TLS block"). Reading it from the handler is then safe in
+ * every thread that has armed a guard (its block exists); threads that
+ * never did are kept away from it by guard_used (see memguard_handler).
+ */
+static __thread struct ur_memguard *guard_cur;
+
+/* Set once, by the first guard armed in any thread: until then no fault
+ * can be ours, and the handler chains without touching guard_cur (a
+ * thread's first access to dlopen()ed TLS may allocate, which a signal
+ * handler must not do). */
+static atomic_bool guard_used;
 
 /* End of the user address space where known (x86-64: 2^47, or 2^56 with
  * 5-level paging): a range past it is refused without being touched, as
@@ -72,6 +85,8 @@ static bool guard_range(struct ur_memguard *g, unsigned int i, const void *p,
 
 static inline void guard_arm(struct ur_memguard *g)
 {
+	if (!atomic_load_explicit(&guard_used, memory_order_relaxed))
+		atomic_store(&guard_used, true);
 	atomic_signal_fence(memory_order_seq_cst);
 	guard_cur = g;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -143,8 +158,11 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static void memguard_handler(int sig, siginfo_t *si, void *ucv)
 {
-	struct ur_memguard *g = guard_cur;
+	struct ur_memguard *g = NULL;
 	int saved_errno = errno;
+
+	if (atomic_load_explicit(&guard_used, memory_order_relaxed))
+		g = guard_cur;
 
 	if (g && fault_is_guarded(g, si)) {
 		const ucontext_t *uc = ucv;
