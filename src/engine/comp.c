@@ -52,6 +52,7 @@ struct ur_comp_ctx {
 	uint32_t idx;			/* SQ index of the WQE it is about */
 	struct ur_send_wqe *wqe;
 	uint8_t syn;
+	bool gap;			/* RETRY: a response past a missing one */
 	enum ibv_wc_status status;
 };
 
@@ -252,13 +253,23 @@ static bool in_flight(const struct ur_qp *qp, uint32_t idx)
 	       qp->xp->req_entered && qp->xp->req_pkt > 0;
 }
 
+/*
+ * A READ request (one chunk of a READ WQE) or an atomic got all its
+ * responses. Responses are accepted only for PSNs sent since the last
+ * rewind (comp_get_wqe), and a rewind recounts, so this matches one
+ * request counted by the requester.
+ */
+static void rd_request_done(struct ur_qp_xport *xp)
+{
+	if (xp->rd_outstanding)
+		xp->rd_outstanding--;
+}
+
 static void wqe_acked(struct ur_comp_ctx *c, struct ur_send_wqe *w)
 {
 	struct ur_qp_xport *xp = c->xp;
 
 	w->state = UR_WQE_DONE;
-	if (wqe_is_rd_atomic(w) && xp->rd_outstanding)
-		xp->rd_outstanding--;
 	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp_psn))
 		xp->comp_psn = ur_psn_inc(w->last_psn);
 }
@@ -283,8 +294,10 @@ static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 		if (w->state != UR_WQE_PENDING)
 			return UR_COMP_DONE;
 		if (ur_psn_after(psn, w->last_psn)) {
-			if (wqe_is_rd_atomic(w))
-				return UR_COMP_RETRY;	/* responses lost */
+			if (wqe_is_rd_atomic(w)) {
+				c->gap = true;		/* responses lost */
+				return UR_COMP_RETRY;
+			}
 			wqe_acked(c, w);	/* implicit ACK */
 			continue;
 		}
@@ -329,7 +342,14 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 	case UR_AETH_NAK_PSN_SEQ:
 		if (c->xp->rnr_wait)
 			return UR_COMP_DONE;
-		if (ur_psn_after(pkt->psn, c->xp->comp_psn))
+		/*
+		 * The NAK acknowledges the requests before its PSN, never the
+		 * READ responses or atomic results owed for them: inside a
+		 * READ that went out as several requests, earlier chunks'
+		 * responses may still be missing.
+		 */
+		if (!wqe_is_rd_atomic(w) &&
+		    ur_psn_after(pkt->psn, c->xp->comp_psn))
 			c->xp->comp_psn = pkt->psn;
 		return UR_COMP_RETRY;
 	case UR_AETH_NAK_INV_REQ:
@@ -367,9 +387,10 @@ static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
 	struct ur_qp_xport *xp = c->xp;
 	uint32_t off, expect;
 
-	if (pkt->psn != xp->comp_psn)
-		return ur_psn_after(pkt->psn, xp->comp_psn) ? UR_COMP_RETRY :
-							      UR_COMP_DONE;
+	if (pkt->psn != xp->comp_psn) {
+		c->gap = ur_psn_after(pkt->psn, xp->comp_psn);
+		return c->gap ? UR_COMP_RETRY : UR_COMP_DONE;
+	}
 	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
 	if (pkt->paylen != expect)
@@ -379,6 +400,11 @@ static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
 		c->status = IBV_WC_LOC_PROT_ERR;
 		return UR_COMP_ERROR;
 	}
+	/* the last response of one of the WQE's READ requests */
+	if ((((pkt->psn - w->first_psn) & UR_PSN_MASK) + 1) %
+			    UR_READ_CHUNK_PKTS == 0 ||
+	    pkt->psn == w->last_psn)
+		rd_request_done(xp);
 	if (pkt->psn == w->last_psn)
 		wqe_acked(c, w);
 	else
@@ -400,6 +426,7 @@ static enum ur_comp_state comp_atomic(struct ur_comp_ctx *c)
 		c->status = IBV_WC_LOC_PROT_ERR;
 		return UR_COMP_ERROR;
 	}
+	rd_request_done(c->xp);
 	wqe_acked(c, w);
 	return UR_COMP_PROGRESS;
 }
@@ -419,13 +446,22 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 	return UR_COMP_DONE;
 }
 
-/* Fast retry (NAK or a response past a lost one): once per comp_psn; a
- * second one for the same PSN waits for the timer. */
+/*
+ * Fast retry (NAK or a response past a lost one): once per comp_psn; a
+ * second one for the same PSN waits for the timer. A gap in the responses
+ * while the last go-back-N is still being answered says nothing new: the
+ * responder executed the earlier requests and their responses keep coming
+ * (with gaps where packets were lost or reordered) ahead of the answers to
+ * the retransmission, and going back for each of them would multiply the
+ * traffic until the receive queues overflow.
+ */
 static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
 	if (xp->rnr_wait || (xp->retry_psn == xp->comp_psn && xp->need_retry))
+		return UR_COMP_DONE;
+	if (c->gap && ur_psn_before(xp->comp_psn, xp->recover_psn))
 		return UR_COMP_DONE;
 	if (xp->retry_psn == xp->comp_psn && xp->retry_left_fast_used)
 		return UR_COMP_DONE;
@@ -442,7 +478,9 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RNR_NAK_RCVD, 1);
 	if (xp->rnr_wait)
 		return UR_COMP_DONE;
-	if (ur_psn_after(c->pkt->psn, xp->comp_psn))
+	/* as for a sequence NAK: never past a READ's missing responses */
+	if (!wqe_is_rd_atomic(c->wqe) &&
+	    ur_psn_after(c->pkt->psn, xp->comp_psn))
 		xp->comp_psn = c->pkt->psn;
 	if (!xp->rnr_left) {
 		c->status = IBV_WC_RNR_RETRY_EXC_ERR;

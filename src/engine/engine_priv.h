@@ -200,7 +200,9 @@ struct ur_qp_xport {
 	bool req_entered;		/* cursor WQE passed fence/credit checks */
 	bool req_halted;		/* a WQE failed locally: send no more */
 	uint32_t noack_pkts;
-	unsigned int rd_outstanding;	/* READ/atomic WQEs in flight */
+	unsigned int rd_outstanding;	/* READ requests (chunks) and atomics
+					 * sent since the last rewind and
+					 * not answered in full */
 	bool need_retry;
 	bool sqd_notified;		/* IBV_EVENT_SQ_DRAINED raised */
 
@@ -210,6 +212,10 @@ struct ur_qp_xport {
 	unsigned int rnr_left;
 	bool rnr_wait;
 	uint32_t retry_psn;		/* comp_psn when the last retry began */
+	uint32_t psn_max;		/* PSN after the furthest ever sent */
+	uint32_t recover_psn;		/* psn_max when the last retry began:
+					 * before it, responses may still
+					 * answer requests sent before */
 	bool retry_left_fast_used;	/* a fast retry happened at retry_psn */
 	uint64_t timeout_ns;		/* 0 = no retransmit timer */
 	_Atomic uint64_t rto_deadline;	/* 0 = off */

@@ -26,7 +26,7 @@ static void xp_reset(struct ur_qp *qp)
 	ur_timer_disarm(&xp->rto_deadline);
 	ur_timer_disarm(&xp->rnr_deadline);
 	ur_timer_disarm(&xp->kick_deadline);
-	xp->psn = xp->comp_psn = 0;
+	xp->psn = xp->comp_psn = xp->psn_max = xp->recover_psn = 0;
 	xp->req_pkt = 0;
 	xp->req_entered = false;
 	xp->req_halted = false;
@@ -88,6 +88,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		if (attr_mask & IBV_QP_SQ_PSN) {
 			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
 			xp->retry_psn = xp->comp_psn;
+			xp->psn_max = xp->recover_psn = xp->comp_psn;
 		}
 		if (attr_mask & IBV_QP_TIMEOUT)
 			xp->timeout_ns = timeout_ns(qp->attr.timeout);

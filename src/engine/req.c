@@ -262,6 +262,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 						      xp->mtu,
 					      (uint64_t)(wqe->length - off));
 		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+		xp->rd_outstanding++;
 		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req_pkt = end;
 		if (end == wqe->npkts)
@@ -281,6 +282,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		}
 	}
 	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	xp->rd_outstanding++;
 	xp->psn = ur_psn_inc(wqe->last_psn);
 	wqe_sent(qp, wqe);
 }
@@ -289,20 +291,14 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
-	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 	if (xp->req_entered)
 		return true;
 	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode)) {
-		if (qp->type != IBV_QPT_RC) {
-			wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
-			return false;
-		}
-		if (xp->rd_outstanding >= max_rd)
-			return false;
-		xp->rd_outstanding++;
+	if (wr_is_rd_atomic(wqe->opcode) && qp->type != IBV_QPT_RC) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
 	}
 	if (!xp->req_pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
@@ -382,6 +378,15 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	if (qp->type == IBV_QPT_RC &&
 	    ur_psn_diff(xp->psn, xp->comp_psn) >= UR_WINDOW_PSNS)
 		return false;
+	/*
+	 * max_rd_atomic bounds READ and atomic *requests* in flight, each
+	 * chunk of a large READ counting as one: the responder keeps that
+	 * many for replay and overwrites the oldest (rxe too), so one more
+	 * could make a retried request unanswerable.
+	 */
+	if (wr_is_rd_atomic(wqe->opcode) && xp->rd_outstanding >=
+	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
+		return false;
 	if (wr_is_rd_atomic(wqe->opcode))
 		req_read_atomic(qp, wqe);
 	else
@@ -440,6 +445,8 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	ur_txb_flush(&xp->txb);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	if (ur_psn_after(xp->psn, xp->psn_max))
+		xp->psn_max = xp->psn;
 	req_arm_timer(qp);
 	ur_comp_drain(qp);
 }
@@ -475,6 +482,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	xp->rd_outstanding = 0;
 	xp->noack_pkts = 0;
 	xp->retry_psn = xp->comp_psn;
+	xp->recover_psn = xp->psn_max;
 	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
 				    head->last_psn))
 		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;
