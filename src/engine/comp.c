@@ -49,6 +49,7 @@ struct ur_comp_ctx {
 	struct ur_qp *qp;
 	struct ur_qp_xport *xp;
 	const struct ur_pkt *pkt;
+	uint32_t comp_psn0;		/* comp_psn before this response */
 	uint32_t idx;			/* SQ index of the WQE it is about */
 	struct ur_send_wqe *wqe;
 	uint8_t syn;
@@ -274,9 +275,18 @@ static void wqe_acked(struct ur_comp_ctx *c, struct ur_send_wqe *w)
 		xp->comp_psn = ur_psn_inc(w->last_psn);
 }
 
+/*
+ * READ responses and atomic results count only for requests sent since
+ * the last rewind (below xp->psn): rd_outstanding counts those. An ACK or
+ * NAK may be about anything ever sent (below psn_max): after a go-back-N
+ * the responder may already hold far more than what was resent, and its
+ * ACK of a resent duplicate says so (the requester then skips ahead).
+ */
 static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
 {
-	if (ur_psn_diff(c->pkt->psn, c->xp->psn) >= 0)
+	bool ack = c->pkt->opcode == UR_OPC_RC_ACK;
+
+	if (ur_psn_diff(c->pkt->psn, ack ? c->xp->psn_max : c->xp->psn) >= 0)
 		return UR_COMP_DONE;	/* a PSN never sent */
 	c->idx = c->qp->sq.consumer;
 	return UR_COMP_CHECK_PSN;
@@ -395,6 +405,15 @@ static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
 	if (pkt->paylen != expect)
 		return UR_COMP_DONE;
+	/*
+	 * A FIRST or ONLY response where one was expected starts the answer
+	 * to a (re)sent request: whatever the responder sends now answers the
+	 * retransmission, so a gap from here on is a new loss.
+	 */
+	if ((pkt->opcode == UR_OPC_RC_READ_RESP_FIRST ||
+	     pkt->opcode == UR_OPC_RC_READ_RESP_ONLY) &&
+	    ur_psn_before(xp->comp_psn, xp->recover_psn))
+		xp->recover_psn = xp->comp_psn;
 	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
 			   pkt->paylen)) {
 		c->status = IBV_WC_LOC_PROT_ERR;
@@ -438,12 +457,36 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 
 	xp->retry_left = qp->attr.retry_cnt;
 	xp->rnr_left = qp->attr.rnr_retry;
-	if (xp->psn == xp->comp_psn || !xp->timeout_ns)
-		ur_timer_disarm(&xp->rto_deadline);
-	else
-		ur_timer_arm(xp->nic, &xp->rto_deadline,
-			     ur_now_ns() + xp->timeout_ns);
 	return UR_COMP_DONE;
+}
+
+/*
+ * After a response: if the completer's cursor moved (whatever the path:
+ * an implicit ACK before a READ's retry moves it too), the timers restart,
+ * the window grows and a round trip may be sampled; a run of probes
+ * without progress halves its backoff on progress and clears it on a
+ * sample.
+ */
+static void comp_advanced(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+	int32_t acked = ur_psn_diff(xp->comp_psn, c->comp_psn0);
+
+	if (acked <= 0) {
+		ur_req_arm_timer(c->qp, false);
+		return;
+	}
+	xp->retry_left = c->qp->attr.retry_cnt;
+	xp->probe_backoff /= 2;
+	if (xp->rtt_on && ur_psn_after(xp->comp_psn, xp->rtt_psn)) {
+		uint64_t rtt = ur_now_ns() - xp->rtt_t0;
+
+		xp->srtt_ns = xp->srtt_ns ? (7 * xp->srtt_ns + rtt) / 8 : rtt;
+		xp->rtt_on = false;
+		xp->probe_backoff = 0;
+	}
+	ur_cc_acked(xp, (uint32_t)acked);
+	ur_req_arm_timer(c->qp, true);
 }
 
 /*
@@ -467,6 +510,7 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 		return UR_COMP_DONE;
 	xp->retry_left_fast_used = true;
 	xp->need_retry = true;
+	ur_cc_loss(xp, false);
 	return UR_COMP_DONE;
 }
 
@@ -491,6 +535,7 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	xp->rnr_wait = true;
 	xp->need_retry = true;
 	ur_timer_disarm(&xp->rto_deadline);
+	xp->iba_deadline = 0;	/* the responder answered: not a timeout */
 	ur_timer_arm(xp->nic, &xp->rnr_deadline,
 		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
 	return UR_COMP_DONE;
@@ -535,9 +580,14 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	if (qp->type != IBV_QPT_RC)
 		return;
 	pthread_mutex_lock(&qp->sq_lock);
+	c.comp_psn0 = c.xp->comp_psn;
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) {
 		while (st != UR_COMP_DONE)
 			st = comp_handlers[st](&c);
+		comp_advanced(&c);
+		/* ACKed past what a go-back-N has resent: skip ahead */
+		if (ur_psn_after(c.xp->comp_psn, c.xp->psn))
+			c.xp->need_retry = true;
 		ur_comp_drain(qp);
 		ur_req_run(qp);
 	}
@@ -567,6 +617,7 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	uint64_t rto = atomic_load(&xp->rto_deadline);
 	struct ur_send_wqe *head;
 	uint32_t idx = 0;
+	bool timeout;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
 		ur_timer_disarm(&xp->rnr_deadline);
@@ -586,14 +637,24 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	head = comp_head(qp, &idx);
 	if (!head || xp->rnr_wait)
 		return;
-	ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
-	if (!xp->retry_left) {
-		mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
-		ur_comp_drain(qp);
-		return;
+	timeout = xp->iba_deadline && xp->iba_deadline <= now;
+	if (timeout) {
+		/* the QP's timeout: no progress for 4.096 us x 2^timeout */
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
+		xp->iba_deadline = 0;
+		if (!xp->retry_left) {
+			mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
+			ur_comp_drain(qp);
+			return;
+		}
+		xp->retry_left--;
 	}
-	xp->retry_left--;
+	/* a timeout or a recovery probe (ur_req_arm_timer); a probe mostly
+	 * finds one lost tail packet or ACK: it halves the window, a
+	 * timeout restarts it */
+	xp->probe_backoff++;
 	xp->retry_left_fast_used = false;
 	xp->need_retry = true;
+	ur_cc_loss(xp, timeout);
 	ur_req_run(qp);
 }

@@ -36,7 +36,10 @@
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
 #define UR_READ_CHUNK_PKTS 64	/* responses asked for by one READ request */
-#define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
+#define UR_CWND_MIN 4		/* window after a timeout, and its floor */
+#define UR_PROBE_MIN_NS 500000ull	/* floor of the recovery probe timer */
+#define UR_PROBE_INIT_NS 4000000ull	/* ... before a round trip is known */
+#define UR_PROBE_MAX_BACKOFF 6	/* probe interval doubles up to 2^this */
 #define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
 					 * the progress thread leaves rx to it */
 #define UR_RX_SPIN_NS 0ull	/* progress thread polls this long after
@@ -218,7 +221,18 @@ struct ur_qp_xport {
 					 * answer requests sent before */
 	bool retry_left_fast_used;	/* a fast retry happened at retry_psn */
 	uint64_t timeout_ns;		/* 0 = no retransmit timer */
-	_Atomic uint64_t rto_deadline;	/* 0 = off */
+	uint64_t iba_deadline;		/* the QP's timeout (counts retries);
+					 * 0 = not running */
+	uint64_t srtt_ns;		/* smoothed round trip, 0 = none yet */
+	uint64_t rtt_t0;		/* when rtt_psn was sent */
+	uint32_t rtt_psn;		/* the PSN being timed */
+	bool rtt_on;
+	unsigned int probe_backoff;	/* probes since the last progress */
+	uint32_t cwnd;			/* PSNs the requester may have unacked */
+	uint32_t ssthresh;		/* slow start below, +1/window above */
+	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
+	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
+					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
 	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy) */
 
@@ -260,6 +274,9 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
 
 /* req.c */
 void ur_req_run(struct ur_qp *qp);		/* sq_lock held */
+void ur_req_arm_timer(struct ur_qp *qp, bool progress);	/* sq_lock held */
+void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);	/* sq_lock held */
+void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);	/* sq_lock held */
 void ur_req_rewind(struct ur_qp *qp);		/* sq_lock held */
 void ur_req_advance(struct ur_qp *qp);		/* cursor past its WQE */
 
