@@ -649,12 +649,21 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 		}
 		xp->retry_left--;
 	}
-	/* a timeout or a recovery probe (ur_req_arm_timer); a probe mostly
-	 * finds one lost tail packet or ACK: it halves the window, a
-	 * timeout restarts it */
-	xp->probe_backoff++;
+	/*
+	 * A timeout or a recovery probe (ur_req_arm_timer). The first probe
+	 * after progress resends only the oldest unacknowledged packet, with
+	 * AckReq (as TCP's tail loss probe): if only a tail packet or an ACK
+	 * was lost, or the host was just slow, the responder's ACK moves the
+	 * cursor (or skips it ahead) without a window of duplicates; if more
+	 * was lost, the go-back-N goes on at the pace of the ACKs. A second
+	 * probe halves the window, a timeout restarts it.
+	 */
 	xp->retry_left_fast_used = false;
 	xp->need_retry = true;
-	ur_cc_loss(xp, timeout);
+	if (!timeout && !xp->probe_backoff)
+		xp->probe_one = true;
+	else
+		ur_cc_loss(xp, timeout);
+	xp->probe_backoff++;
 	ur_req_run(qp);
 }

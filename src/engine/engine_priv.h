@@ -228,6 +228,7 @@ struct ur_qp_xport {
 	uint32_t rtt_psn;		/* the PSN being timed */
 	bool rtt_on;
 	unsigned int probe_backoff;	/* probes since the last progress */
+	bool probe_one;			/* this run resends one packet only */
 	uint32_t cwnd;			/* PSNs the requester may have unacked */
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */

@@ -201,6 +201,8 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
  */
 static uint32_t req_window(const struct ur_qp_xport *xp)
 {
+	if (xp->probe_one)
+		return 1;
 	return xp->cwnd && xp->cwnd < UR_WINDOW_PSNS ? xp->cwnd :
 						       UR_WINDOW_PSNS;
 }
@@ -560,6 +562,7 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	ur_txb_flush(&xp->txb);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	xp->probe_one = false;
 	if (qp->type == IBV_QPT_RC) {
 		rtt_start(xp, psn0);
 		if (ur_psn_after(xp->psn, xp->psn_max))
