@@ -136,7 +136,7 @@ static void send_dreq(struct cma_id *id, bool retransmit)
 	struct ur_cm_msg m;
 
 	memset(&m, 0, sizeof(m));
-	id->tid = new_tid();
+	/* one TID per connection, as the kernel's CM does */
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_DREQ, id->tid);
 	m.dreq.local_comm_id = id->local_comm_id;
 	m.dreq.remote_comm_id = id->remote_comm_id;

@@ -124,6 +124,8 @@ UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 		return ret;
 	c = to_cma_id(cid);
 	cid->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+	if (qp_init_attr)	/* the endpoint's QP is of the address's type */
+		qp_init_attr->qp_type = cid->qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		ret = rdma_bind_addr(cid, res->ai_src_addr);
 		if (ret)

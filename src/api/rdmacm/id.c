@@ -661,6 +661,7 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	}
 	pthread_mutex_lock(&cma.lock);
 	id->qp = qp;
+	id->pd = attr->pd;	/* rdma_verbs.h's rdma_reg_msgs() uses it */
 	cid->srq = attr->srq != NULL;
 	ret = cma_modify_qp(cid, IBV_QPS_INIT);
 	if (!ret && id->qp_type == IBV_QPT_UD) {
