@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
 #include "util/log.h"
+#include "util/time.h"
 
 struct cma_global cma = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.ids = UR_LIST_INIT(cma.ids),
+	.lingering = UR_LIST_INIT(cma.lingering),
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
@@ -93,11 +96,20 @@ int cma_init(void)
 	return cma.init_err;
 }
 
+#define LINGER_MAX_NS (3ULL * 1000000000ULL)
+
 __attribute__((destructor)) static void cma_fini(void)
 {
+	uint64_t until = ur_now_ns() + LINGER_MAX_NS;
 	int i;
 
+	/* let the last DREQs be answered (struct cma_linger) */
 	pthread_mutex_lock(&cma.lock);
+	while (!ur_list_empty(&cma.lingering) && ur_now_ns() < until) {
+		pthread_mutex_unlock(&cma.lock);
+		usleep(10000);
+		pthread_mutex_lock(&cma.lock);
+	}
 	for (i = 0; i < cma.ndev; i++)
 		cma.devs[i].stop = true;
 	pthread_mutex_unlock(&cma.lock);

@@ -19,6 +19,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
@@ -504,7 +505,25 @@ UR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		       cma_sync_wait(cid, RDMA_CM_EVENT_DISCONNECTED) : 0;
 }
 
-/* rdma_destroy_id: tell the peer, best effort, nothing retransmitted. */
+/* Keeps id's DREQ going after the id is gone (struct cma_linger). */
+static void linger(struct cma_id *id)
+{
+	struct cma_linger *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return;
+	l->dev = id->dev;
+	memcpy(l->peer_gid, id->peer_gid, 16);
+	l->local_comm_id = id->local_comm_id;
+	l->remote_comm_id = id->remote_comm_id;
+	memcpy(l->mad, id->mad, UR_MAD_SIZE);
+	l->retries_left = id->retries_left;
+	l->deadline_ns = id->deadline_ns ? id->deadline_ns :
+					   ur_now_ns() + cm_interval_ns();
+	ur_list_add_tail(&cma.lingering, &l->node);
+}
+
+/* rdma_destroy_id: tell the peer; only a DREQ is retransmitted after. */
 void cma_conn_teardown(struct cma_id *id)
 {
 	struct ur_list *pos;
@@ -525,7 +544,12 @@ void cma_conn_teardown(struct cma_id *id)
 			 UR_CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		break;
 	case CMA_ESTABLISHED:
-		send_dreq(id, false);
+		cma_qp_to_err(id);
+		send_dreq(id, true);
+		linger(id);
+		break;
+	case CMA_DREQ_SENT:
+		linger(id);
 		break;
 	default:
 		break;
@@ -776,6 +800,21 @@ static void handle_dreq(struct cma_dev *dev, const uint8_t src_gid[16],
 	}
 }
 
+static void linger_done(struct cma_dev *dev, const struct ur_cm_dreq *drep)
+{
+	struct ur_list *pos, *tmp;
+
+	ur_list_for_each_safe(pos, tmp, &cma.lingering) {
+		struct cma_linger *l = ur_list_entry(pos, struct cma_linger, node);
+
+		if (l->dev == dev && l->local_comm_id == drep->remote_comm_id &&
+		    l->remote_comm_id == drep->local_comm_id) {
+			ur_list_del(&l->node);
+			free(l);
+		}
+	}
+}
+
 void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		    const uint8_t *mad, size_t len)
 {
@@ -854,6 +893,8 @@ void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		if (id && id->state == CMA_DREQ_SENT &&
 		    id->remote_comm_id == m.dreq.local_comm_id)
 			disconnected(id);
+		else
+			linger_done(dev, &m.dreq);
 		return;
 	default:
 		dev->stats[CMA_STAT_DROP]++;
@@ -862,8 +903,27 @@ void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 
 uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 {
-	struct ur_list *pos;
+	struct ur_list *pos, *tmp;
 	uint64_t next = 0;
+
+	ur_list_for_each_safe(pos, tmp, &cma.lingering) {
+		struct cma_linger *l = ur_list_entry(pos, struct cma_linger, node);
+
+		if (l->dev != dev)
+			continue;
+		if (l->deadline_ns <= now) {
+			if (l->retries_left-- <= 0) {
+				ur_list_del(&l->node);
+				free(l);
+				continue;
+			}
+			cma_agent_send(dev, l->peer_gid, l->mad);
+			dev->stats[CMA_STAT_RETX]++;
+			l->deadline_ns = now + cm_interval_ns();
+		}
+		if (!next || l->deadline_ns < next)
+			next = l->deadline_ns;
+	}
 
 	ur_list_for_each(pos, &cma.ids) {
 		struct cma_id *id = ur_list_entry(pos, struct cma_id, node);

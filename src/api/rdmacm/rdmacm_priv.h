@@ -142,8 +142,25 @@ struct cma_id {
 	uint64_t interval_ns;
 };
 
+/*
+ * A DREQ that outlives its id: rdma_destroy_id right after rdma_disconnect
+ * (rping does that) must not leave the peer without a DREQ if the first one
+ * is lost, so it is retransmitted from here until a DREP comes back or the
+ * retries run out, and the library's destructor waits for these (bounded).
+ */
+struct cma_linger {
+	struct ur_list node;		/* cma.lingering */
+	struct cma_dev *dev;
+	uint8_t peer_gid[16];
+	uint32_t local_comm_id, remote_comm_id;
+	uint8_t mad[UR_MAD_SIZE];
+	int retries_left;
+	uint64_t deadline_ns;
+};
+
 struct cma_global {
 	pthread_mutex_t lock;
+	struct ur_list lingering;	/* struct cma_linger */
 	bool inited;
 	int init_err;
 	int ndev;
