@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -96,6 +97,32 @@ int cma_init(void)
 	return cma.init_err;
 }
 
+/* UROCE_STATS=1 (stderr) or a path (appended), as the engine's counters. */
+static void dump_stats(void)
+{
+	static const char *const names[] = {
+		"cm_mads_rx", "cm_mads_tx", "cm_retransmits", "cm_mads_dropped",
+	};
+	const char *v = getenv("UROCE_STATS");
+	FILE *f;
+	int i, k;
+
+	if (!v || !*v || !strcmp(v, "0") || !cma.ndev)
+		return;
+	f = strcmp(v, "1") ? fopen(v, "a") : stderr;
+	if (!f)
+		return;
+	for (i = 0; i < cma.ndev; i++) {
+		fprintf(f, "# %s rdmacm counters\n",
+			ibv_get_device_name(cma.devs[i].verbs->device));
+		for (k = 0; k < 4; k++)
+			fprintf(f, "%s %llu\n", names[k],
+				(unsigned long long)cma.devs[i].stats[k]);
+	}
+	if (f != stderr)
+		fclose(f);
+}
+
 #define LINGER_MAX_NS (3ULL * 1000000000ULL)
 
 __attribute__((destructor)) static void cma_fini(void)
@@ -113,6 +140,7 @@ __attribute__((destructor)) static void cma_fini(void)
 	for (i = 0; i < cma.ndev; i++)
 		cma.devs[i].stop = true;
 	pthread_mutex_unlock(&cma.lock);
+	dump_stats();
 	for (i = 0; i < cma.ndev; i++) {
 		cma_agent_stop(&cma.devs[i]);
 		ibv_dealloc_pd(cma.devs[i].pd);
