@@ -377,6 +377,11 @@ int ur_cm_decode(const uint8_t *buf, size_t len, struct ur_cm_msg *msg)
 	}
 }
 
+void ur_cm_req_set_remote_gid(uint8_t mad[UR_MAD_SIZE], const uint8_t gid[16])
+{
+	memcpy(mad + UR_MAD_HDR_SIZE + 72, gid, 16);
+}
+
 const char *ur_cm_attr_str(uint16_t attr_id)
 {
 	static const char *const names[] = {

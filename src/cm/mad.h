@@ -198,6 +198,9 @@ int ur_cm_decode(const uint8_t *buf, size_t len, struct ur_cm_msg *msg);
 
 const char *ur_cm_attr_str(uint16_t attr_id);
 
+/* Rewrites the primary remote GID of an encoded REQ in place. */
+void ur_cm_req_set_remote_gid(uint8_t mad[UR_MAD_SIZE], const uint8_t gid[16]);
+
 /*
  * rdma_cm's private-data header at the start of a REQ for the IP port
  * spaces (36 bytes): version, IP version, source port, source and

@@ -289,7 +289,27 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		memcpy(r->private_data + UR_CMA_HDR_SIZE, p->private_data,
 		       p->private_data_len);
 	cid->state = CMA_REQ_SENT;
-	send_msg(cid, &m, true);
+	if (cid->loop_dst && cid->rv_miss) {
+		/*
+		 * Nobody has published this loopback address and port yet.
+		 * A server that is about to listen (perftest listens again
+		 * for its test connection right after its handshake) gets
+		 * the time a kernel would spend resolving the address: the
+		 * REQ waits while the directory is read again (cma_timers);
+		 * after UR_CM_RV_WAIT_NS it goes to our own device, which
+		 * refuses it (REJ 8) as a host without a listener does.
+		 */
+		ret = -ur_cm_encode(&m, cid->mad);
+		if (ret)
+			goto out;
+		cid->rv_until_ns = ur_now_ns() + UR_CM_RV_WAIT_NS;
+		cid->retries_left = UR_CM_MAX_RETRIES;
+		cid->interval_ns = cm_interval_ns();
+		cid->deadline_ns = ur_now_ns() + UR_CM_RV_POLL_NS;
+		cma_agent_kick(cid->dev);
+	} else {
+		send_msg(cid, &m, true);
+	}
 out:
 	pthread_mutex_unlock(&cma.lock);
 	if (ret)
@@ -901,6 +921,28 @@ void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 	}
 }
 
+/* A REQ held for a loopback listener (rdma_connect): look again. */
+static void rv_retry(struct cma_id *id, uint64_t now)
+{
+	const union ur_sockaddr *dst =
+		(const union ur_sockaddr *)&id->id.route.addr.dst_storage;
+	bool found = !cma_rv_lookup(id->id.ps, dst, id->dgid);
+
+	if (!found && now < id->rv_until_ns) {
+		id->deadline_ns = now + UR_CM_RV_POLL_NS;
+		return;
+	}
+	id->rv_until_ns = 0;
+	id->rv_miss = !found;
+	if (!found)
+		memcpy(id->dgid, id->dev->gid, 16);
+	memcpy(id->peer_gid, id->dgid, 16);
+	cma_fill_path(id);
+	ur_cm_req_set_remote_gid(id->mad, id->dgid);
+	cma_agent_send(id->dev, id->peer_gid, id->mad);
+	id->deadline_ns = now + id->interval_ns;
+}
+
 uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 {
 	struct ur_list *pos, *tmp;
@@ -930,6 +972,8 @@ uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 
 		if (id->dev != dev || !id->deadline_ns)
 			continue;
+		if (id->rv_until_ns && id->deadline_ns <= now)
+			rv_retry(id, now);
 		if (id->deadline_ns <= now) {
 			if (id->retries_left > 0) {
 				id->retries_left--;

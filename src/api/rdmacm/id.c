@@ -235,6 +235,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 	struct cma_dev *own = cma_dev_by_addr(dst);
 
 	id->loop_dst = false;
+	id->rv_miss = false;
 	if (own) {
 		memcpy(id->dgid, own->gid, 16);
 		return 0;
@@ -243,6 +244,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 		id->loop_dst = true;
 		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
 			return 0;
+		id->rv_miss = true;
 		memcpy(id->dgid, id->dev->gid, 16);
 		return 0;
 	}

@@ -32,6 +32,8 @@
 #define UR_CM_HOP_LIMIT 64
 #define UR_CM_RECV_BUFS 64
 #define UR_GRH_SIZE 40
+#define UR_CM_RV_WAIT_NS (500ULL * 1000000)	/* see conn.c, rdma_connect */
+#define UR_CM_RV_POLL_NS (20ULL * 1000000)
 
 struct cma_dev {
 	struct ibv_context *verbs;
@@ -112,6 +114,8 @@ struct cma_id {
 	/* addressing (id.c) */
 	bool bound;			/* src address and port set */
 	bool loop_dst;			/* dst found through the rendezvous */
+	bool rv_miss;			/* ... or not (yet): dgid is our own */
+	uint64_t rv_until_ns;		/* REQ held while looking again */
 	uint8_t dgid[16];		/* where the peer's QP1 is */
 	struct ibv_sa_path_rec path;
 	uint8_t tos;

@@ -91,6 +91,18 @@ static void test_rxe_req(void **state)
 	assert_memory_equal(h.src_addr, src, 16);
 	assert_memory_equal(h.dst_addr, dst, 16);
 	roundtrip(mad, &m);
+	{	/* the in-place rewrite of the remote GID touches nothing else */
+		uint8_t copy[UR_MAD_SIZE], g[16];
+		struct ur_cm_msg m2;
+
+		memcpy(copy, mad, UR_MAD_SIZE);
+		memset(g, 0xab, sizeof(g));
+		ur_cm_req_set_remote_gid(copy, g);
+		assert_int_equal(ur_cm_decode(copy, UR_MAD_SIZE, &m2), 0);
+		assert_memory_equal(m2.req.primary.remote_gid, g, 16);
+		memcpy(m2.req.primary.remote_gid, r->primary.remote_gid, 16);
+		assert_memory_equal(&m2.req, &m.req, sizeof(m.req));
+	}
 	tw_free(&set);
 }
 
