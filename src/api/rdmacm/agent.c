@@ -212,13 +212,13 @@ err:
 
 void cma_agent_stop(struct cma_dev *d)
 {
+	unsigned int i;
+
 	if (d->thread_started) {
 		cma_agent_kick(d);
 		pthread_join(d->thread, NULL);
 		d->thread_started = false;
 	}
-	unsigned int i;
-
 	if (d->qp1)
 		ibv_destroy_qp(d->qp1);
 	for (i = 0; i < UR_ARRAY_SIZE(d->ahs); i++) {
