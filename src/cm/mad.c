@@ -260,6 +260,34 @@ static int mra_decode(const uint8_t *d, struct ur_cm_mra *m)
 	return m->msg_mraed > 2 ? -EPROTO : 0;
 }
 
+static int sidr_rep_encode(const struct ur_cm_sidr_rep *r, uint8_t *d)
+{
+	if (r->qpn > 0xFFFFFF || r->info_length > UR_CM_SIDR_REP_INFO)
+		return -EINVAL;
+	put32(d + 0, r->request_id);
+	put8(d + 4, r->status);
+	put8(d + 5, r->info_length);
+	put24(d + 8, r->qpn);
+	put64(d + 12, r->service_id);
+	put32(d + 20, r->qkey);
+	memcpy(d + 24, r->info, UR_CM_SIDR_REP_INFO);
+	memcpy(d + 96, r->private_data, UR_CM_SIDR_REP_PDATA);
+	return 0;
+}
+
+static int sidr_rep_decode(const uint8_t *d, struct ur_cm_sidr_rep *r)
+{
+	r->request_id = get32(d + 0);
+	r->status = d[4];
+	r->info_length = d[5];
+	r->qpn = get24(d + 8);
+	r->service_id = get64(d + 12);
+	r->qkey = get32(d + 20);
+	memcpy(r->info, d + 24, UR_CM_SIDR_REP_INFO);
+	memcpy(r->private_data, d + 96, UR_CM_SIDR_REP_PDATA);
+	return r->info_length > UR_CM_SIDR_REP_INFO ? -EPROTO : 0;
+}
+
 int ur_cm_encode(const struct ur_cm_msg *msg, uint8_t out[UR_MAD_SIZE])
 {
 	const struct ur_mad_hdr *h = &msg->hdr;
@@ -307,6 +335,16 @@ int ur_cm_encode(const struct ur_cm_msg *msg, uint8_t out[UR_MAD_SIZE])
 		put32(d + 0, msg->dreq.local_comm_id);
 		put32(d + 4, msg->dreq.remote_comm_id);
 		memcpy(d + 8, msg->dreq.private_data, UR_CM_DREP_PDATA);
+		break;
+	case UR_CM_ATTR_SIDR_REQ:
+		put32(d + 0, msg->sidr_req.request_id);
+		put16(d + 4, msg->sidr_req.pkey);
+		put64(d + 8, msg->sidr_req.service_id);
+		memcpy(d + 16, msg->sidr_req.private_data,
+		       UR_CM_SIDR_REQ_PDATA);
+		break;
+	case UR_CM_ATTR_SIDR_REP:
+		ret = sidr_rep_encode(&msg->sidr_rep, d);
 		break;
 	default:
 		ret = -EINVAL;
@@ -365,7 +403,14 @@ int ur_cm_decode(const uint8_t *buf, size_t len, struct ur_cm_msg *msg)
 		memcpy(msg->dreq.private_data, d + 8, UR_CM_DREP_PDATA);
 		return 0;
 	case UR_CM_ATTR_SIDR_REQ:
+		msg->sidr_req.request_id = get32(d + 0);
+		msg->sidr_req.pkey = get16(d + 4);
+		msg->sidr_req.service_id = get64(d + 8);
+		memcpy(msg->sidr_req.private_data, d + 16,
+		       UR_CM_SIDR_REQ_PDATA);
+		return 0;
 	case UR_CM_ATTR_SIDR_REP:
+		return sidr_rep_decode(d, &msg->sidr_rep);
 	case UR_CM_ATTR_LAP:
 	case UR_CM_ATTR_APR:
 		/* the ids are where REJ needs them (local at 0) */

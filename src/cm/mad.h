@@ -45,6 +45,17 @@ enum ur_cm_attr {
 #define UR_CM_DREQ_PDATA 220
 #define UR_CM_DREP_PDATA 224
 #define UR_CM_REJ_ARI 72
+#define UR_CM_SIDR_REQ_PDATA 216
+#define UR_CM_SIDR_REP_PDATA 136
+#define UR_CM_SIDR_REP_INFO 72
+
+/* SIDR_REP status (IBA table 114). */
+enum ur_cm_sidr_status {
+	UR_CM_SIDR_OK = 0,
+	UR_CM_SIDR_NO_SERVICE = 1,	/* service ID not supported */
+	UR_CM_SIDR_REJECT = 2,		/* rejected by the service provider */
+	UR_CM_SIDR_NO_QP = 3,
+};
 
 /* REJ reasons used here (IBA table 107). */
 enum ur_cm_rej_reason {
@@ -165,6 +176,24 @@ struct ur_cm_dreq {
 	uint8_t private_data[UR_CM_DREP_PDATA];	/* DREQ uses the first 220 */
 };
 
+struct ur_cm_sidr_req {
+	uint32_t request_id;
+	uint16_t pkey;
+	uint64_t service_id;
+	uint8_t private_data[UR_CM_SIDR_REQ_PDATA];
+};
+
+struct ur_cm_sidr_rep {
+	uint32_t request_id;
+	uint8_t status;
+	uint8_t info_length;
+	uint32_t qpn;				/* 24 bits */
+	uint64_t service_id;
+	uint32_t qkey;
+	uint8_t info[UR_CM_SIDR_REP_INFO];
+	uint8_t private_data[UR_CM_SIDR_REP_PDATA];
+};
+
 /* One decoded CM MAD. */
 struct ur_cm_msg {
 	struct ur_mad_hdr hdr;
@@ -175,6 +204,8 @@ struct ur_cm_msg {
 		struct ur_cm_rej rej;
 		struct ur_cm_mra mra;
 		struct ur_cm_dreq dreq;		/* DREQ and DREP */
+		struct ur_cm_sidr_req sidr_req;
+		struct ur_cm_sidr_rep sidr_rep;
 	};
 };
 
@@ -190,9 +221,9 @@ int ur_cm_encode(const struct ur_cm_msg *msg, uint8_t out[UR_MAD_SIZE]);
 
 /*
  * Decodes a received MAD. Returns 0; -EPROTO for a MAD that is not a CM
- * Send of class version 2 (or whose reserved bits are set where IBA requires
- * zero); -EOPNOTSUPP for a CM attribute we do not decode (SIDR, LAP, APR:
- * hdr is still filled in so the caller can answer).
+ * Send of class version 2, or with a field value IBA does not define;
+ * -EOPNOTSUPP for a CM attribute we do not decode (LAP, APR: hdr and the
+ * two communication IDs are still filled in so the caller can answer).
  */
 int ur_cm_decode(const uint8_t *buf, size_t len, struct ur_cm_msg *msg);
 

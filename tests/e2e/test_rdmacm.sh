@@ -8,6 +8,7 @@
 #    byte) and -v (the client must print every ping);
 #  - ucmatose with several connections and messages each;
 #  - rdma_server/rdma_client (synchronous ids, rdma_create_ep);
+#  - udaddy (UD ids: SIDR_REQ/SIDR_REP, then UD messages both ways);
 #  - perftest -R: ib_send_bw, ib_write_lat, ib_read_bw, ib_atomic_lat;
 #  - rping under UROCE_FAULT (drops and duplicates on both sides, MADs
 #    included): it completes, and the counters show faults injected and
@@ -41,11 +42,12 @@ check_fail() {
 	echo "FAIL $1"
 }
 
-# wait_listen PORT: until a listener published 127.0.0.1/any:PORT (10 s).
+# wait_listen PORT [PS]: until a listener published 127.0.0.1/any:PORT
+# in port space PS (default 0106, TCP) (10 s).
 wait_listen() {
 	local i
 	for i in $(seq 100); do
-		compgen -G "$RV_DIR/0106-$1-*" >/dev/null && return 0
+		compgen -G "$RV_DIR/${2:-0106}-$1-*" >/dev/null && return 0
 		sleep 0.1
 	done
 	return 1
@@ -61,7 +63,7 @@ pair() {
 
 	timeout "$tmo" bash -c "$srv" >"$so" 2>&1 &
 	sp=$!
-	if ! wait_listen "$port"; then
+	if ! wait_listen "$port" "${PAIR_PS:-0106}"; then
 		echo "  server did not listen on $port"
 	fi
 	timeout "$tmo" bash -c "$cli" >"$co" 2>&1
@@ -119,6 +121,11 @@ P=$((P + 1))
 pair ucmatose_4x10 60 $P "ucmatose -p $P -c 4 -C 10 -S 1000" \
 	"ucmatose -s 127.0.0.1 -p $P -c 4 -C 10 -S 1000" \
 	"data transfers complete" "test complete"
+
+# UD ids: SIDR resolves the server's QPN and Q_Key (udaddy's port is fixed).
+PAIR_PS=0111 pair udaddy_2x10 30 7174 "udaddy -c 2 -C 10 -S 512" \
+	"udaddy -s 127.0.0.1 -c 2 -C 10 -S 512" "data transfers complete" \
+	"return status 0"
 
 P=$((P + 1))
 pair rdma_server_client 30 $P "rdma_server -p $P" \

@@ -44,14 +44,16 @@ static void chan_signal(struct cma_chan *c)
 	(void)n;	/* cannot overflow: one count per queued event */
 }
 
-void cma_event_post(struct cma_id *id, enum rdma_cm_event_type type,
-		    int status, const void *pdata, unsigned int len,
-		    const struct rdma_conn_param *conn, struct cma_id *listen)
+struct cma_event *cma_event_post(struct cma_id *id,
+				 enum rdma_cm_event_type type, int status,
+				 const void *pdata, unsigned int len,
+				 const struct rdma_conn_param *conn,
+				 struct cma_id *listen)
 {
 	struct cma_event *e = calloc(1, sizeof(*e));
 
 	if (!e)
-		return;	/* the id's timers or the peer will retry */
+		return NULL;	/* the id's timers or the peer will retry */
 	e->owner = id;
 	e->ev.id = &id->id;
 	e->ev.listen_id = listen ? &listen->id : NULL;
@@ -72,6 +74,21 @@ void cma_event_post(struct cma_id *id, enum rdma_cm_event_type type,
 	id->events_out++;
 	ur_list_add_tail(&id->chan->events, &e->node);
 	chan_signal(id->chan);
+	return e;
+}
+
+void cma_event_post_ud(struct cma_id *id, enum rdma_cm_event_type type,
+		       int status, const void *pdata, unsigned int len,
+		       const struct rdma_ud_param *ud, struct cma_id *listen)
+{
+	struct cma_event *e;
+
+	e = cma_event_post(id, type, status, pdata, len, NULL, listen);
+	if (!e || !ud)
+		return;
+	e->ev.param.ud.ah_attr = ud->ah_attr;
+	e->ev.param.ud.qp_num = ud->qp_num;
+	e->ev.param.ud.qkey = ud->qkey;
 }
 
 void cma_chan_drop_events(struct cma_id *id)

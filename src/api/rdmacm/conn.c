@@ -196,6 +196,9 @@ static void addr_to16(const struct sockaddr *sa, uint8_t out[16])
 		memset(out, 0, 12);	/* cma_hdr: 12 zero bytes, then IPv4 */
 }
 
+static int send_req(struct cma_id *cid, struct ur_cm_msg *m);
+static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p);
+
 UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			   struct rdma_conn_param *p)
 {
@@ -222,7 +225,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		goto out;
 	}
 	if (id->qp_type == IBV_QPT_UD) {
-		ret = ENOSYS;	/* SIDR is not implemented yet */
+		ret = sidr_connect(cid, p);
 		goto out;
 	}
 	if (pick_rd(cid->dev, given, p->responder_resources, 0xFF,
@@ -289,6 +292,19 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		memcpy(r->private_data + UR_CMA_HDR_SIZE, p->private_data,
 		       p->private_data_len);
 	cid->state = CMA_REQ_SENT;
+	ret = send_req(cid, &m);
+out:
+	pthread_mutex_unlock(&cma.lock);
+	if (ret)
+		return cma_err(ret);
+	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+/* Sends a REQ or SIDR_REQ, or holds it for a loopback listener. */
+static int send_req(struct cma_id *cid, struct ur_cm_msg *m)
+{
+	int ret;
+
 	if (cid->loop_dst && cid->rv_miss) {
 		/*
 		 * Nobody has published this loopback address and port yet.
@@ -299,22 +315,92 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		 * after UR_CM_RV_WAIT_NS it goes to our own device, which
 		 * refuses it (REJ 8) as a host without a listener does.
 		 */
-		ret = -ur_cm_encode(&m, cid->mad);
+		ret = -ur_cm_encode(m, cid->mad);
 		if (ret)
-			goto out;
+			return ret;
 		cid->rv_until_ns = ur_now_ns() + UR_CM_RV_WAIT_NS;
 		cid->retries_left = UR_CM_MAX_RETRIES;
 		cid->interval_ns = cm_interval_ns();
 		cid->deadline_ns = ur_now_ns() + UR_CM_RV_POLL_NS;
 		cma_agent_kick(cid->dev);
-	} else {
-		send_msg(cid, &m, true);
+		return 0;
 	}
-out:
-	pthread_mutex_unlock(&cma.lock);
-	if (ret)
-		return cma_err(ret);
-	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ESTABLISHED) : 0;
+	return send_msg(cid, m, true);
+}
+
+/*
+ * UD ids resolve the peer's QPN and Q_Key with SIDR (IBA 12.11): a
+ * SIDR_REQ with the service ID and rdma_cm's header, answered by a
+ * SIDR_REP that gives the active side ESTABLISHED with param.ud.
+ */
+static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
+{
+	struct rdma_cm_id *id = &cid->id;
+	struct ur_cma_hdr h;
+	struct ur_cm_msg m;
+
+	if (p->private_data_len > UR_CM_SIDR_REQ_PDATA - UR_CMA_HDR_SIZE)
+		return EINVAL;
+	if (cid->loop_dst) {
+		int ret = cma_route_dst(cid, (union ur_sockaddr *)
+					&id->route.addr.dst_storage);
+
+		if (ret)
+			return ret;
+		cma_fill_path(cid);
+	}
+	memcpy(cid->peer_gid, cid->dgid, 16);
+	cid->local_comm_id = new_comm_id();	/* the SIDR request ID */
+	cid->remote_comm_id = 0;
+	cid->tid = new_tid();
+	memset(&m, 0, sizeof(m));
+	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REQ, cid->tid);
+	m.sidr_req.request_id = cid->local_comm_id;
+	m.sidr_req.pkey = 0xFFFF;
+	m.sidr_req.service_id = ur_cm_service_id(
+		(uint16_t)id->ps, cma_addr_port(&id->route.addr.dst_addr));
+	memset(&h, 0, sizeof(h));
+	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET6 ? 6 : 4;
+	h.src_port = cma_addr_port(&id->route.addr.src_addr);
+	addr_to16(&id->route.addr.src_addr, h.src_addr);
+	addr_to16(&id->route.addr.dst_addr, h.dst_addr);
+	ur_cma_hdr_encode(&h, m.sidr_req.private_data);
+	if (p->private_data_len)
+		memcpy(m.sidr_req.private_data + UR_CMA_HDR_SIZE,
+		       p->private_data, p->private_data_len);
+	cid->state = CMA_REQ_SENT;
+	return send_req(cid, &m);
+}
+
+static void send_sidr_rep(struct cma_dev *dev, const uint8_t gid[16],
+			  uint64_t tid, uint32_t request_id, uint8_t status,
+			  uint64_t sid, uint32_t qpn, uint32_t qkey,
+			  const void *pdata, unsigned int len, uint8_t *keep)
+{
+	struct ur_cm_msg m;
+	uint8_t buf[UR_MAD_SIZE];
+
+	memset(&m, 0, sizeof(m));
+	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REP, tid);
+	m.sidr_rep.request_id = request_id;
+	m.sidr_rep.status = status;
+	m.sidr_rep.qpn = qpn & 0xFFFFFF;
+	m.sidr_rep.service_id = sid;
+	m.sidr_rep.qkey = qkey;
+	if (pdata && len)
+		memcpy(m.sidr_rep.private_data, pdata,
+		       len > UR_CM_SIDR_REP_PDATA ? UR_CM_SIDR_REP_PDATA : len);
+	if (ur_cm_encode(&m, buf))
+		return;
+	if (keep)	/* answered again when the SIDR_REQ comes again */
+		memcpy(keep, buf, UR_MAD_SIZE);
+	cma_agent_send(dev, gid, buf);
+}
+
+static uint64_t id_service_id(const struct cma_id *id)
+{
+	return ur_cm_service_id((uint16_t)id->id.ps,
+				cma_addr_port(&id->id.route.addr.src_addr));
 }
 
 UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
@@ -340,8 +426,19 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		goto out;
 	}
 	if (id->qp_type == IBV_QPT_UD) {
-		ret = ENOSYS;
-		goto out;
+		if (p->private_data_len > UR_CM_SIDR_REP_PDATA) {
+			ret = EINVAL;
+			goto out;
+		}
+		send_sidr_rep(cid->dev, cid->peer_gid, cid->tid,
+			      cid->remote_comm_id, UR_CM_SIDR_OK,
+			      id_service_id(cid),
+			      id->qp ? id->qp->qp_num : p->qp_num,
+			      RDMA_UDP_QKEY, p->private_data,
+			      p->private_data_len, cid->mad);
+		cid->state = CMA_ESTABLISHED;	/* no event on this side */
+		pthread_mutex_unlock(&cma.lock);
+		return 0;
 	}
 	if (pick_rd(cid->dev, given, p->responder_resources, cid->resp_res,
 		    &cid->resp_res) ||
@@ -389,6 +486,13 @@ static int reject_locked(struct cma_id *cid, const void *pdata, uint8_t len,
 
 	if (len > UR_CM_REJ_PDATA || (len && !pdata))
 		return EINVAL;
+	if (cid->id.qp_type == IBV_QPT_UD && cid->state == CMA_REQ_RCVD) {
+		send_sidr_rep(cid->dev, cid->peer_gid, cid->tid,
+			      cid->remote_comm_id, UR_CM_SIDR_REJECT,
+			      id_service_id(cid), 0, 0, pdata, len, NULL);
+		cid->state = CMA_CLOSED;
+		return 0;
+	}
 	if (cid->state == CMA_REQ_RCVD)
 		kind = UR_CM_MSG_REQ;
 	else if (cid->state == CMA_REP_RCVD)
@@ -491,6 +595,14 @@ UR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		return cma_err(EINVAL);
 	cid = to_cma_id(id);
 	pthread_mutex_lock(&cma.lock);
+	if (id->qp_type == IBV_QPT_UD) {
+		/* nothing to tear down on the wire for a datagram id */
+		ret = cid->state == CMA_ESTABLISHED ? 0 : EINVAL;
+		if (!ret)
+			cid->state = CMA_TIMEWAIT;
+		pthread_mutex_unlock(&cma.lock);
+		return ret ? cma_err(ret) : 0;
+	}
 	switch (cid->state) {
 	case CMA_ESTABLISHED:
 	case CMA_REP_SENT:
@@ -548,6 +660,13 @@ void cma_conn_teardown(struct cma_id *id)
 {
 	struct ur_list *pos;
 
+	if (id->id.qp_type == IBV_QPT_UD) {
+		if (id->state == CMA_REQ_RCVD)
+			reject_locked(id, NULL, 0, 0);
+		id->state = CMA_CLOSED;
+		id->deadline_ns = 0;
+		goto children;
+	}
 	switch (id->state) {
 	case CMA_REQ_SENT:
 		send_rej(id->dev, id->peer_gid, id->tid, id->local_comm_id,
@@ -576,6 +695,7 @@ void cma_conn_teardown(struct cma_id *id)
 	}
 	id->state = CMA_CLOSED;
 	id->deadline_ns = 0;
+children:
 	ur_list_for_each(pos, &cma.ids) {
 		struct cma_id *o = ur_list_entry(pos, struct cma_id, node);
 
@@ -621,18 +741,19 @@ static bool listener_matches(const struct cma_id *l, struct cma_dev *dev,
 	return ur_sockaddr_same_host(la, dst);
 }
 
+static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
+				   const uint8_t *hdr, union ur_sockaddr *src,
+				   union ur_sockaddr *dst);
+
 static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 		       const struct ur_cm_msg *m)
 {
 	const struct ur_cm_req *r = &m->req;
-	struct cma_id *l = NULL, *c;
+	struct cma_id *l, *c;
 	struct rdma_conn_param cp;
 	union ur_sockaddr src, dst;
-	struct ur_cma_hdr h;
 	struct ur_list *pos;
-	uint16_t ps, port;
 	int pending = 0;
-	uint8_t g[16];
 
 	/* a duplicate of a REQ we already have a connection for */
 	ur_list_for_each(pos, &cma.ids) {
@@ -661,37 +782,13 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 		return;
 	}
 
-	ps = (uint16_t)(r->service_id >> 16);
-	port = (uint16_t)r->service_id;
-	if ((r->service_id >> 32) || ur_cma_hdr_decode(r->private_data, &h) ||
-	    (r->transport != 0 && r->transport != 1) || !r->local_qpn) {
+	if ((r->transport != 0 && r->transport != 1) || !r->local_qpn) {
 		send_rej(dev, src_gid, m->hdr.tid, 0, r->local_comm_id,
-			 UR_CM_MSG_REQ, r->transport > 1 ?
-				UR_CM_REJ_UNSUPPORTED_REQ :
-				UR_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+			 UR_CM_MSG_REQ, UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
 		dev->stats[CMA_STAT_DROP]++;
 		return;
 	}
-	memset(&src, 0, sizeof(src));
-	memset(&dst, 0, sizeof(dst));
-	if (h.ip_version == 4) {
-		memset(g, 0, 16);
-		g[10] = g[11] = 0xff;
-		memcpy(g + 12, h.src_addr + 12, 4);
-		ur_gid_to_sockaddr(g, h.src_port, &src);
-		memcpy(g + 12, h.dst_addr + 12, 4);
-		ur_gid_to_sockaddr(g, port, &dst);
-	} else {
-		ur_gid_to_sockaddr(h.src_addr, h.src_port, &src);
-		ur_gid_to_sockaddr(h.dst_addr, port, &dst);
-	}
-	ur_list_for_each(pos, &cma.ids) {
-		c = ur_list_entry(pos, struct cma_id, node);
-		if (listener_matches(c, dev, ps, port, &dst)) {
-			l = c;
-			break;
-		}
-	}
+	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
 	if (!l) {
 		send_rej(dev, src_gid, m->hdr.tid, 0, r->local_comm_id,
 			 UR_CM_MSG_REQ, UR_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
@@ -742,6 +839,122 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	cma_event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
 		       r->private_data + UR_CMA_HDR_SIZE, CMA_REQ_USER_PDATA,
 		       &cp, l);
+}
+
+/* Finds the listener for (ps, port) of a REQ/SIDR_REQ and its addresses. */
+static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
+				   const uint8_t *hdr, union ur_sockaddr *src,
+				   union ur_sockaddr *dst)
+{
+	uint16_t ps = (uint16_t)(sid >> 16), port = (uint16_t)sid;
+	struct ur_cma_hdr h;
+	struct ur_list *pos;
+	uint8_t g[16];
+
+	if ((sid >> 32) || ur_cma_hdr_decode(hdr, &h))
+		return NULL;
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
+	if (h.ip_version == 4) {
+		memset(g, 0, 16);
+		g[10] = g[11] = 0xff;
+		memcpy(g + 12, h.src_addr + 12, 4);
+		ur_gid_to_sockaddr(g, h.src_port, src);
+		memcpy(g + 12, h.dst_addr + 12, 4);
+		ur_gid_to_sockaddr(g, port, dst);
+	} else {
+		ur_gid_to_sockaddr(h.src_addr, h.src_port, src);
+		ur_gid_to_sockaddr(h.dst_addr, port, dst);
+	}
+	ur_list_for_each(pos, &cma.ids) {
+		struct cma_id *c = ur_list_entry(pos, struct cma_id, node);
+
+		if (listener_matches(c, dev, ps, port, dst))
+			return c;
+	}
+	return NULL;
+}
+
+static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
+			    const struct ur_cm_msg *m)
+{
+	const struct ur_cm_sidr_req *r = &m->sidr_req;
+	union ur_sockaddr src, dst;
+	struct rdma_ud_param ud;
+	struct ur_list *pos;
+	struct cma_id *l, *c;
+
+	ur_list_for_each(pos, &cma.ids) {	/* seen before? */
+		c = ur_list_entry(pos, struct cma_id, node);
+		if (c->dev != dev || c->id.qp_type != IBV_QPT_UD ||
+		    c->remote_comm_id != r->request_id ||
+		    memcmp(c->peer_gid, src_gid, 16) || !c->remote_comm_id)
+			continue;
+		if (c->state == CMA_ESTABLISHED)	/* our SIDR_REP was lost */
+			cma_agent_send(dev, c->peer_gid, c->mad);
+		return;
+	}
+	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
+	if (!l) {
+		send_sidr_rep(dev, src_gid, m->hdr.tid, r->request_id,
+			      UR_CM_SIDR_NO_SERVICE, r->service_id, 0, 0, NULL,
+			      0, NULL);
+		return;
+	}
+	c = cma_id_new(l->chan, l->id.context, l->id.ps, IBV_QPT_UD);
+	if (!c)
+		return;
+	c->sync = false;
+	c->listener = l;
+	c->dev = dev;
+	c->id.verbs = dev->verbs;
+	c->id.port_num = 1;
+	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
+	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
+	memcpy(c->dgid, src_gid, 16);
+	memcpy(c->peer_gid, src_gid, 16);
+	cma_fill_path(c);
+	c->state = CMA_REQ_RCVD;
+	c->local_comm_id = new_comm_id();
+	c->remote_comm_id = r->request_id;
+	c->tid = m->hdr.tid;
+	memset(&ud, 0, sizeof(ud));
+	cma_event_post_ud(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
+			  r->private_data + UR_CMA_HDR_SIZE,
+			  UR_CM_SIDR_REQ_PDATA - UR_CMA_HDR_SIZE, &ud, l);
+}
+
+static void handle_sidr_rep(struct cma_dev *dev, const struct ur_cm_msg *m)
+{
+	const struct ur_cm_sidr_rep *r = &m->sidr_rep;
+	struct cma_id *id = find_by_local(dev, r->request_id);
+	struct rdma_ud_param ud;
+
+	if (!id || id->id.qp_type != IBV_QPT_UD || id->state != CMA_REQ_SENT) {
+		dev->stats[CMA_STAT_DROP]++;
+		return;
+	}
+	id->deadline_ns = 0;
+	memset(&ud, 0, sizeof(ud));
+	if (r->status != UR_CM_SIDR_OK) {
+		id->state = CMA_CLOSED;
+		cma_event_post_ud(id, RDMA_CM_EVENT_UNREACHABLE, r->status,
+				  r->private_data, UR_CM_SIDR_REP_PDATA, &ud,
+				  NULL);
+		return;
+	}
+	id->state = CMA_ESTABLISHED;
+	id->remote_qpn = r->qpn;
+	ud.qp_num = r->qpn;
+	ud.qkey = r->qkey;
+	ud.ah_attr.is_global = 1;
+	ud.ah_attr.port_num = 1;
+	memcpy(ud.ah_attr.grh.dgid.raw, id->peer_gid, 16);
+	ud.ah_attr.grh.sgid_index = 0;
+	ud.ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
+	ud.ah_attr.grh.traffic_class = id->tos;
+	cma_event_post_ud(id, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
+			  UR_CM_SIDR_REP_PDATA, &ud, NULL);
 }
 
 static void handle_rep(struct cma_dev *dev, struct cma_id *id,
@@ -844,9 +1057,8 @@ void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 
 	ret = ur_cm_decode(mad, len, &m);
 	if (ret == -EOPNOTSUPP) {
-		/* SIDR, LAP, APR: refuse rather than let the peer wait */
-		if (m.hdr.attr_id == UR_CM_ATTR_LAP ||
-		    m.hdr.attr_id == UR_CM_ATTR_SIDR_REQ)
+		/* LAP, APR: refuse a path change rather than let it wait */
+		if (m.hdr.attr_id == UR_CM_ATTR_LAP)
 			send_rej(dev, src_gid, m.hdr.tid, 0,
 				 m.rej.local_comm_id, UR_CM_MSG_OTHER,
 				 UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
@@ -861,6 +1073,12 @@ void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 	switch (m.hdr.attr_id) {
 	case UR_CM_ATTR_REQ:
 		handle_req(dev, src_gid, &m);
+		return;
+	case UR_CM_ATTR_SIDR_REQ:
+		handle_sidr_req(dev, src_gid, &m);
+		return;
+	case UR_CM_ATTR_SIDR_REP:
+		handle_sidr_rep(dev, &m);
 		return;
 	case UR_CM_ATTR_REP:
 		id = find_by_local(dev, m.rep.remote_comm_id);
@@ -938,9 +1156,37 @@ static void rv_retry(struct cma_id *id, uint64_t now)
 		memcpy(id->dgid, id->dev->gid, 16);
 	memcpy(id->peer_gid, id->dgid, 16);
 	cma_fill_path(id);
-	ur_cm_req_set_remote_gid(id->mad, id->dgid);
+	if (id->id.qp_type != IBV_QPT_UD)	/* a SIDR_REQ names no GID */
+		ur_cm_req_set_remote_gid(id->mad, id->dgid);
 	cma_agent_send(id->dev, id->peer_gid, id->mad);
 	id->deadline_ns = now + id->interval_ns;
+}
+
+/* The last retransmission went unanswered. */
+static void gave_up(struct cma_dev *dev, struct cma_id *id)
+{
+	switch (id->state) {
+	case CMA_REQ_SENT:
+	case CMA_REP_SENT:
+		ur_info("rdmacm: peer unreachable (no answer to %s)",
+			ur_cm_attr_str((uint16_t)(id->mad[16] << 8 | id->mad[17])));
+		if (id->id.qp_type != IBV_QPT_UD)
+			send_rej(dev, id->peer_gid, id->tid, id->local_comm_id,
+				 id->remote_comm_id,
+				 id->state == CMA_REQ_SENT ? UR_CM_MSG_REQ :
+							     UR_CM_MSG_REP,
+				 UR_CM_REJ_TIMEOUT, NULL, 0);
+		id->state = CMA_CLOSED;
+		cma_qp_to_err(id);
+		cma_event_post(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL,
+			       0, NULL, NULL);
+		break;
+	case CMA_DREQ_SENT:
+		disconnected(id);
+		break;
+	default:
+		break;
+	}
 }
 
 uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
@@ -982,32 +1228,7 @@ uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 				dev->stats[CMA_STAT_RETX]++;
 			} else {
 				id->deadline_ns = 0;
-				switch (id->state) {
-				case CMA_REQ_SENT:
-				case CMA_REP_SENT:
-					ur_info("rdmacm: peer unreachable (no %s)",
-						id->state == CMA_REQ_SENT ?
-							"REP" : "RTU");
-					send_rej(dev, id->peer_gid, id->tid,
-						 id->local_comm_id,
-						 id->remote_comm_id,
-						 id->state == CMA_REQ_SENT ?
-							UR_CM_MSG_REQ :
-							UR_CM_MSG_REP,
-						 UR_CM_REJ_TIMEOUT, NULL, 0);
-					id->state = CMA_CLOSED;
-					cma_qp_to_err(id);
-					cma_event_post(id,
-						       RDMA_CM_EVENT_UNREACHABLE,
-						       -ETIMEDOUT, NULL, 0,
-						       NULL, NULL);
-					break;
-				case CMA_DREQ_SENT:
-					disconnected(id);
-					break;
-				default:
-					break;
-				}
+				gave_up(dev, id);
 				continue;
 			}
 		}

@@ -203,10 +203,17 @@ static inline int cma_err(int e)	/* rdma-core's convention: -1, errno */
 /* channel.c (cma.lock held where noted) */
 struct cma_chan *cma_chan_new(bool internal);
 void cma_chan_free(struct cma_chan *c);
-/* Queues an event for id; pdata/len copied. Lock held. */
-void cma_event_post(struct cma_id *id, enum rdma_cm_event_type type,
-		    int status, const void *pdata, unsigned int len,
-		    const struct rdma_conn_param *conn, struct cma_id *listen);
+/* Queues an event for id; pdata/len copied. Lock held. NULL: no memory. */
+struct cma_event;
+struct cma_event *cma_event_post(struct cma_id *id,
+				 enum rdma_cm_event_type type, int status,
+				 const void *pdata, unsigned int len,
+				 const struct rdma_conn_param *conn,
+				 struct cma_id *listen);
+/* The same for UD ids: param.ud (ah_attr, qp_num, qkey) from ud. */
+void cma_event_post_ud(struct cma_id *id, enum rdma_cm_event_type type,
+		       int status, const void *pdata, unsigned int len,
+		       const struct rdma_ud_param *ud, struct cma_id *listen);
 /* Synchronous ids: waits for the reply event (lock NOT held). 0 or -1. */
 int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want);
 int cma_sync_wait_event(struct cma_id *id, enum rdma_cm_event_type want,

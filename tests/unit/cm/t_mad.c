@@ -186,6 +186,42 @@ static void test_rej_mra_roundtrip(void **state)
 	assert_memory_equal(&d.mra, &m.mra, sizeof(m.mra));
 }
 
+/* SIDR (UD ids): IBA 12.11 layouts, our own round trip. */
+static void test_sidr_roundtrip(void **state)
+{
+	struct ur_cm_msg m, d;
+	uint8_t buf[UR_MAD_SIZE];
+	unsigned int i;
+
+	memset(&m, 0, sizeof(m));
+	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REQ, 42);
+	m.sidr_req.request_id = 0x01020304;
+	m.sidr_req.pkey = 0xffff;
+	m.sidr_req.service_id = ur_cm_service_id(0x0111, 7174);
+	for (i = 0; i < UR_CM_SIDR_REQ_PDATA; i++)
+		m.sidr_req.private_data[i] = (uint8_t)i;
+	assert_int_equal(ur_cm_encode(&m, buf), 0);
+	assert_int_equal(buf[UR_MAD_HDR_SIZE + 8 + 5], 0x11);	/* UDP PS */
+	assert_int_equal(ur_cm_decode(buf, sizeof(buf), &d), 0);
+	assert_memory_equal(&d.sidr_req, &m.sidr_req, sizeof(m.sidr_req));
+
+	memset(&m, 0, sizeof(m));
+	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REP, 42);
+	m.sidr_rep.request_id = 0x01020304;
+	m.sidr_rep.status = UR_CM_SIDR_REJECT;
+	m.sidr_rep.qpn = 0xabcdef;
+	m.sidr_rep.service_id = ur_cm_service_id(0x0111, 7174);
+	m.sidr_rep.qkey = 0x01234567;
+	m.sidr_rep.private_data[0] = 0x5a;
+	m.sidr_rep.private_data[UR_CM_SIDR_REP_PDATA - 1] = 0xa5;
+	assert_int_equal(ur_cm_encode(&m, buf), 0);
+	assert_int_equal(buf[UR_MAD_SIZE - 1], 0xa5);
+	assert_int_equal(ur_cm_decode(buf, sizeof(buf), &d), 0);
+	assert_memory_equal(&d.sidr_rep, &m.sidr_rep, sizeof(m.sidr_rep));
+	m.sidr_rep.qpn = 0x1000000;
+	assert_int_equal(ur_cm_encode(&m, buf), -EINVAL);
+}
+
 static void test_refusals(void **state)
 {
 	struct tw_set set = { 0 };
@@ -205,7 +241,7 @@ static void test_refusals(void **state)
 	buf[17] = UR_CM_ATTR_LAP;
 	assert_int_equal(ur_cm_decode(buf, UR_MAD_SIZE, &m), -EOPNOTSUPP);
 	assert_int_equal(m.rej.local_comm_id, 0x4b764a9d);
-	buf[17] = UR_CM_ATTR_SIDR_REQ;
+	buf[17] = UR_CM_ATTR_APR;
 	assert_int_equal(ur_cm_decode(buf, UR_MAD_SIZE, &m), -EOPNOTSUPP);
 	buf[17] = 0x30;		/* no such attribute */
 	assert_int_equal(ur_cm_decode(buf, UR_MAD_SIZE, &m), -EPROTO);
@@ -243,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_rxe_req),
 		cmocka_unit_test(test_rxe_rep_rtu_dreq_drep),
 		cmocka_unit_test(test_rej_mra_roundtrip),
+		cmocka_unit_test(test_sidr_roundtrip),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_cma_hdr),
 	};
