@@ -11,8 +11,9 @@
 #
 # Opt-in (not part of ctest): needs root, qemu and about 10 minutes.
 #   tests/interop/run_rxe.sh [LIBDIR]      (default build/lib)
-# Environment: KEEP=1 leaves the guest running; CASES='regex' runs only the
-# matching cases; UROCE_* variables are passed to uroce (e.g. UROCE_GSO=0);
+# Runs inside the network namespace RXE_VM_NETNS (default uroce-rxe, created
+# and deleted here when absent). Environment: KEEP=1 leaves the guest (and
+# the namespace) running; CASES='regex' runs only the matching cases; UROCE_* variables are passed to uroce (e.g. UROCE_GSO=0);
 # RXE_VM=path to shared/tools/rxe-vm; OUT=dir for captures and logs.
 set -u
 {	# parsed whole before it runs: editing this file cannot break a run
@@ -54,10 +55,28 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- image and guest -------------------------------------------------------
+# The image is built in the machine's own namespace (debootstrap needs the
+# package mirror); everything else runs inside a namespace of our own, so no
+# test traffic for 10.99.0.x ever touches the machine's own namespace.
 if [[ ! -f $WORK/rootfs.img ]]; then
 	echo "run_rxe: building the guest image (about 5 minutes)"
-	"$VM" build >"$OUT/build.log" 2>&1 ||
+	RXE_VM_NETNS= "$VM" build >"$OUT/build.log" 2>&1 ||
 		{ tail -n 20 "$OUT/build.log"; die "image build failed"; }
+fi
+export RXE_VM_NETNS=${RXE_VM_NETNS:-uroce-rxe}
+if [[ $(ip netns identify $$ 2>/dev/null) != "$RXE_VM_NETNS" ]]; then
+	if ! ip netns list | awk '{print $1}' | grep -qx "$RXE_VM_NETNS"; then
+		ip netns add "$RXE_VM_NETNS" &&
+			ip -n "$RXE_VM_NETNS" link set lo up ||
+			die "cannot create network namespace $RXE_VM_NETNS"
+		NS_CREATED=1
+	fi
+	trap - EXIT
+	OUT=$OUT ip netns exec "$RXE_VM_NETNS" "$0" "$LIBDIR"
+	rc=$?
+	((${NS_CREATED:-0})) && [[ ${KEEP:-0} != 1 ]] &&
+		ip netns del "$RXE_VM_NETNS" 2>/dev/null
+	exit $rc
 fi
 if ! "$VM" status 2>/dev/null | grep -q "guest 1: running"; then
 	STARTED=1

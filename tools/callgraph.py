@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""File-level call graph of src/ from GCC's -fcallgraph-info output.
+
+GCC writes one .ci file per translation unit (VCG text: nodes are the
+functions the unit defines or calls, edges are direct calls). This script
+resolves every call to the .c file that defines the callee, folds the graph
+to files, and reports:
+  - cycles between files (strongly connected components of more than one
+    file): issue 9 asks for none;
+  - .c files longer than a line limit;
+  - with --edges, every file-to-file edge with the functions behind it.
+Calls through function pointers (ops tables, state handlers) are not in
+GCC's graph; they are the intended way for a lower layer to call up.
+
+Usage: tools/callgraph.sh (builds with -fcallgraph-info, then runs this)
+       tools/callgraph.py CI_DIR SRC_DIR [--edges] [--max-lines N]
+Exit status: 0 when there is no cycle and no file over the limit, 1 else.
+"""
+import argparse
+import os
+import re
+import sys
+from collections import defaultdict
+
+NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"\\]+)\\n([^":]+):\d+:\d+"'
+                  r'( shape : ellipse)?')
+EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
+
+
+def parse(ci_dir):
+    """Returns (definitions, calls): where each function title is defined,
+    and (caller title, callee title) pairs, over every .ci file."""
+    defined = {}        # title -> defining file
+    declared = {}       # title -> function name (callee without a body here)
+    calls = []
+    for root, _, files in os.walk(ci_dir):
+        for name in files:
+            if not name.endswith('.ci'):
+                continue
+            with open(os.path.join(root, name), encoding='utf-8') as f:
+                for line in f:
+                    m = NODE.match(line)
+                    if m:
+                        title, func, path, ext = m.groups()
+                        if ext:
+                            declared[title] = func
+                        else:
+                            defined[title] = os.path.realpath(path)
+                        continue
+                    m = EDGE.match(line)
+                    if m:
+                        calls.append(m.groups())
+    return defined, declared, calls
+
+
+def file_graph(defined, declared, calls, src):
+    src = os.path.realpath(src) + os.sep
+    edges = defaultdict(set)    # caller file -> {callee file}
+    why = defaultdict(set)      # (caller file, callee file) -> {"f -> g"}
+    for caller, callee in calls:
+        a = defined.get(caller)
+        b = defined.get(callee)
+        if b is None and callee in declared:
+            b = defined.get(declared[callee])
+        if not a or not b or a == b:
+            continue
+        # a static inline in a header is part of the file that uses it
+        if not a.startswith(src) or not b.startswith(src) or \
+                not a.endswith('.c') or not b.endswith('.c'):
+            continue
+        ra, rb = a[len(src):], b[len(src):]
+        edges[ra].add(rb)
+        why[(ra, rb)].add('%s -> %s' % (caller.split(':')[-1],
+                                         callee.split(':')[-1]))
+    return edges, why
+
+
+def cycles(edges):
+    """Tarjan's strongly connected components with more than one node."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    nodes = set(edges) | {v for vs in edges.values() for v in vs}
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def long_files(src, limit):
+    res = []
+    for root, _, files in os.walk(src):
+        for name in files:
+            if name.endswith('.c'):
+                p = os.path.join(root, name)
+                with open(p, encoding='utf-8') as f:
+                    n = sum(1 for _ in f)
+                if n > limit:
+                    res.append((os.path.relpath(p, src), n))
+    return sorted(res)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('ci_dir')
+    ap.add_argument('src_dir')
+    ap.add_argument('--edges', action='store_true')
+    ap.add_argument('--max-lines', type=int, default=800)
+    args = ap.parse_args()
+
+    defined, declared, calls = parse(args.ci_dir)
+    if not defined:
+        print('callgraph: no .ci files under %s' % args.ci_dir)
+        return 2
+    edges, why = file_graph(defined, declared, calls, args.src_dir)
+    if args.edges:
+        for a in sorted(edges):
+            for b in sorted(edges[a]):
+                print('%s -> %s: %s' % (a, b, ', '.join(sorted(why[(a, b)]))))
+    bad = 0
+    for comp in cycles(edges):
+        bad = 1
+        print('cycle: ' + ' '.join(comp))
+        for a in comp:
+            for b in sorted(edges[a] & set(comp)):
+                print('  %s -> %s: %s' % (a, b,
+                                         ', '.join(sorted(why[(a, b)]))))
+    for path, n in long_files(args.src_dir, args.max_lines):
+        bad = 1
+        print('too long: %s (%d lines > %d)' % (path, n, args.max_lines))
+    nfiles = len(set(edges) | {v for vs in edges.values() for v in vs})
+    print('callgraph: %d files with calls, %d file edges, %s' %
+          (nfiles, sum(len(v) for v in edges.values()),
+           'no cycle' if not bad else 'problems above'))
+    return bad
+
+
+if __name__ == '__main__':
+    sys.exit(main())
