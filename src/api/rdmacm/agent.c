@@ -9,6 +9,7 @@
  * deadline as its timeout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,9 +145,9 @@ static void *agent_main(void *arg)
 			if (read(d->wake_fd, &v, sizeof(v)) < 0)
 				v = 0;
 		}
-		if (pfd[0].revents & POLLIN &&
-		    !ibv_get_cq_event(d->cch, &cq, &cq_ctx)) {
-			ibv_ack_cq_events(cq, 1);
+		if (pfd[0].revents & POLLIN) {
+			while (!ibv_get_cq_event(d->cch, &cq, &cq_ctx))
+				ibv_ack_cq_events(cq, 1);
 			ibv_req_notify_cq(d->cq, 0);
 		}
 		agent_drain(d);
@@ -175,6 +176,10 @@ int cma_agent_start(struct cma_dev *d)
 	d->cch = ibv_create_comp_channel(d->verbs);
 	d->bufs = calloc(UR_CM_RECV_BUFS, BUF_SIZE);
 	if (d->wake_fd < 0 || !d->agent_pd || !d->cch || !d->bufs)
+		goto err;
+	/* never block in ibv_get_cq_event: poll() says when to look */
+	if (fcntl(d->cch->fd, F_SETFL,
+		  fcntl(d->cch->fd, F_GETFL) | O_NONBLOCK) < 0)
 		goto err;
 	d->cq = ibv_create_cq(d->verbs, AGENT_SEND_DEPTH + UR_CM_RECV_BUFS,
 			      NULL, d->cch, 0);

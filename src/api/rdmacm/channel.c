@@ -149,10 +149,30 @@ UR_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return &c->ch;
 }
 
+/*
+ * Programs such as rping destroy the channel while their event thread may
+ * be about to call rdma_get_cm_event on it again. The last few destroyed
+ * channels therefore stay allocated with their fd open and silent: such a
+ * late call blocks, as it would have had it come a moment earlier, instead
+ * of reading freed memory or a reused fd.
+ */
+#define RETIRED_CHANNELS 16
+
 UR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	if (channel)
-		cma_chan_free(to_cma_chan(channel));
+	static struct cma_chan *retired[RETIRED_CHANNELS];
+	static unsigned int next;
+	struct cma_chan *old;
+
+	if (!channel)
+		return;
+	pthread_mutex_lock(&cma.lock);
+	old = retired[next];
+	retired[next] = to_cma_chan(channel);
+	next = (next + 1) % RETIRED_CHANNELS;
+	pthread_mutex_unlock(&cma.lock);
+	if (old)
+		cma_chan_free(old);
 }
 
 UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
