@@ -8,6 +8,7 @@
 #include <inttypes.h>
 
 #include "engine/engine_priv.h"
+#include "util/memguard.h"
 
 const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_TX_PKTS] = "tx_pkts",
@@ -45,6 +46,8 @@ void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 	for (i = 1; i < UR_DROP__MAX; i++)
 		fprintf(out, "drop_%s %" PRIu64 "\n", ur_drop_reason_str(i),
 			atomic_load(&nic->cnt.drop[i]));
+	/* process-wide: peer accesses whose memory faulted (memguard.h) */
+	fprintf(out, "mem_faults %" PRIu64 "\n", ur_memguard_faults());
 	ur_link_get_stats(nic->link, &ls);
 	fprintf(out,
 		"link_tx_pkts %" PRIu64 "\nlink_tx_bytes %" PRIu64

@@ -118,6 +118,7 @@ struct ur_nic {
 	bool busy_poll;
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
+	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: timers moved, shutdown */
@@ -191,6 +192,10 @@ struct ur_qp_xport {
 	struct ur_list node;		/* in nic->qps */
 	struct ur_ip_flow flow;		/* RC/UC: our address -> peer */
 	uint32_t mtu;			/* RC/UC: path MTU bytes; UD: port MTU */
+	/* RC/UC, hardened mode (rx owner): the peer's UDP source port,
+	 * bound by the first in-sequence packet after the path is loaded */
+	bool peer_bound;
+	uint16_t peer_port;		/* network order */
 
 	/* requester (sq_lock) */
 	uint32_t psn;			/* next PSN to send */
@@ -240,10 +245,11 @@ void ur_timer_disarm(_Atomic uint64_t *slot);
 
 /* tx (nic.c): packet batches. */
 void ur_txb_init(struct ur_txb *b, struct ur_nic *nic);
-/* Adds one packet; payload as iovecs (may be 0). Flushes when full. */
-void ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
-		const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
-		const struct iovec *pay, unsigned int npay, uint32_t paylen);
+/* Adds one packet; payload as iovecs (may be 0). Flushes when full.
+ * -EFAULT (nothing added) when the payload's memory faulted. */
+int ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen);
 /* Adds an ACK that replaces a still-queued ACK of the same QP. */
 void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		    struct ur_hdr_fields *f);
@@ -278,7 +284,8 @@ struct ur_res *ur_res_alloc(struct ur_qp_xport *xp);
 struct ur_res *ur_res_find(struct ur_qp_xport *xp, uint32_t psn);
 void ur_res_clear(struct ur_qp_xport *xp);
 
-/* copy.c: SGE walks. Return 0, -EACCES (key/range/access), -EMSGSIZE. */
+/* copy.c: SGE walks. Return 0, -EACCES (key/range/access), -EMSGSIZE;
+ * ur_sgl_copy_in() also -EFAULT (the memory faulted). */
 int ur_sgl_map(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 	       uint32_t off, uint32_t len, unsigned int access,
 	       struct iovec *iov, unsigned int max_iov, unsigned int *niov);
@@ -286,6 +293,9 @@ int ur_sgl_check(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 		 unsigned int access);
 int ur_sgl_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
 		   uint32_t off, const void *src, uint32_t len);
+/* ur_sgl_copy_in for a receive WQE: checked against ur_qp_recv_pd(). */
+int ur_recv_copy_in(struct ur_qp *qp, const struct ur_sge *sge, uint32_t nsge,
+		    uint32_t off, const void *src, uint32_t len);
 int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
 		unsigned int access, uintptr_t *host);
 

@@ -20,6 +20,7 @@
 #include "engine/engine_priv.h"
 #include "obj/device.h"
 #include "util/log.h"
+#include "util/memguard.h"
 #include "util/time.h"
 
 /* ------------------------------------------------------------------ */
@@ -91,6 +92,7 @@ static void txb_send_gso(struct ur_txb *b)
 
 				len = txd_bytes(d);
 				if (d->iovcnt > UR_GSO_MAX_IOV ||
+				    d->tos != b->txd[i].tos ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
 				    len > seg || total + len > UR_GSO_MAX_BYTES)
@@ -110,6 +112,7 @@ static void txb_send_gso(struct ur_txb *b)
 		}
 		txb_train_set_ids(b, i, j);
 		t->dst = b->txd[i].dst;
+		t->tos = b->txd[i].tos;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
 		t->gso_size = (uint16_t)seg;
@@ -162,12 +165,24 @@ void ur_txb_flush(struct ur_txb *b)
 	b->ack_qp = NULL;
 }
 
-static struct ur_txpkt *txb_fill(struct ur_txb *b, unsigned int slot,
-				 const union ur_sockaddr *dst,
-				 const struct ur_ip_flow *flow,
-				 struct ur_hdr_fields *f,
-				 const struct iovec *pay, unsigned int npay,
-				 uint32_t paylen)
+struct icrc_piece {
+	struct ur_icrc *c;
+	const struct iovec *iov;
+};
+
+static void icrc_piece_update(void *arg)
+{
+	const struct icrc_piece *p = arg;
+
+	ur_icrc_update(p->c, p->iov->iov_base, p->iov->iov_len);
+}
+
+/* 0, -EINVAL (headers), or -EFAULT: the payload, which points into
+ * registered memory, faulted while the ICRC read it (util/memguard.h). */
+static int txb_fill(struct ur_txb *b, unsigned int slot,
+		    const union ur_sockaddr *dst, const struct ur_ip_flow *flow,
+		    struct ur_hdr_fields *f, const struct iovec *pay,
+		    unsigned int npay, uint32_t paylen)
 {
 	struct ur_txpkt *p = &b->pkt[slot];
 	struct ur_txd *d = &b->txd[slot];
@@ -181,7 +196,7 @@ static struct ur_txpkt *txb_fill(struct ur_txb *b, unsigned int slot,
 	f->pkey = UR_PKEY_DEFAULT;
 	hlen = ur_hdr_build(p->hdr, sizeof(p->hdr), f);
 	if (hlen < 0)
-		return NULL;
+		return -EINVAL;
 	udp_len = (size_t)hlen + paylen + pad + UR_ICRC_BYTES;
 	p->flow = *flow;
 	ur_icrc_begin(&c, flow, udp_len);
@@ -189,9 +204,13 @@ static struct ur_txpkt *txb_fill(struct ur_txb *b, unsigned int slot,
 	p->iov[n].iov_base = p->hdr;
 	p->iov[n++].iov_len = (size_t)hlen;
 	for (i = 0; i < npay && n < UR_TX_PAY_IOV + 1; i++) {
+		struct icrc_piece piece = { .c = &c, .iov = &pay[i] };
+
 		if (!pay[i].iov_len)
 			continue;
-		ur_icrc_update(&c, pay[i].iov_base, pay[i].iov_len);
+		if (ur_memguard_call(pay[i].iov_base, pay[i].iov_len,
+				     icrc_piece_update, &piece))
+			return -EFAULT;
 		p->iov[n++] = pay[i];
 	}
 	memset(p->trailer, 0, sizeof(p->trailer));
@@ -204,19 +223,23 @@ static struct ur_txpkt *txb_fill(struct ur_txb *b, unsigned int slot,
 	d->iov = p->iov;
 	d->iovcnt = n;
 	d->gso_size = 0;
-	return p;
+	d->tos = flow->tos;
+	return 0;
 }
 
-void ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
-		const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
-		const struct iovec *pay, unsigned int npay, uint32_t paylen)
+int ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen)
 {
-	if (!txb_fill(b, b->n, dst, flow, f, pay, npay, paylen))
-		return;
+	int rc = txb_fill(b, b->n, dst, flow, f, pay, npay, paylen);
+
+	if (rc)
+		return rc;
 	b->n++;
 	b->ack_slot = -1;
 	if (b->n == UR_TX_BATCH)
 		ur_txb_flush(b);
+	return 0;
 }
 
 void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
@@ -231,7 +254,7 @@ void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 			 f, NULL, 0, 0);
 		return;
 	}
-	if (!txb_fill(b, b->n, &qp->av.dest, &xp->flow, f, NULL, 0, 0))
+	if (txb_fill(b, b->n, &qp->av.dest, &xp->flow, f, NULL, 0, 0))
 		return;
 	b->ack_slot = (int)b->n;
 	b->ack_qp = qp;
@@ -591,8 +614,13 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
 		UR_APP_POLL_QUIET_NS;
 	nic->use_gso = !getenv("UROCE_GSO") || env_true("UROCE_GSO");
+	nic->hardened = env_true("UROCE_HARDENED");
 	nic->lazy_doorbell = !getenv("UROCE_LAZY_DOORBELL") ||
 			     env_true("UROCE_LAZY_DOORBELL");
+	/* before any packet can reach application memory */
+	rc = ur_memguard_init();
+	if (rc)
+		ur_warn("engine: no fault-safe copies: %s", strerror(-rc));
 	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (nic->wake_fd < 0) {
 		rc = -errno;

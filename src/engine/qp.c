@@ -51,8 +51,10 @@ static void xp_load_path(struct ur_qp *qp)
 	}
 	xp->mtu = qp->path_mtu_bytes ? qp->path_mtu_bytes :
 				       ur_mtu_bytes(qp->attr.path_mtu);
+	xp->peer_bound = false;		/* a new path: learn the port again */
 	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
+	xp->flow.tos = qp->av.traffic_class;	/* the GRH traffic class */
 }
 
 void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,

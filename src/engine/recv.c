@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Classify one received datagram (wire notes §2.11): parse, find the QP,
- * check class, state, peer address, P_Key, Q_Key and ICRC, then hand
- * requests to the responder and responses to the completer. Every drop is
- * counted by reason; nothing here trusts a byte of the packet. Runs with
- * nic->rx_lock and dev->obj_lock (read) held.
+ * check class, state, peer address (in hardened mode its UDP port too),
+ * P_Key, Q_Key and ICRC, then hand requests to the responder and responses
+ * to the completer. Every drop is counted by reason; nothing here trusts a
+ * byte of the packet. Runs with nic->rx_lock and dev->obj_lock (read)
+ * held.
  */
 #include "engine/engine_priv.h"
 #include "util/log.h"
@@ -33,6 +34,66 @@ static bool state_accepts(const struct ur_qp *qp, bool request)
 	default:
 		return false;
 	}
+}
+
+static uint16_t sockaddr_port(const union ur_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET ? a->in.sin_port : a->in6.sin6_port;
+}
+
+/* A request at the PSN the responder expects, or a response to a PSN the
+ * requester has outstanding: what a peer that sees no traffic must guess. */
+static bool rx_in_sequence(struct ur_qp *qp, const struct ur_pkt *pkt)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	bool ok;
+
+	if (ur_op_is_request(pkt->opcode))
+		return pkt->psn == xp->resp.epsn;
+	pthread_mutex_lock(&qp->sq_lock);
+	ok = xp->psn != xp->comp_psn &&
+	     ur_psn_in_range(pkt->psn, xp->comp_psn, ur_psn_add(xp->psn, -1));
+	pthread_mutex_unlock(&qp->sq_lock);
+	return ok;
+}
+
+/*
+ * Hardened mode: an RC/UC QP is bound to its peer's UDP source port as
+ * well as its IP, learned from the first in-sequence packet after the path
+ * was loaded (RTR, or a new AV). RoCEv2 senders keep one source port per
+ * QP (rxe hashes the QPN, mlx5 derives it from the flow label) but NICs
+ * that spray a connection over several ports exist, hence opt-in
+ * (docs/design.md, "Hostile peers").
+ */
+static enum ur_drop_reason rx_peer_port(struct ur_qp *qp,
+					const struct ur_pkt *pkt,
+					const union ur_sockaddr *src)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	uint16_t port = sockaddr_port(src);
+
+	if (xp->peer_bound)
+		return port == xp->peer_port ? UR_DROP_NONE :
+					       UR_DROP_WRONG_PORT;
+	if (rx_in_sequence(qp, pkt)) {
+		xp->peer_port = port;
+		xp->peer_bound = true;
+	}
+	return UR_DROP_NONE;
+}
+
+/* An error NAK moves the requester's QP to ERR: in hardened mode nothing
+ * but the peer's addresses vouches for it, so it is dropped and the WQE
+ * ends by retry exhaustion instead. */
+static bool rx_error_nak(const struct ur_pkt *pkt)
+{
+	uint8_t syn;
+
+	if (!pkt->aeth)
+		return false;
+	syn = ur_aeth_syn(pkt->aeth);
+	return (syn & UR_AETH_TYPE_MASK) == UR_AETH_NAK &&
+	       syn != UR_AETH_NAK_PSN_SEQ;
 }
 
 static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
@@ -74,6 +135,13 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	r = ur_icrc_check_rx(flow, d->data, d->len);
 	if (r)
 		return r;
+	if (qp->type != IBV_QPT_UD && nic->hardened) {
+		r = rx_peer_port(qp, pkt, &d->src);
+		if (r)
+			return r;
+		if (!request && rx_error_nak(pkt))
+			return UR_DROP_HARDENED;
+	}
 	if (qp->type != IBV_QPT_UD) {
 		r = ur_pkt_check_mtu(pkt, qp->xp->mtu);
 		if (r)

@@ -149,6 +149,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
+	flow.tos = ah->av.traffic_class;
 	if (wqe->length > xp->mtu) {
 		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
 		 * "lost in the fabric": completed, not sent. */
@@ -172,9 +173,13 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.deth.qkey = qkey;
 	f.deth.sqp = ur_qp_num(qp);
 	f.imm_be = wqe->imm_data;
+	if (ur_txb_add(&xp->txb, &ah->av.dest, &flow, &f, iov, niov,
+		       wqe->length)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		return;
+	}
 	wqe->first_psn = wqe->last_psn = xp->psn;
 	xp->psn = ur_psn_inc(xp->psn);
-	ur_txb_add(&xp->txb, &ah->av.dest, &flow, &f, iov, niov, wqe->length);
 	wqe_sent(qp, wqe);
 }
 
@@ -227,7 +232,11 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	f.imm_be = wqe->imm_data;
 	f.ieth_rkey = wqe->invalidate_rkey;
-	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov, len);
+	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
+		       len)) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		return;
+	}
 	xp->psn = ur_psn_inc(xp->psn);
 	wqe->sent = off + len;
 	if (++xp->req_pkt == wqe->npkts)

@@ -12,6 +12,7 @@
 
 #include "engine/engine_priv.h"
 #include "util/log.h"
+#include "util/memguard.h"
 
 enum ur_resp_state {
 	UR_RESP_CHK_PSN,
@@ -117,8 +118,12 @@ static void resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
 		   0, 0);
 }
 
+static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type);
+
 /* Read response packets for [va, va+len) with PSNs from psn on. The
- * memory is re-checked through the rkey for every packet. */
+ * memory is re-checked through the rkey for every packet, and a fault
+ * while it is read (unmapped since registration, nothing mapped under an
+ * on-demand MR) is a remote access error, as a bad rkey. */
 static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 			   uint32_t psn, uint64_t va, uint32_t len)
 {
@@ -151,8 +156,19 @@ static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		f.aeth.msn = c->r->msn;
 		iov.iov_base = (void *)host;
 		iov.iov_len = plen;
-		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow,
-			   &f, &iov, 1, plen);
+		if (ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest,
+			       &c->xp->flow, &f, &iov, 1, plen)) {
+			if (c->xp->nic->hardened) {
+				ur_cnt_drop(&c->xp->nic->cnt,
+					    UR_DROP_HARDENED);
+				return;
+			}
+			ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ERR_NAK_SENT, 1);
+			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
+				       f.psn);
+			resp_qp_error(c, IBV_EVENT_QP_ACCESS_ERR);
+			return;
+		}
 	}
 }
 
@@ -235,6 +251,17 @@ static enum ur_resp_state resp_seq_error(struct ur_resp_ctx *c)
 	c->r->uc_drop = true;
 	msg_reset(c->r);
 	c->drop = UR_DROP_OPCODE_SEQ;
+	return UR_RESP_DROP;
+}
+
+/* The target memory faulted (util/memguard.h): what a bad rkey does. */
+static enum ur_resp_state resp_mem_fault(struct ur_resp_ctx *c)
+{
+	if (is_rc(c))
+		return UR_RESP_ERR_REMOTE_ACCESS;
+	c->drop = UR_DROP_ACCESS;
+	c->r->uc_drop = true;
+	msg_reset(c->r);
 	return UR_RESP_DROP;
 }
 
@@ -389,15 +416,15 @@ static enum ur_resp_state resp_exec_send(struct ur_resp_ctx *c)
 
 		memset(grh, 0, sizeof(grh));
 		ur_grh_image_build(grh, c->flow, c->d->len);
-		rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, 0, grh,
-				    sizeof(grh));
+		rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, 0, grh,
+				     sizeof(grh));
 		off = UR_GRH_BYTES;
 		r->msg_len = UR_GRH_BYTES;
 		if (rc)
 			goto err;
 	}
-	rc = ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			    pkt->paylen);
+	rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
+			     pkt->paylen);
 	if (rc)
 		goto err;
 	r->msg_len += pkt->paylen;
@@ -424,8 +451,9 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 		if (st != UR_RESP_DONE)
 			return st;
 	} else {
-		if (pkt->paylen)
-			memcpy((void *)c->host, pkt->payload, pkt->paylen);
+		if (pkt->paylen && ur_memguard_copy((void *)c->host,
+						    pkt->payload, pkt->paylen))
+			return resp_mem_fault(c);
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 		r->msg = ur_op_has_end(c->op) ? UR_MSG_NONE : UR_MSG_WRITE;
@@ -522,14 +550,11 @@ static enum ur_resp_state resp_atomic_reply(struct ur_resp_ctx *c)
 	uint64_t orig, swap = ur_atmeth_swap_add(pkt->atmeth);
 	struct ur_res *res;
 
-	if (c->op == UR_OPC_RC_CMP_SWAP) {
-		orig = ur_atmeth_compare(pkt->atmeth);
-		__atomic_compare_exchange_n(p, &orig, swap, false,
-					    __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(p, swap, __ATOMIC_SEQ_CST);
-	}
+	if (c->op == UR_OPC_RC_CMP_SWAP ?
+		    ur_memguard_cmp_swap(p, ur_atmeth_compare(pkt->atmeth),
+					 swap, &orig) :
+		    ur_memguard_fetch_add(p, swap, &orig))
+		return UR_RESP_ERR_REMOTE_ACCESS;
 	res = ur_res_alloc(c->xp);
 	res->type = UR_RES_ATOMIC;
 	res->first_psn = res->last_psn = pkt->psn;
@@ -617,20 +642,40 @@ static enum ur_resp_state resp_err_class_c(struct ur_resp_ctx *c, uint8_t syn,
 	return UR_RESP_DONE;
 }
 
+/*
+ * Hardened mode (UROCE_HARDENED): a request that would move the QP to ERR
+ * (class C: bad opcode sequence, length, alignment, rkey) is dropped and
+ * counted instead of NAKed; on RoCEv2 nothing but the addresses vouches for
+ * its sender. A real peer's bad request then ends in retry exhaustion.
+ */
+static bool resp_hardened_drop(struct ur_resp_ctx *c)
+{
+	if (!c->xp->nic->hardened)
+		return false;
+	c->drop = UR_DROP_HARDENED;
+	return true;
+}
+
 static enum ur_resp_state resp_err_invalid_request(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_REM_INV_REQ_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
 }
 
 static enum ur_resp_state resp_err_length(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_LOC_LEN_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
 }
 
 static enum ur_resp_state resp_err_remote_access(struct ur_resp_ctx *c)
 {
+	if (resp_hardened_drop(c))
+		return UR_RESP_DROP;
 	c->rwqe_status = IBV_WC_REM_ACCESS_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_REM_ACC,
 				IBV_EVENT_QP_ACCESS_ERR);

@@ -36,6 +36,9 @@ struct ur_txd {
 	const struct iovec *iov;
 	unsigned int iovcnt;
 	uint16_t gso_size;
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class; 0 =
+					 * the socket's (the GRH traffic class
+					 * of the AH or QP, per datagram) */
 };
 
 /* One received datagram. */

@@ -373,10 +373,39 @@ static void tx_backoff(struct ur_link *l, int err)
 		nanosleep(&ts, NULL);
 }
 
+/* Room for the UDP_SEGMENT and the traffic class cmsgs of one message. */
+#define UR_TX_CMSG_SPACE (CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int)))
+
+/*
+ * Appends an IP_TOS (IPv4) or IPV6_TCLASS cmsg to m when tos is not 0, so
+ * the datagram carries the GRH traffic class its AH or QP asked for
+ * without a setsockopt per peer. cbuf has UR_TX_CMSG_SPACE bytes.
+ */
+static void tx_add_tclass(struct msghdr *m, char *cbuf,
+			  const union ur_sockaddr *dst, uint8_t tos)
+{
+	struct cmsghdr *c;
+	int v = tos;
+
+	if (!tos)
+		return;
+	m->msg_control = cbuf;
+	c = (struct cmsghdr *)(void *)(cbuf + m->msg_controllen);
+	m->msg_controllen += CMSG_SPACE(sizeof(int));
+	c->cmsg_level = dst->sa.sa_family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+	c->cmsg_type = dst->sa.sa_family == AF_INET ? IP_TOS : IPV6_TCLASS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &v, sizeof(v));
+}
+
 /* Sends one datagram built from the iovecs; retries transient errors. */
 static int send_one(struct ur_link *l, const union ur_sockaddr *dst,
-		    struct iovec *iov, unsigned int iovcnt)
+		    struct iovec *iov, unsigned int iovcnt, uint8_t tos)
 {
+	union {
+		char buf[UR_TX_CMSG_SPACE];
+		struct cmsghdr align;
+	} cb;
 	struct msghdr m = {
 		.msg_name = (void *)dst,
 		.msg_namelen = sa_len(dst),
@@ -384,6 +413,8 @@ static int send_one(struct ur_link *l, const union ur_sockaddr *dst,
 		.msg_iovlen = iovcnt,
 	};
 	int tries;
+
+	tx_add_tclass(&m, cb.buf, dst, tos);
 
 	for (tries = 0; tries <= UR_LINK_TX_RETRIES; tries++) {
 		if (sendmsg(l->fd, &m, 0) >= 0)
@@ -421,14 +452,15 @@ static int send_split(struct ur_link *l, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(l, d->dst, seg, n);
+		rc = send_one(l, d->dst, seg, n, d->tos);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-/* Builds the message for descriptor d; cbuf gets the UDP_SEGMENT cmsg. */
+/* Builds the message for descriptor d; cbuf (UR_TX_CMSG_SPACE bytes) gets
+ * the UDP_SEGMENT and traffic class cmsgs. */
 static void tx_msg(struct ur_link *l, const struct ur_txd *d, size_t len,
 		   struct msghdr *m, char *cbuf)
 {
@@ -448,6 +480,7 @@ static void tx_msg(struct ur_link *l, const struct ur_txd *d, size_t len,
 		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 		memcpy(CMSG_DATA(c), &d->gso_size, sizeof(uint16_t));
 	}
+	tx_add_tclass(m, cbuf, d->dst, d->tos);
 }
 
 /*
@@ -459,7 +492,7 @@ static unsigned int send_chunk(struct ur_link *l, const struct ur_txd *d,
 			       unsigned int n, int *err)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		char buf[UR_TX_CMSG_SPACE];
 		struct cmsghdr align;
 	} cb[UR_LINK_TX_CHUNK];
 	struct mmsghdr mm[UR_LINK_TX_CHUNK];
@@ -537,7 +570,7 @@ int ur_link_sendto_raw(struct ur_link *l, const union ur_sockaddr *dst,
 		       const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int rc = send_one(l, dst, &iov, 1);
+	int rc = send_one(l, dst, &iov, 1, 0);	/* fault stage: class lost */
 
 	if (rc) {
 		ur_link_add(&l->tx_errors, 1);

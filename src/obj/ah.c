@@ -48,11 +48,11 @@ int ur_ah_create(struct ur_pd *pd, const struct ibv_ah_attr *attr,
 	ah->av.traffic_class = g->traffic_class;
 	ah->av.hop_limit = g->hop_limit;
 	ah->av.flow_label = g->flow_label & 0xFFFFF;
-	ah->pd = pd;
+	ah->pd = ur_pd_prot(pd);	/* a parent domain stands for its PD */
 	ah->ibah.context = pd->ibpd.context;
 	ah->ibah.pd = &pd->ibpd;
 	ah->ibah.handle = ur_obj_handle();
-	atomic_fetch_add(&pd->usecnt, 1);
+	atomic_fetch_add(&ah->pd->usecnt, 1);
 	*out = ah;
 	return 0;
 }

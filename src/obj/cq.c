@@ -24,7 +24,8 @@
 	((uint64_t)IBV_WC_STANDARD_FLAGS |                                     \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                                 \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-#define UR_CQ_INIT_MASK_SUPPORTED IBV_CQ_INIT_ATTR_MASK_FLAGS
+#define UR_CQ_INIT_MASK_SUPPORTED                                              \
+	(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)
 #define UR_CQ_FLAGS_SUPPORTED                                                  \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
@@ -36,6 +37,22 @@
  * hardware CQs have such minimums too.
  */
 #define UR_CQ_MIN_SLOTS 64
+
+/*
+ * Memory follows use, not the requested depth: a CQ starts with at most
+ * UR_CQ_INIT_RING entries allocated (cq->ring_len) and doubles the ring,
+ * under cq->lock, when a push finds it full and the CQ's capacity allows
+ * more. A CQ of mlx5's 4,194,303 entries thus costs 256 entries until its
+ * completions really pile up (a ring that only wraps touches all of its
+ * memory over time, so allocating up front would cost the full depth
+ * sooner or later). The ring never shrinks while the CQ lives.
+ *
+ * A CQ created on a parent domain with allocators (IBV_CQ_INIT_ATTR_MASK_PD)
+ * takes its whole ring from the parent's alloc at creation and resize
+ * instead: those callbacks are the application's and must not run under
+ * cq->lock in the NIC's thread.
+ */
+#define UR_CQ_INIT_RING 256u
 
 static uint32_t ring_slots(uint32_t cqe)
 {
@@ -49,6 +66,47 @@ static uint32_t ring_slots(uint32_t cqe)
 static inline uint32_t cq_count(const struct ur_cq *cq)
 {
 	return cq->tail - cq->head;
+}
+
+static inline struct ur_cqe *cq_slot(const struct ur_cq *cq, uint32_t idx)
+{
+	return &cq->ring[idx & (cq->ring_len - 1)];
+}
+
+/*
+ * A ring of len entries holding the count entries from head on, at the
+ * same free-running indices. NULL when memory is short.
+ */
+static struct ur_cqe *ring_copy(const struct ur_cq *cq, uint32_t len,
+				 struct ur_cqe *ring)
+{
+	uint32_t i;
+
+	if (!ring)
+		ring = malloc((size_t)len * sizeof(*ring));
+	if (!ring)
+		return NULL;
+	for (i = cq->head; i != cq->tail; i++)
+		ring[i & (len - 1)] = *cq_slot(cq, i);
+	return ring;
+}
+
+/* Caller holds cq->lock and found the ring full. 0 or -ENOMEM. */
+static int ring_grow(struct ur_cq *cq)
+{
+	struct ur_cqe *ring;
+
+	if (cq->ring_len >= cq->size)
+		return -ENOMEM;
+	if (cq->custom_ring)
+		return -ENOMEM;		/* allocated whole; cannot happen */
+	ring = ring_copy(cq, cq->ring_len * 2, NULL);
+	if (!ring)
+		return -ENOMEM;
+	free(cq->ring);
+	cq->ring = ring;
+	cq->ring_len *= 2;
+	return 0;
 }
 
 int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
@@ -65,7 +123,12 @@ int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
 	if (a->wc_flags & ~UR_CQ_WC_FLAGS_SUPPORTED)
 		return -EOPNOTSUPP;
 	if (a->comp_mask & ~(uint32_t)UR_CQ_INIT_MASK_SUPPORTED)
-		return -EOPNOTSUPP;	/* parent domains are not supported */
+		return -EOPNOTSUPP;
+	/* MASK_PD names a parent domain (rdma-core: a plain PD is EINVAL) */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || !to_ur_pd(a->parent_domain)->prot ||
+	     a->parent_domain->context != ctx))
+		return -EINVAL;
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (a->flags & ~(uint32_t)UR_CQ_FLAGS_SUPPORTED))
 		return -EOPNOTSUPP;
@@ -79,11 +142,23 @@ int ur_cq_create(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a,
 	if (!cq)
 		return -ENOMEM;
 	cq->size = ring_slots(a->cqe);
-	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		cq->parent = to_ur_pd(a->parent_domain);
+	if (cq->parent && cq->parent->alloc) {
+		cq->ring_len = cq->size;
+		cq->ring = ur_pd_buf_alloc(cq->parent,
+					   (size_t)cq->size * sizeof(*cq->ring),
+					   UR_RES_TYPE_CQ, &cq->custom_ring);
+	} else {
+		cq->ring_len = UR_MIN(cq->size, UR_CQ_INIT_RING);
+		cq->ring = calloc(cq->ring_len, sizeof(*cq->ring));
+	}
 	if (!cq->ring) {
 		free(cq);
 		return -ENOMEM;
 	}
+	if (cq->parent)
+		atomic_fetch_add(&cq->parent->usecnt, 1);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	ur_list_init(&cq->chan_node);
 	cq->arm = UR_CQ_DISARMED;
@@ -130,40 +205,54 @@ int ur_cq_destroy(struct ur_cq *cq)
 	pthread_mutex_destroy(&cq->ibcq.mutex);
 	pthread_cond_destroy(&cq->ibcq.cond);
 	pthread_spin_destroy(&cq->lock);
-	free(cq->ring);
+	ur_pd_buf_free(cq->parent, cq->ring, UR_RES_TYPE_CQ, cq->custom_ring);
+	if (cq->parent)
+		atomic_fetch_sub(&cq->parent->usecnt, 1);
 	free(cq);
 	return 0;
 }
 
 int ur_cq_resize(struct ur_cq *cq, int cqe)
 {
-	struct ur_cqe *ring, *old;
-	uint32_t slots, i, n;
+	struct ur_cqe *ring, *old, *pre = NULL;
+	bool custom = false, old_custom = cq->custom_ring;
+	uint32_t slots, len, n;
 
 	if (cqe <= 0 || cqe > UR_MAX_CQE)
 		return -EINVAL;
 	slots = ring_slots((uint32_t)cqe);
-	ring = calloc(slots, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
+	if (cq->parent && cq->parent->alloc) {
+		/* the application's allocator, outside the lock */
+		pre = ur_pd_buf_alloc(cq->parent, (size_t)slots * sizeof(*pre),
+				      UR_RES_TYPE_CQ, &custom);
+		if (!pre)
+			return -ENOMEM;
+	}
 	pthread_spin_lock(&cq->lock);
 	n = cq_count(cq);
+	/* man ibv_resize_cq: fewer entries than the CQ holds is EINVAL */
 	if ((uint32_t)cqe < n) {
 		pthread_spin_unlock(&cq->lock);
-		free(ring);
+		ur_pd_buf_free(cq->parent, pre, UR_RES_TYPE_CQ, custom);
 		return -EINVAL;
 	}
-	for (i = 0; i < n; i++)
-		ring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	len = pre ? slots : UR_MIN(slots, UR_CQ_INIT_RING);
+	while (len <= n)
+		len *= 2;
+	ring = ring_copy(cq, len, pre);
+	if (!ring) {
+		pthread_spin_unlock(&cq->lock);
+		return -ENOMEM;
+	}
+	cq->custom_ring = custom;
 	old = cq->ring;
 	cq->ring = ring;
+	cq->ring_len = len;
 	cq->size = slots;
-	cq->head = 0;
-	cq->tail = n;
 	cq->overflow = false;
 	cq->ibcq.cqe = (int)(slots - 1);
 	pthread_spin_unlock(&cq->lock);
-	free(old);
+	ur_pd_buf_free(cq->parent, old, UR_RES_TYPE_CQ, old_custom);
 	return 0;
 }
 
@@ -173,7 +262,7 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 
 	pthread_spin_lock(&cq->lock);
 	while (i < n && cq->head != cq->tail) {
-		wc[i++] = cq->ring[cq->head & (cq->size - 1)].wc;
+		wc[i++] = cq_slot(cq, cq->head)->wc;
 		cq->head++;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -182,7 +271,7 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 
 int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num)
 {
-	uint32_t mask = cq->size - 1, src, dst;
+	uint32_t src, dst;
 	int removed;
 
 	pthread_spin_lock(&cq->lock);
@@ -190,11 +279,11 @@ int ur_cq_clean(struct ur_cq *cq, uint32_t qp_num)
 	dst = cq->tail;
 	for (src = cq->tail; src != cq->head;) {
 		src--;
-		if (cq->ring[src & mask].wc.qp_num == qp_num)
+		if (cq_slot(cq, src)->wc.qp_num == qp_num)
 			continue;
 		dst--;
 		if (dst != src)
-			cq->ring[dst & mask] = cq->ring[src & mask];
+			*cq_slot(cq, dst) = *cq_slot(cq, src);
 	}
 	removed = (int)(dst - cq->head);
 	cq->head = dst;
@@ -208,7 +297,7 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 
 	pthread_spin_lock(&cq->lock);
 	if (cq->head != cq->tail) {
-		cq->ex_cqe = cq->ring[cq->head & (cq->size - 1)];
+		cq->ex_cqe = *cq_slot(cq, cq->head);
 		cq->head++;
 		err = 0;
 	}
@@ -248,7 +337,9 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	struct ur_cqe *e;
 
 	pthread_spin_lock(&cq->lock);
-	if (cq_count(cq) >= cq->size - 1) {
+	/* a full ring that may grow and cannot is an overrun too */
+	if (cq_count(cq) >= cq->size - 1 ||
+	    (cq_count(cq) == cq->ring_len && ring_grow(cq))) {
 		if (cq->ignore_overrun) {
 			/* the application promised this never happens */
 			pthread_spin_unlock(&cq->lock);
@@ -269,7 +360,7 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 		}
 		return -ENOSPC;
 	}
-	e = &cq->ring[cq->tail & (cq->size - 1)];
+	e = cq_slot(cq, cq->tail);
 	e->wc = *wc;
 	if (cq->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 		e->ts_ns = ur_now_ns();

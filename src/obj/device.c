@@ -178,6 +178,7 @@ static int device_init(struct ur_device *dev, unsigned int index,
 	ur_u32_map_init(&dev->mem_keys);
 	ur_u32_map_init(&dev->qpns);
 	ur_u32_map_init(&dev->issued_keys);
+	ur_u32_map_init(&dev->srqns);
 
 	if (index == 0 && cfg->num_addrs) {
 		unsigned int n = UR_MIN(cfg->num_addrs, (unsigned int)UR_MAX_GID);
@@ -299,6 +300,7 @@ void ur_device_query_ex(const struct ur_device *dev,
 	attr->completion_timestamp_mask = UR_TIMESTAMP_MASK;
 	attr->hca_core_clock = UR_HCA_CORE_CLOCK_KHZ;
 	attr->phys_port_cnt_ex = UR_NUM_PORTS;
+	attr->max_dm_size = UR_MAX_DM_SIZE;
 	/* Registered memory is never pinned: every access goes through the
 	 * page tables at the moment it happens, which is what ODP promises,
 	 * implicit (whole address space) registration included. */

@@ -31,8 +31,8 @@ int ur_qp_claim_gsi(struct ur_qp *qp)
 		goto out;
 	if (ur_u32_map_find(&dev->qpns, old) == qp)
 		ur_u32_map_remove(&dev->qpns, old);
+	/* the handle stays: the live-object registry knows the QP by it */
 	qp->ibqp_ex.qp_base.qp_num = UR_QPN_GSI_NUM;
-	qp->ibqp_ex.qp_base.handle = UR_QPN_GSI_NUM;
 out:
 	pthread_rwlock_unlock(&dev->obj_lock);
 	return ret;

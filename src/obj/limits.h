@@ -20,7 +20,9 @@
 /* Queue depths: rxe 6.12 advertises 2^20; 32K keeps a full SQ near 32 MiB. */
 #define UR_MAX_QP_WR 32768
 #define UR_MAX_SRQ_WR 32768
-#define UR_MAX_CQE 65535
+/* CQ depth: mlx5's 4,194,303 (2^22 - 1), so one CQ can serve 1,024 QPs of
+ * perftest's default depth; the ring's memory grows as it fills (cq.c). */
+#define UR_MAX_CQE 4194303
 /* SGEs per WR: rxe's 32; max_sge_rd the same since reads scatter in software. */
 #define UR_MAX_SGE 32
 #define UR_MAX_SGE_RD 32
@@ -28,7 +30,10 @@
 /* Inline data is copied into the WQE slot: 512 B as rxe 6.12. */
 #define UR_MAX_INLINE_DATA 512
 
-/* Object counts: bounded by memory only; these are sane ceilings. */
+/* Object counts per device: bounded by memory only; these are sane
+ * ceilings, each enforced at creation (ENOMEM past it, as a kernel
+ * provider answers when its table is full; obj/handle.c counts). QPs are
+ * counted by their numbers in obj/qp.c. */
 #define UR_MAX_QP 65536
 #define UR_MAX_CQ 65536
 #define UR_MAX_MR 524287
@@ -36,6 +41,10 @@
 #define UR_MAX_PD 65536
 #define UR_MAX_AH 32767
 #define UR_MAX_SRQ 65536
+/* Device memory: heap memory the library owns (obj/dm.c); one allocation
+ * of up to 4 MiB (max_dm_size; mlx5's MEMIC offers 256 KiB), 1024 alive. */
+#define UR_MAX_DM 1024
+#define UR_MAX_DM_SIZE (4u << 20)
 
 /* Outstanding RDMA READ/atomic per QP, both directions (rxe: 128). */
 #define UR_MAX_QP_RD_ATOM 128

@@ -16,22 +16,29 @@
  * the engine's lookups take too, for windows only.
  *
  * Registration rules (decided here, the man pages leave them open):
- *  - length 0 or a NULL address: EINVAL (the kernel refuses empty umems);
- *    addr + length or iova + length wrapping past 2^64: EINVAL;
+ *  - length 0 is a valid, empty MR (mlx5 and rxe register them; only
+ *    zero-length accesses pass through it), at any address; otherwise a
+ *    NULL address is EINVAL, and so is addr + length or iova + length
+ *    wrapping past 2^64;
+ *  - ZERO_BASED: the MR's iova is 0 whatever iova the call gave (the
+ *    peer addresses offsets; ibv_mr.addr stays the host address);
  *  - REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL (IBA);
  *  - ON_DEMAND and HUGETLB are accepted (nothing is ever pinned, so every
  *    MR already behaves as on-demand); ON_DEMAND with addr NULL and length
  *    SIZE_MAX is an implicit ODP MR: the whole address space, iova = host
  *    address; ibv_advise_mr only validates (there is nothing to fault in);
  *    bits of IBV_ACCESS_OPTIONAL_RANGE
- *    are ignored as rdma-core specifies; ZERO_BASED (windows only) and
- *    any unknown bit: EINVAL;
- *  - rereg keeps lkey/rkey, sets iova = addr on CHANGE_TRANSLATION, and is
- *    refused (EBUSY) while windows are bound, like dereg.
+ *    are ignored as rdma-core specifies; any unknown bit: EINVAL;
+ *  - memory a NIC could not pin (not mapped, or not writable where the
+ *    access flags write): EFAULT, on reg and rereg (mem_probe.c);
+ *  - rereg keeps lkey/rkey, sets iova = addr (0 when zero-based) on
+ *    CHANGE_TRANSLATION, and is refused (EBUSY) while windows are bound,
+ *    like dereg.
  */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "obj/mem_probe.h"
 #include "obj/obj_priv.h"
 #include "util/random.h"
 
@@ -111,7 +118,9 @@ static bool mr_is_implicit(const void *addr, size_t length,
 
 static int range_ok(const void *addr, size_t length, uint64_t iova)
 {
-	if (!addr || !length)
+	if (!length)
+		return 0;
+	if (!addr)
 		return -EINVAL;
 	if ((uintptr_t)addr + (length - 1) < (uintptr_t)addr)
 		return -EINVAL;
@@ -120,16 +129,19 @@ static int range_ok(const void *addr, size_t length, uint64_t iova)
 	return 0;
 }
 
-int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
+int ur_mr_reg(struct ur_pd *given, void *addr, size_t length, uint64_t iova,
 	      unsigned int access, struct ur_mr **out)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);	/* a parent domain's PD */
 	struct ur_mr *mr;
 	int err;
 
 	err = ur_mr_access_ok(access);
 	if (!err && !mr_is_implicit(addr, length, access))
 		err = range_ok(addr, length, iova);
+	if (!err && length)	/* an empty MR names no memory to probe */
+		err = ur_mem_probe(addr, length, access);
 	if (err)
 		return err;
 	mr = calloc(1, sizeof(*mr));
@@ -137,7 +149,7 @@ int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
 		return -ENOMEM;
 	mr->mem.kind = UR_MEM_MR;
 	mr->mem.pd = pd;
-	mr->mem.iova = iova;
+	mr->mem.iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->mem.length = length;
 	mr->mem.host_base = (uintptr_t)addr;
 	mr->mem.access = access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
@@ -152,7 +164,7 @@ int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
 		return err;
 	}
 	mr->ibmr.context = pd->ibpd.context;
-	mr->ibmr.pd = &pd->ibpd;
+	mr->ibmr.pd = &given->ibpd;
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
 	mr->ibmr.handle = ur_obj_handle();
@@ -172,12 +184,21 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 
 	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return -EINVAL;
+	/* a DM MR's memory is the DM's: it cannot move to host memory */
+	if (mr->dm && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		return -EINVAL;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		err = range_ok(addr, length, (uintptr_t)addr);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
 		err = ur_mr_access_ok(access);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_PD) && !pd)
 		err = -EINVAL;
+	if (!err && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		err = ur_mem_probe(addr, length,
+				   flags & IBV_REREG_MR_CHANGE_ACCESS ?
+					   access : mr->mem.access);
+	else if (!err && (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		err = ur_mem_probe(mr->ibmr.addr, mr->ibmr.length, access);
 	if (err)
 		return err;
 
@@ -186,20 +207,21 @@ int ur_mr_rereg(struct ur_mr *mr, int flags, struct ur_pd *pd, void *addr,
 		pthread_rwlock_unlock(&dev->obj_lock);
 		return -EBUSY;
 	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->mem.access =
+			access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		mr->mem.iova = (uintptr_t)addr;
+		mr->mem.iova = (mr->mem.access & IBV_ACCESS_ZERO_BASED) ?
+				       0 : (uintptr_t)addr;
 		mr->mem.length = length;
 		mr->mem.host_base = (uintptr_t)addr;
 		mr->ibmr.addr = addr;
 		mr->ibmr.length = length;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		mr->mem.access =
-			access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd != old_pd) {
-		mr->mem.pd = pd;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && ur_pd_prot(pd) != old_pd) {
+		mr->mem.pd = ur_pd_prot(pd);
 		mr->ibmr.pd = &pd->ibpd;
-		atomic_fetch_add(&pd->usecnt, 1);
+		atomic_fetch_add(&mr->mem.pd->usecnt, 1);
 		atomic_fetch_sub(&old_pd->usecnt, 1);
 	}
 	pthread_rwlock_unlock(&dev->obj_lock);
@@ -220,13 +242,16 @@ int ur_mr_dereg(struct ur_mr *mr)
 	mr->mem.valid = false;
 	pthread_rwlock_unlock(&dev->obj_lock);
 	atomic_fetch_sub(&pd->usecnt, 1);
+	if (mr->dm)
+		atomic_fetch_sub(&mr->dm->usecnt, 1);
 	free(mr);
 	return 0;
 }
 
-int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out)
+int ur_mw_alloc(struct ur_pd *given, enum ibv_mw_type type, struct ur_mw **out)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);
 	struct ur_mw *mw;
 	int err;
 
@@ -250,7 +275,7 @@ int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out)
 		return err;
 	}
 	mw->ibmw.context = pd->ibpd.context;
-	mw->ibmw.pd = &pd->ibpd;
+	mw->ibmw.pd = &given->ibpd;
 	mw->ibmw.rkey = mw->mem.key;
 	mw->ibmw.handle = ur_obj_handle();
 	mw->ibmw.type = type;
@@ -286,10 +311,11 @@ uint32_t ur_mw_rkey(struct ur_mw *mw)
 	return k;
 }
 
-int ur_mr_advise(struct ur_pd *pd, int advice, uint32_t flags,
+int ur_mr_advise(struct ur_pd *given, int advice, uint32_t flags,
 		 const struct ibv_sge *sg, uint32_t num_sge)
 {
-	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_device *dev = ur_ctx_dev(given->ibpd.context);
+	struct ur_pd *pd = ur_pd_prot(given);
 	uint32_t i;
 	int err = 0;
 
@@ -428,14 +454,13 @@ int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 
 	pthread_spin_lock(&mw->lock);
-	if ((rkey ^ mw->mem.key) & ~UR_KEY_TAG_MASK)
-		err = -EINVAL;		/* only the tag may change */
-	else if (type2 && mw->mem.valid)
-		err = -EINVAL;		/* type 2 binds only when free */
-	if (err) {
+	if (type2 && mw->mem.valid) {
 		pthread_spin_unlock(&mw->lock);
-		return err;
+		return -EINVAL;		/* type 2 binds only when free */
 	}
+	/* the window keeps its index (slot); the WR supplies only the key
+	 * byte, as mlx5 and rxe read it (ibv_inc_rkey changes that byte) */
+	rkey = (mw->mem.key & ~UR_KEY_TAG_MASK) | (rkey & UR_KEY_TAG_MASK);
 	if (mw->mr)
 		atomic_fetch_sub(&mw->mr->num_mw, 1);
 	mw->mem.key = rkey;
@@ -482,6 +507,8 @@ int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
 		err = -EINVAL;
 	else if (m->pd != pd)
 		err = -EACCES;
+	else if (mw->qp_num != qp_num)
+		err = -EACCES;		/* type 2B: only its own QP (IBA) */
 	if (!err) {
 		m->valid = false;
 		if (mw->mr)

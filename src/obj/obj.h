@@ -46,6 +46,21 @@ struct ur_counters;	/* engine-owned: per-reason drop counters */
 /* Device                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Kinds of object the live-object registry (obj/handle.c) tracks. */
+enum ur_obj_kind {
+	UR_OBJ_PD = 1,
+	UR_OBJ_MR,
+	UR_OBJ_MW,
+	UR_OBJ_CQ,
+	UR_OBJ_QP,
+	UR_OBJ_SRQ,
+	UR_OBJ_AH,
+	UR_OBJ_CHANNEL,
+	UR_OBJ_DM,
+	UR_OBJ_TD,
+	UR_OBJ_KINDS
+};
+
 struct ur_gid_entry {
 	union ibv_gid gid;
 	union ur_sockaddr addr;		/* the IP this GID stands for */
@@ -75,8 +90,11 @@ struct ur_device {
 	struct ur_u32_map mem_keys;	/* lkey/rkey -> ur_mr or ur_mw */
 	struct ur_u32_map qpns;		/* qp_num -> ur_qp */
 	struct ur_u32_map issued_keys;	/* every key slot issued (obj_lock W) */
+	struct ur_u32_map srqns;	/* XRC srq_num -> ur_srq (obj_lock W) */
 
 	struct ur_nic *nic;		/* NULL while no context is open */
+	/* live objects per kind, for the limits (obj/handle.c's lock) */
+	unsigned int obj_count[UR_OBJ_KINDS];
 };
 
 static inline struct ur_device *to_ur_device(struct ibv_device *ibdev)
@@ -110,15 +128,50 @@ static inline struct ur_context *to_ur_context(struct ibv_context *ibctx)
 /* PD, MR, MW                                                           */
 /* ------------------------------------------------------------------ */
 
+struct ur_td {
+	struct ibv_td ibtd;
+	atomic_int usecnt;		/* parent domains naming it */
+};
+
+static inline struct ur_td *to_ur_td(struct ibv_td *ibtd)
+{
+	return container_of(ibtd, struct ur_td, ibtd);
+}
+
+/*
+ * A PD, or a parent domain (ibv_alloc_parent_domain): then prot is the PD
+ * it stands for in every protection check, and alloc/free (when set)
+ * provide the buffers of the queues created on it (obj/pd.c).
+ */
 struct ur_pd {
 	struct ibv_pd ibpd;
-	atomic_int usecnt;		/* MRs, MWs, QPs, SRQs, AHs using it */
+	atomic_int usecnt;		/* MRs, MWs, QPs, SRQs, AHs, CQs, parent
+					 * domains using it */
+	struct ur_pd *prot;		/* parent domain: its PD; NULL for a PD */
+	struct ur_td *td;		/* parent domain: its TD or NULL */
+	void *pd_context;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
 };
 
 static inline struct ur_pd *to_ur_pd(struct ibv_pd *ibpd)
 {
 	return container_of(ibpd, struct ur_pd, ibpd);
 }
+
+/* The PD protection checks compare: a parent domain's PD, or pd itself. */
+static inline struct ur_pd *ur_pd_prot(struct ur_pd *pd)
+{
+	return pd->prot ? pd->prot : pd;
+}
+
+/* resource_type values our parent domain allocators are called with
+ * (provider specific, as mlx5dv's MLX5DV_RES_TYPE_*): 'ur' << 32 + n. */
+#define UR_RES_TYPE_QP ((0x7572ull << 32) + 1)	/* SQ and RQ rings */
+#define UR_RES_TYPE_SRQ ((0x7572ull << 32) + 2)
+#define UR_RES_TYPE_CQ ((0x7572ull << 32) + 3)
 
 enum ur_mem_kind {
 	UR_MEM_MR = 1,
@@ -137,11 +190,31 @@ struct ur_mem {
 	uint32_t key;			/* current lkey/rkey (MW: changes on bind) */
 };
 
+struct ur_dm;
+
 struct ur_mr {
 	struct ibv_mr ibmr;
 	struct ur_mem mem;
 	atomic_int num_mw;		/* windows bound to it */
+	struct ur_dm *dm;		/* ibv_reg_dm_mr: the DM it covers */
 };
+
+/*
+ * Device memory (ibv_alloc_dm): heap memory the library owns, reached by
+ * the application only through ibv_memcpy_to/from_dm and by the NIC
+ * through zero-based MRs over it (ibv_reg_dm_mr).
+ */
+struct ur_dm {
+	struct ibv_dm ibdm;
+	uint8_t *buf;
+	size_t length;
+	atomic_int usecnt;		/* MRs over it */
+};
+
+static inline struct ur_dm *to_ur_dm(struct ibv_dm *ibdm)
+{
+	return container_of(ibdm, struct ur_dm, ibdm);
+}
 
 static inline struct ur_mr *to_ur_mr(struct ibv_mr *ibmr)
 {
@@ -196,7 +269,8 @@ struct ur_cq {
 		struct ibv_cq_ex ibcq_ex;	/* shares its head with ibcq */
 	};
 	pthread_spinlock_t lock;
-	struct ur_cqe *ring;
+	struct ur_cqe *ring;		/* ring_len entries, grows (cq.c) */
+	uint32_t ring_len;		/* power of two, <= size */
 	uint32_t size;			/* slots, power of two, >= cqe + 1 */
 	uint32_t head;			/* next to consume */
 	uint32_t tail;			/* next to produce */
@@ -210,6 +284,8 @@ struct ur_cq {
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibcq.mutex) */
 	struct ur_cqe ex_cqe;		/* cq_ex: the entry being read */
 	bool ignore_overrun;		/* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN */
+	struct ur_pd *parent;		/* IBV_CQ_INIT_ATTR_MASK_PD, or NULL */
+	bool custom_ring;		/* ring from parent->alloc */
 };
 
 static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)
@@ -315,6 +391,7 @@ struct ur_wq {
 	uint32_t producer;
 	uint32_t consumer;
 	uint32_t cursor;		/* SQ: requester position */
+	bool custom_buf;		/* buf from a parent domain's alloc */
 };
 
 static inline void *ur_wq_slot(const struct ur_wq *wq, uint32_t idx)
@@ -331,12 +408,34 @@ static inline uint32_t ur_wq_count(const struct ur_wq *wq)
 /* SRQ                                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * An XRC domain (ibv_open_xrcd). Every XRCD opened on the same file (its
+ * inode) of one device in this process is the same domain; an XRCD opened
+ * with fd -1 is a domain of its own (obj/xrcd.c).
+ */
+struct ur_xrc_domain;
+
+struct ur_xrcd {
+	struct ibv_xrcd ibxrcd;
+	struct ur_xrc_domain *dom;
+	atomic_int usecnt;		/* XRC SRQs (and XRC_RECV QPs) on it */
+};
+
+static inline struct ur_xrcd *to_ur_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct ur_xrcd, ibxrcd);
+}
+
 struct ur_srq {
 	struct ibv_srq ibsrq;
-	struct ur_pd *pd;
+	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
+	struct ur_pd *parent;		/* created on a parent domain, or NULL */
 	pthread_spinlock_t lock;
 	struct ur_wq rq;
 	uint32_t limit;			/* srq_limit; 0 = disarmed */
+	struct ur_xrcd *xrcd;		/* IBV_SRQT_XRC: its domain, else NULL */
+	struct ur_cq *xrc_cq;		/* IBV_SRQT_XRC: completions go here */
+	uint32_t srq_num;		/* IBV_SRQT_XRC: 24 bits, in dev->srqns */
 	atomic_int usecnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };
@@ -379,7 +478,8 @@ static inline struct ur_ah *to_ur_ah(struct ibv_ah *ibah)
 struct ur_qp {
 	struct ibv_qp_ex ibqp_ex;	/* ibqp_ex.qp_base is the ibv_qp */
 	struct ur_device *dev;
-	struct ur_pd *pd;
+	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
+	struct ur_pd *parent;		/* created on a parent domain, or NULL */
 	struct ur_cq *send_cq;
 	struct ur_cq *recv_cq;
 	struct ur_srq *srq;
@@ -442,6 +542,12 @@ int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
  */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* The PD receive buffers are checked against: the SRQ's when it has one. */
+static inline struct ur_pd *ur_qp_recv_pd(const struct ur_qp *qp)
+{
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 /*
  * Takes the oldest receive WQE of qp (its SRQ if it has one) and copies it
  * into out, which has room for UR_MAX_SGE entries. Raises
@@ -468,17 +574,18 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
  * QP; PD of QP, MW and MR equal; MR valid with MW_BIND; window inside the
  * MR; remote write/atomic window needs MR LOCAL_WRITE; type 1 not
  * zero-based, length 0 unbinds it; type 2 must be free; a window with
- * length needs an MR;
- * only the low 8 bits of the rkey change). Returns 0, or -EINVAL/-EACCES:
- * the caller completes the WQE with IBV_WC_MW_BIND_ERR.
+ * length needs an MR; the window keeps its index and takes only the low
+ * 8 bits of the WR's rkey). Returns 0, or -EINVAL/-EACCES: the caller
+ * completes the WQE with IBV_WC_MW_BIND_ERR.
  */
 int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe);
 
 /*
- * LOCAL_INV / SEND_WITH_INV of rkey by a QP of pd. Caller holds
- * dev->obj_lock for reading. Only bound type 2 windows of the same PD are
- * invalidated (freed); MRs (no fast-reg MRs exist) and type 1 windows are
- * refused. Returns 0 or -EINVAL/-EACCES.
+ * LOCAL_INV / SEND_WITH_INV of rkey by QP qp_num of pd. Caller holds
+ * dev->obj_lock for reading. Only bound type 2 windows of the same PD,
+ * bound through that same QP (type 2B), are invalidated (freed); MRs (no
+ * fast-reg MRs exist) and type 1 windows are refused. Returns 0 or
+ * -EINVAL/-EACCES.
  */
 int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
 		      uint32_t qp_num, uint32_t rkey);

@@ -19,11 +19,55 @@ static inline struct ur_device *ur_ctx_dev(struct ibv_context *ctx)
 	return to_ur_context(ctx)->dev;
 }
 
+/* ------------------------------------------------------------------ */
+/* handle.c: the live-object registry                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Records obj (the ibv_* pointer given to the user) as live, created on
+ * ctx with handle. Returns 0, -ENOMEM when dev already holds the limit of
+ * this kind (limits.h) or memory is short, -EEXIST if already recorded.
+ */
+int ur_live_add(struct ur_device *dev, enum ur_obj_kind kind, const void *obj,
+		struct ibv_context *ctx, uint32_t handle);
+/*
+ * 0 when obj is a live object of this kind with its context and handle as
+ * created; -ENOENT when it is not (never ours, destroyed, being destroyed,
+ * handle overwritten), -EINVAL for NULL or an overwritten context. Reads
+ * through obj only after finding it.
+ */
+int ur_live_check(enum ur_obj_kind kind, const void *obj);
+/* ur_live_check, and on success hides obj from later checks (a destroy
+ * begins); end with ur_live_drop (destroyed) or ur_live_restore. */
+int ur_live_take(enum ur_obj_kind kind, const void *obj);
+void ur_live_restore(const void *obj);
+void ur_live_drop(const void *obj);
+unsigned int ur_live_count(const struct ur_device *dev, enum ur_obj_kind kind);
+
 /* A non-zero handle for ibv_* objects (process-wide counter). */
 uint32_t ur_obj_handle(void);
 int ur_pd_alloc(struct ibv_context *ctx, struct ur_pd **out);
-/* -EBUSY while something uses the PD. */
+/* -EBUSY while something uses the PD (or parent domain). */
 int ur_pd_free(struct ur_pd *pd);
+/* ibv_alloc_td: comp_mask must be 0. */
+int ur_td_alloc(struct ibv_context *ctx, const struct ibv_td_init_attr *attr,
+		struct ur_td **out);
+/* -EBUSY while a parent domain names it. */
+int ur_td_free(struct ur_td *td);
+/* ibv_alloc_parent_domain: attr->pd a PD (not a parent domain) of ctx,
+ * attr->td NULL or a TD of ctx, known comp_mask bits. */
+int ur_parent_domain_alloc(struct ibv_context *ctx,
+			   const struct ibv_parent_domain_init_attr *attr,
+			   struct ur_pd **out);
+/*
+ * A zeroed queue buffer for an object created on pd: from the parent
+ * domain's alloc callback when it has one and that does not answer
+ * IBV_ALLOCATOR_USE_DEFAULT (*custom = true), else from the heap. NULL
+ * when either fails. Release with ur_pd_buf_free(pd, ..., *custom).
+ */
+void *ur_pd_buf_alloc(struct ur_pd *pd, size_t size, uint64_t type,
+		      bool *custom);
+void ur_pd_buf_free(struct ur_pd *pd, void *buf, uint64_t type, bool custom);
 
 /* ------------------------------------------------------------------ */
 /* mem.c */
@@ -33,7 +77,8 @@ int ur_pd_free(struct ur_pd *pd);
 #define UR_MR_ACCESS_SUPPORTED                                                 \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |    \
+	 IBV_ACCESS_ZERO_BASED)
 /* 0 or -EINVAL (unknown bit; remote write/atomic without local write). */
 int ur_mr_access_ok(unsigned int access);
 int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,
@@ -50,6 +95,25 @@ int ur_mw_alloc(struct ur_pd *pd, enum ibv_mw_type type, struct ur_mw **out);
 int ur_mw_dealloc(struct ur_mw *mw);
 /* The MW's current rkey as the engine sees it. */
 uint32_t ur_mw_rkey(struct ur_mw *mw);
+
+/* ------------------------------------------------------------------ */
+/* dm.c */
+/* ------------------------------------------------------------------ */
+
+/* attr: length 1..UR_MAX_DM_SIZE, log_align_req <= 12, comp_mask 0. */
+int ur_dm_alloc(struct ibv_context *ctx, const struct ibv_alloc_dm_attr *attr,
+		struct ur_dm **out);
+/* -EBUSY while MRs cover it. */
+int ur_dm_free(struct ur_dm *dm);
+/* The memcpy verbs: 0, -EINVAL (offset or length not a multiple of 4)
+ * or -EFAULT (the range leaves the DM). */
+int ur_dm_copy_to(struct ur_dm *dm, uint64_t off, const void *src,
+		  size_t len);
+int ur_dm_copy_from(void *dst, struct ur_dm *dm, uint64_t off, size_t len);
+/* ibv_reg_dm_mr: a zero-based MR over [off, off + len) of dm. access must
+ * have IBV_ACCESS_ZERO_BASED (rdma-core's rule). */
+int ur_dm_reg_mr(struct ur_pd *pd, struct ur_dm *dm, uint64_t off,
+		 size_t len, unsigned int access, struct ur_mr **out);
 
 /* ------------------------------------------------------------------ */
 /* cq.c */
@@ -94,6 +158,34 @@ int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask);
 void ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr);
 int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad);
+
+/* ------------------------------------------------------------------ */
+/* xrcd.c: XRC domains and XRC SRQs (the object layer; the engine does
+ * not execute XRC yet, so api/ does not expose them) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ibv_open_xrcd as the kernel answers it: comp_mask must hold FD and
+ * OFLAGS (EINVAL), oflags only O_CREAT/O_EXCL; fd -1 opens a new private
+ * domain; otherwise the domain of fd's inode on this device: EBADF for a
+ * bad fd, EINVAL without O_CREAT when none exists or with O_EXCL when one
+ * does.
+ */
+int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
+		 struct ur_xrcd **out);
+/* -EBUSY while XRC SRQs or QPs use it. */
+int ur_xrcd_close(struct ur_xrcd *xrcd);
+/* Whether two XRCDs name the same domain (same file, same device). */
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
+/*
+ * An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): a basic SRQ on pd plus
+ * its XRCD and CQ (same context), findable by its srq_num once created.
+ */
+int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
+		      void *srq_context, struct ibv_srq_attr *attr,
+		      struct ur_srq **out);
+/* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */

@@ -42,14 +42,25 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
-static int wq_alloc(struct ur_wq *wq, uint32_t max_wr, uint32_t stride)
+/* parent: the parent domain whose allocator provides the ring, or NULL. */
+static int wq_alloc(struct ur_pd *parent, struct ur_wq *wq, uint32_t max_wr,
+		    uint32_t stride)
 {
 	memset(wq, 0, sizeof(*wq));
 	wq->slots = pow2_at_least(max_wr ? max_wr : 1);
 	wq->stride = UR_ALIGN_UP(stride, 8u);
 	wq->max_wr = max_wr;
-	wq->buf = calloc(wq->slots, wq->stride);
+	wq->buf = ur_pd_buf_alloc(parent, (size_t)wq->slots * wq->stride,
+				  UR_RES_TYPE_QP, &wq->custom_buf);
 	return wq->buf ? 0 : -ENOMEM;
+}
+
+static void qp_bufs_free(struct ur_qp *qp)
+{
+	ur_pd_buf_free(qp->parent, qp->sq.buf, UR_RES_TYPE_QP,
+		       qp->sq.custom_buf);
+	ur_pd_buf_free(qp->parent, qp->rq.buf, UR_RES_TYPE_QP,
+		       qp->rq.custom_buf);
 }
 
 /* comp_mask bits we know but do not implement */
@@ -137,12 +148,14 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
+	if (to_ur_pd(attr->pd)->prot)
+		qp->parent = to_ur_pd(attr->pd);
 
 	/* inline: what the slot holds anyway, at least what was asked */
 	inl = UR_MIN((uint32_t)UR_MAX_INLINE_DATA,
 		     UR_MAX(c->max_inline_data,
 			    c->max_send_sge * (uint32_t)sizeof(struct ur_sge)));
-	ret = wq_alloc(&qp->sq, c->max_send_wr, sizeof(struct ur_send_wqe) +
+	ret = wq_alloc(qp->parent, &qp->sq, c->max_send_wr, sizeof(struct ur_send_wqe) +
 			       send_room(c->max_send_sge, inl));
 	if (ret)
 		goto err;
@@ -151,14 +164,14 @@ int ur_qp_create(struct ibv_context *ctx,
 
 	rq_wr = attr->srq ? 0 : c->max_recv_wr;
 	rq_sge = attr->srq ? 0 : c->max_recv_sge;
-	ret = wq_alloc(&qp->rq, rq_wr, sizeof(struct ur_recv_wqe) +
+	ret = wq_alloc(qp->parent, &qp->rq, rq_wr, sizeof(struct ur_recv_wqe) +
 			       rq_sge * sizeof(struct ur_sge));
 	if (ret)
 		goto err;
 	qp->rq.max_sge = rq_sge;
 
 	qp->dev = uctx->dev;
-	qp->pd = to_ur_pd(attr->pd);
+	qp->pd = ur_pd_prot(to_ur_pd(attr->pd));
 	qp->send_cq = to_ur_cq(attr->send_cq);
 	qp->recv_cq = to_ur_cq(attr->recv_cq);
 	qp->srq = attr->srq ? to_ur_srq(attr->srq) : NULL;
@@ -186,6 +199,8 @@ int ur_qp_create(struct ibv_context *ctx,
 		ur_qp_init_wr_ops(qp);
 
 	atomic_fetch_add(&qp->pd->usecnt, 1);
+	if (qp->parent)
+		atomic_fetch_add(&qp->parent->usecnt, 1);
 	atomic_fetch_add(&qp->send_cq->usecnt, 1);
 	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
 	if (qp->srq)
@@ -195,8 +210,7 @@ int ur_qp_create(struct ibv_context *ctx,
 	*out = qp;
 	return 0;
 err:
-	free(qp->sq.buf);
-	free(qp->rq.buf);
+	qp_bufs_free(qp);
 	free(qp);
 	return ret;
 }
@@ -262,6 +276,8 @@ void ur_qp_free(struct ur_qp *qp)
 	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
 
 	atomic_fetch_sub(&qp->pd->usecnt, 1);
+	if (qp->parent)
+		atomic_fetch_sub(&qp->parent->usecnt, 1);
 	atomic_fetch_sub(&qp->send_cq->usecnt, 1);
 	atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
 	if (qp->srq)
@@ -270,8 +286,7 @@ void ur_qp_free(struct ur_qp *qp)
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
-	free(qp->sq.buf);
-	free(qp->rq.buf);
+	qp_bufs_free(qp);
 	free(qp);
 }
 

@@ -22,14 +22,21 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-static int srq_wq_alloc(struct ur_wq *wq, uint32_t max_wr, uint32_t max_sge)
+static int srq_wq_alloc(struct ur_pd *parent, struct ur_wq *wq,
+			uint32_t max_wr, uint32_t max_sge)
 {
 	wq->slots = pow2_at_least(max_wr);
 	wq->max_wr = wq->slots;
 	wq->max_sge = max_sge;
 	wq->stride = sizeof(struct ur_recv_wqe) + max_sge * sizeof(struct ur_sge);
-	wq->buf = calloc(wq->slots, wq->stride);
+	wq->buf = ur_pd_buf_alloc(parent, (size_t)wq->slots * wq->stride,
+				  UR_RES_TYPE_SRQ, &wq->custom_buf);
 	return wq->buf ? 0 : -ENOMEM;
+}
+
+static void srq_wq_free(struct ur_srq *srq, struct ur_wq *wq)
+{
+	ur_pd_buf_free(srq->parent, wq->buf, UR_RES_TYPE_SRQ, wq->custom_buf);
 }
 
 int ur_srq_create(struct ur_pd *pd, void *srq_context,
@@ -45,12 +52,13 @@ int ur_srq_create(struct ur_pd *pd, void *srq_context,
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
-	if (srq_wq_alloc(&srq->rq, attr->max_wr, max_sge)) {
+	srq->parent = pd->prot ? pd : NULL;
+	if (srq_wq_alloc(srq->parent, &srq->rq, attr->max_wr, max_sge)) {
 		free(srq);
 		return -ENOMEM;
 	}
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	srq->pd = pd;
+	srq->pd = ur_pd_prot(pd);
 	atomic_init(&srq->usecnt, 0);
 	srq->ibsrq.context = pd->ibpd.context;
 	srq->ibsrq.srq_context = srq_context;
@@ -58,7 +66,9 @@ int ur_srq_create(struct ur_pd *pd, void *srq_context,
 	srq->ibsrq.handle = ur_obj_handle();
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
-	atomic_fetch_add(&pd->usecnt, 1);
+	atomic_fetch_add(&srq->pd->usecnt, 1);
+	if (srq->parent)
+		atomic_fetch_add(&srq->parent->usecnt, 1);
 	/* report what was granted; srq_limit is ignored at creation */
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = max_sge;
@@ -76,19 +86,29 @@ int ur_srq_destroy(struct ur_srq *srq)
 	ur_srq_wait_acked(srq);
 	/* as a writer: no packet in flight still looks at it */
 	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (srq->xrcd)
+		ur_u32_map_remove(&dev->srqns, srq->srq_num);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	if (srq->xrcd) {
+		atomic_fetch_sub(&srq->xrcd->usecnt, 1);
+		atomic_fetch_sub(&srq->xrc_cq->usecnt, 1);
+	}
 	atomic_fetch_sub(&srq->pd->usecnt, 1);
+	if (srq->parent)
+		atomic_fetch_sub(&srq->parent->usecnt, 1);
 	pthread_mutex_destroy(&srq->ibsrq.mutex);
 	pthread_cond_destroy(&srq->ibsrq.cond);
 	pthread_spin_destroy(&srq->lock);
-	free(srq->rq.buf);
+	srq_wq_free(srq, &srq->rq);
 	free(srq);
 	return 0;
 }
 
-/* Moves the queued WQEs into a ring of new_wr slots; srq->lock held. */
+/* Moves the queued WQEs into nwq, which then holds the old ring for the
+ * caller to free outside the lock; srq->lock held. */
 static void srq_move(struct ur_srq *srq, struct ur_wq *nwq)
 {
+	struct ur_wq old;
 	struct ur_wq *wq = &srq->rq;
 	uint32_t i, n = ur_wq_count(wq);
 
@@ -97,8 +117,9 @@ static void srq_move(struct ur_srq *srq, struct ur_wq *nwq)
 		       wq->stride);
 	nwq->producer = n;
 	nwq->consumer = 0;
-	free(wq->buf);
+	old = *wq;
 	*wq = *nwq;
+	*nwq = old;
 }
 
 int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
@@ -113,7 +134,8 @@ int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
 	    (!attr->max_wr || attr->max_wr > UR_MAX_SRQ_WR))
 		return -EINVAL;
 	if (mask & IBV_SRQ_MAX_WR) {
-		if (srq_wq_alloc(&nwq, attr->max_wr, srq->rq.max_sge))
+		if (srq_wq_alloc(srq->parent, &nwq, attr->max_wr,
+				 srq->rq.max_sge))
 			return -ENOMEM;
 	}
 	pthread_spin_lock(&srq->lock);
@@ -125,14 +147,13 @@ int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
 	if (!err) {
 		if (mask & IBV_SRQ_MAX_WR) {
 			srq_move(srq, &nwq);
-			nwq.buf = NULL;
 			attr->max_wr = srq->rq.max_wr;
 		}
 		if (mask & IBV_SRQ_LIMIT)
 			srq->limit = attr->srq_limit;
 	}
 	pthread_spin_unlock(&srq->lock);
-	free(nwq.buf);
+	srq_wq_free(srq, &nwq);
 	return err;
 }
 

@@ -33,6 +33,8 @@ const char *const ur_drop_reason_names[UR_DROP__MAX] = {
     [UR_DROP_ACCESS] = "access",
     [UR_DROP_UNSUPPORTED] = "unsupported",
     [UR_DROP_NOT_ROCE] = "not_roce",
+    [UR_DROP_WRONG_PORT] = "wrong_peer_port",
+    [UR_DROP_HARDENED] = "hardened",
 };
 
 const char *ur_drop_reason_str(enum ur_drop_reason r)

@@ -46,6 +46,8 @@ enum ur_drop_reason {
 	UR_DROP_ACCESS,		/* rkey / range / access check failed */
 	UR_DROP_UNSUPPORTED,	/* valid but not implemented (CNP, mcast) */
 	UR_DROP_NOT_ROCE,	/* not IPv4/IPv6 UDP 4791 (frame parsing) */
+	UR_DROP_WRONG_PORT,	/* RC/UC: peer's IP, not its bound UDP port */
+	UR_DROP_HARDENED,	/* would have moved a QP to ERR (hardened) */
 	UR_DROP__MAX,
 };
 

@@ -15,6 +15,14 @@ for size in 64 4096 20000; do
 		"ibv_rc_pingpong -d uroce0 -g 0 -p $p -n 200 -s $size -c 127.0.0.1" \
 		"$ok_line" "$iters_line"
 done
+# device memory (-j): send and receive buffers in a DM, contents checked
+for size in 64 8192; do
+	p=$(e2e_port)
+	e2e_pair "rc_pingpong_dm_$size" 60 \
+		"ibv_rc_pingpong -d uroce0 -g 0 -p $p -n 200 -s $size -j -c" \
+		"ibv_rc_pingpong -d uroce0 -g 0 -p $p -n 200 -s $size -j -c 127.0.0.1" \
+		"$ok_line" "$iters_line"
+done
 # path MTU 1024 (as rxe on a 1500-byte link): many packets per message
 p=$(e2e_port)
 e2e_pair rc_pingpong_mtu1024 60 \

@@ -362,8 +362,10 @@ UR_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 					  struct ibv_ah_attr *attr,
 					  uint8_t eth_mac[6], uint16_t *vid)
 {
-	if (!attr->is_global)
+	if (!attr->is_global) {
+		errno = EINVAL;
 		return EINVAL;
+	}
 	ur_gid_to_mac(&attr->grh.dgid, eth_mac);
 	if (vid)
 		*vid = 0xFFFF;

@@ -29,9 +29,10 @@
  *    multicast (ibv_attach/detach_mcast), ECE, import/unimport (needs a
  *    kernel context to share), dma-buf MRs (needs kernel dma-buf).
  *    Verbs that are inline in verbs.h (XRC, flows, WQs, RWQ indirection
- *    tables, device memory, counters, TDs, parent domains, open_qp ...) go
- *    through verbs_context slots that we leave NULL, which verbs.h turns
- *    into EOPNOTSUPP/ENOSYS itself.
+ *    tables, counters, open_qp ...) go through verbs_context slots that
+ *    we leave NULL, which verbs.h turns into EOPNOTSUPP/ENOSYS itself;
+ *    device memory's are set by verbs_dm.c, TDs' and parent domains' by
+ *    verbs_domain.c.
  *
  * int-returning private functions return EOPNOTSUPP (they follow the
  * errno-value convention), pointer-returning ones NULL with errno set.
@@ -168,23 +169,27 @@ unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, void *link)
 UR_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			       uint16_t lid)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 UR_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			       uint16_t lid)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 /* Enhanced Connection Establishment is a vendor (mlx5) negotiation. */
 UR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 
 UR_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
+	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
 }
 

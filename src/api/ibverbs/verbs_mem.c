@@ -41,12 +41,22 @@ UR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	struct ur_pd *pd = NULL;
 	int err = ur_pd_alloc(context, &pd);
 
+	if (!err) {
+		err = ur_api_track(context, UR_OBJ_PD, &pd->ibpd,
+				   pd->ibpd.handle);
+		if (err)
+			ur_pd_free(pd);
+	}
 	return ptr_or_errno(err, err ? NULL : &pd->ibpd);
 }
 
 UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	return -ur_pd_free(to_ur_pd(pd));
+	int err = ur_live_take(UR_OBJ_PD, pd);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(pd, ur_pd_free(to_ur_pd(pd)));
 }
 
 /* ------------------------------------------------------------------ */
@@ -63,11 +73,15 @@ UR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	struct ur_mr *mr = NULL;
 	int err;
 
-	if (!pd) {
-		errno = EINVAL;
-		return NULL;
+	err = ur_live_check(UR_OBJ_PD, pd);
+	if (!err)
+		err = ur_mr_reg(to_ur_pd(pd), addr, length, iova, access, &mr);
+	if (!err) {
+		err = ur_api_track(pd->context, UR_OBJ_MR, &mr->ibmr,
+				   mr->ibmr.handle);
+		if (err)
+			ur_mr_dereg(mr);
 	}
-	err = ur_mr_reg(to_ur_pd(pd), addr, length, iova, access, &mr);
 	return ptr_or_errno(err, err ? NULL : &mr->ibmr);
 }
 
@@ -85,23 +99,44 @@ UR_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 }
 
+/*
+ * rdma-core's split: what libibverbs itself checks before asking the
+ * kernel (unknown or no flags, a translation without address or length, a
+ * PD change without a PD) is IBV_REREG_MR_ERR_INPUT; everything the kernel
+ * refuses, permissions included (remote write without local write), is
+ * IBV_REREG_MR_ERR_CMD. errno is set either way; the MR is unchanged.
+ */
 UR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 			   void *addr, size_t length, int access)
 {
 	int err;
 
-	err = ur_mr_rereg(to_ur_mr(mr), flags, pd ? to_ur_pd(pd) : NULL, addr,
-			  length, (unsigned int)access);
+	if (!flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	err = ur_live_check(UR_OBJ_MR, mr);
+	if (!err && (flags & IBV_REREG_MR_CHANGE_PD))
+		err = ur_live_check(UR_OBJ_PD, pd);
+	if (!err)
+		err = ur_mr_rereg(to_ur_mr(mr), flags,
+				  pd ? to_ur_pd(pd) : NULL, addr, length,
+				  (unsigned int)access);
 	if (!err)
 		return 0;
 	errno = -err;
-	/* the old MR stays valid in every case */
-	return err == -EINVAL ? IBV_REREG_MR_ERR_INPUT : IBV_REREG_MR_ERR_CMD;
+	return IBV_REREG_MR_ERR_CMD;
 }
 
 UR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	return -ur_mr_dereg(to_ur_mr(mr));
+	int err = ur_live_take(UR_OBJ_MR, mr);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(mr, ur_mr_dereg(to_ur_mr(mr)));
 }
 
 /* ------------------------------------------------------------------ */
@@ -111,20 +146,37 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct ur_mw *mw = NULL;
-	int err = ur_mw_alloc(to_ur_pd(pd), type, &mw);
+	int err = ur_live_check(UR_OBJ_PD, pd);
 
+	if (!err)
+		err = ur_mw_alloc(to_ur_pd(pd), type, &mw);
+	if (!err) {
+		err = ur_api_track(pd->context, UR_OBJ_MW, &mw->ibmw,
+				   mw->ibmw.handle);
+		if (err)
+			ur_mw_dealloc(mw);
+	}
 	return ptr_or_errno(err, err ? NULL : &mw->ibmw);
 }
 
 static int op_dealloc_mw(struct ibv_mw *mw)
 {
-	return -ur_mw_dealloc(to_ur_mw(mw));
+	int err = ur_live_take(UR_OBJ_MW, mw);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(mw, ur_mw_dealloc(to_ur_mw(mw)));
 }
 
 static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			uint32_t flags, struct ibv_sge *sg, uint32_t num_sge)
 {
-	return -ur_mr_advise(to_ur_pd(pd), (int)advice, flags, sg, num_sge);
+	int err = ur_live_check(UR_OBJ_PD, pd);
+
+	if (!err)
+		err = ur_mr_advise(to_ur_pd(pd), (int)advice, flags, sg,
+				   num_sge);
+	return ur_api_ret(err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -136,8 +188,10 @@ static int op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct ur_cq *cq = to_ur_cq(ibcq);
 	int got;
 
-	if (n < 0)
+	if (n < 0) {
+		errno = EINVAL;
 		return -EINVAL;
+	}
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
@@ -148,7 +202,7 @@ static int op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 static int op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	return -ur_cq_arm(to_ur_cq(ibcq), solicited_only);
+	return ur_api_ret(ur_cq_arm(to_ur_cq(ibcq), solicited_only));
 }
 
 static struct ur_cq *ex_cq(struct ibv_cq_ex *c)
@@ -168,7 +222,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	struct ur_cq *cq = ex_cq(c);
 
 	if (attr && attr->comp_mask)
-		return EINVAL;
+		return ur_api_ret(-EINVAL);
 	if (ur_cq_pop_ex(cq)) {
 		ur_engine_poll(ur_ctx_dev(c->context));
 		if (ur_cq_pop_ex(cq))
@@ -298,7 +352,17 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ur_cq_create(context, attr, &cq);
+	err = attr->channel ? ur_live_check(UR_OBJ_CHANNEL, attr->channel) : 0;
+	if (!err && (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD))
+		err = ur_live_check(UR_OBJ_PD, attr->parent_domain);
+	if (!err)
+		err = ur_cq_create(context, attr, &cq);
+	if (!err) {
+		err = ur_api_track(context, UR_OBJ_CQ, &cq->ibcq,
+				   cq->ibcq.handle);
+		if (err)
+			ur_cq_destroy(cq);
+	}
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -326,12 +390,20 @@ UR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 
 UR_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	return -ur_cq_resize(to_ur_cq(cq), cqe);
+	int err = ur_live_check(UR_OBJ_CQ, cq);
+
+	if (!err)
+		err = ur_cq_resize(to_ur_cq(cq), cqe);
+	return ur_api_ret(err);
 }
 
 UR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	return -ur_cq_destroy(to_ur_cq(cq));
+	int err = ur_live_take(UR_OBJ_CQ, cq);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(cq, ur_cq_destroy(to_ur_cq(cq)));
 }
 
 /* ------------------------------------------------------------------ */
@@ -344,19 +416,32 @@ ibv_create_comp_channel(struct ibv_context *context)
 	struct ur_comp_channel *ch = NULL;
 	int err = ur_channel_create(context, &ch);
 
+	if (!err) {
+		err = ur_api_track(context, UR_OBJ_CHANNEL, &ch->ibch, 0);
+		if (err)
+			ur_channel_destroy(ch);
+	}
 	return ptr_or_errno(err, err ? NULL : &ch->ibch);
 }
 
 UR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-	return -ur_channel_destroy(to_ur_channel(channel));
+	int err = ur_live_take(UR_OBJ_CHANNEL, channel);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(channel,
+				ur_channel_destroy(to_ur_channel(channel)));
 }
 
 UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 			       struct ibv_cq **cq, void **cq_context)
 {
 	struct ur_cq *ucq;
-	int err = ur_channel_get_event(to_ur_channel(channel), &ucq);
+	int err = ur_live_check(UR_OBJ_CHANNEL, channel);
+
+	if (!err)
+		err = ur_channel_get_event(to_ur_channel(channel), &ucq);
 
 	if (err) {
 		errno = -err;
@@ -370,6 +455,8 @@ UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 
 UR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
+	if (ur_live_check(UR_OBJ_CQ, cq))
+		return;		/* no error to report: nothing acked */
 	ur_cq_ack_events(to_ur_cq(cq), nevents);
 }
 
@@ -383,11 +470,20 @@ UR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	struct ur_srq *srq = NULL;
 	int err;
 
-	if (!pd || !attr) {
+	if (!attr) {
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ur_srq_create(to_ur_pd(pd), attr->srq_context, &attr->attr, &srq);
+	err = ur_live_check(UR_OBJ_PD, pd);
+	if (!err)
+		err = ur_srq_create(to_ur_pd(pd), attr->srq_context,
+				    &attr->attr, &srq);
+	if (!err) {
+		err = ur_api_track(pd->context, UR_OBJ_SRQ, &srq->ibsrq,
+				   srq->ibsrq.handle);
+		if (err)
+			ur_srq_destroy(srq);
+	}
 	return ptr_or_errno(err, err ? NULL : &srq->ibsrq);
 }
 
@@ -408,7 +504,8 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;	/* XRC and tag matching */
 		return NULL;
 	}
-	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	    ur_live_check(UR_OBJ_PD, attr->pd) ||
 	    attr->pd->context != context) {
 		errno = EINVAL;
 		return NULL;
@@ -419,24 +516,39 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 UR_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 			     int mask)
 {
-	return -ur_srq_modify(to_ur_srq(srq), attr, mask);
+	int err = ur_live_check(UR_OBJ_SRQ, srq);
+
+	if (!err && !attr)
+		err = -EINVAL;
+	if (!err)
+		err = ur_srq_modify(to_ur_srq(srq), attr, mask);
+	return ur_api_ret(err);
 }
 
 UR_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
-	ur_srq_query(to_ur_srq(srq), attr);
-	return 0;
+	int err = ur_live_check(UR_OBJ_SRQ, srq);
+
+	if (!err && !attr)
+		err = -EINVAL;
+	if (!err)
+		ur_srq_query(to_ur_srq(srq), attr);
+	return ur_api_ret(err);
 }
 
 UR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	return -ur_srq_destroy(to_ur_srq(srq));
+	int err = ur_live_take(UR_OBJ_SRQ, srq);
+
+	if (err)
+		return ur_api_ret(err);
+	return ur_api_destroyed(srq, ur_srq_destroy(to_ur_srq(srq)));
 }
 
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad)
 {
-	return -ur_srq_post(to_ur_srq(srq), wr, bad);
+	return ur_api_ret(ur_srq_post(to_ur_srq(srq), wr, bad));
 }
 
 /* ------------------------------------------------------------------ */
@@ -449,18 +561,30 @@ UR_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	struct ur_ah *ah = NULL;
 	int err;
 
-	if (!pd || !attr) {
+	if (!attr) {
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ur_ah_create(to_ur_pd(pd), attr, &ah);
+	err = ur_live_check(UR_OBJ_PD, pd);
+	if (!err)
+		err = ur_ah_create(to_ur_pd(pd), attr, &ah);
+	if (!err) {
+		err = ur_api_track(pd->context, UR_OBJ_AH, &ah->ibah,
+				   ah->ibah.handle);
+		if (err)
+			ur_ah_destroy(ah);
+	}
 	return ptr_or_errno(err, err ? NULL : &ah->ibah);
 }
 
 UR_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	int err = ur_live_take(UR_OBJ_AH, ah);
+
+	if (err)
+		return ur_api_ret(err);
 	ur_ah_destroy(to_ur_ah(ah));
-	return 0;
+	return ur_api_destroyed(ah, 0);
 }
 
 UR_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
@@ -484,7 +608,12 @@ UR_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 					       uint8_t port_num)
 {
 	struct ibv_ah_attr attr;
+	int err = ur_live_check(UR_OBJ_PD, pd);
 
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
 		return NULL;
 	return ibv_create_ah(pd, &attr);
@@ -525,4 +654,7 @@ void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
 	vctx->create_cq_ex = op_create_cq_ex;
 	vctx->advise_mr = op_advise_mr;
 	vctx->create_srq_ex = op_create_srq_ex;
+	ur_api_install_dm_ops(vctx);
+	ur_api_install_domain_ops(vctx);
+	ur_api_install_clock_ops(vctx);
 }

@@ -24,12 +24,31 @@
  */
 static pthread_mutex_t modify_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The PD, CQs and SRQ a new QP names must be live objects of ours. */
+static int check_objects(const struct ibv_qp_init_attr_ex *attr)
+{
+	int ret = 0;
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_PD)
+		ret = ur_live_check(UR_OBJ_PD, attr->pd);
+	if (!ret && attr->send_cq)
+		ret = ur_live_check(UR_OBJ_CQ, attr->send_cq);
+	if (!ret && attr->recv_cq)
+		ret = ur_live_check(UR_OBJ_CQ, attr->recv_cq);
+	if (!ret && attr->srq)
+		ret = ur_live_check(UR_OBJ_SRQ, attr->srq);
+	return ret;
+}
+
 static struct ibv_qp *create_qp(struct ibv_context *ctx,
 				struct ibv_qp_init_attr_ex *attr)
 {
 	struct ur_qp *qp;
 	int ret;
 
+	ret = check_objects(attr);
+	if (ret)
+		goto fail;
 	ret = ur_qp_create(ctx, attr, &attr->cap, &qp);
 	if (ret)
 		goto fail;
@@ -40,6 +59,14 @@ static struct ibv_qp *create_qp(struct ibv_context *ctx,
 	}
 	ret = ur_qp_publish(qp);
 	if (ret) {
+		ur_engine_qp_fini(qp);
+		ur_qp_free(qp);
+		goto fail;
+	}
+	ret = ur_api_track(ctx, UR_OBJ_QP, &qp->ibqp_ex.qp_base,
+			   qp->ibqp_ex.qp_base.handle);
+	if (ret) {
+		ur_qp_unpublish(qp);
 		ur_engine_qp_fini(qp);
 		ur_qp_free(qp);
 		goto fail;
@@ -55,9 +82,15 @@ UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 {
 	struct ibv_qp_init_attr_ex ex;
 	struct ibv_qp *qp;
+	int err;
 
-	if (!pd || !init) {
+	if (!init) {
 		errno = EINVAL;
+		return NULL;
+	}
+	err = ur_live_check(UR_OBJ_PD, pd);
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	memset(&ex, 0, sizeof(ex));
@@ -89,7 +122,13 @@ static struct ibv_qp *op_create_qp_ex(struct ibv_context *ctx,
 /* man ibv_create_qp_ex(3): NULL unless created with send_ops_flags. */
 UR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 {
-	struct ur_qp *qp = to_ur_qp(ibqp);
+	struct ur_qp *qp;
+
+	if (ur_live_check(UR_OBJ_QP, ibqp)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = to_ur_qp(ibqp);
 
 	return qp->ibqp_ex.wr_start ? &qp->ibqp_ex : NULL;
 }
@@ -97,8 +136,12 @@ UR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 UR_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 			   int attr_mask, struct ibv_qp_init_attr *init)
 {
-	if (!attr || !init)
-		return EINVAL;
+	int err = ur_live_check(UR_OBJ_QP, ibqp);
+
+	if (!err && (!attr || !init))
+		err = -EINVAL;
+	if (err)
+		return ur_api_ret(err);
 	/* like rdma-core: every field is filled whatever the mask */
 	ur_qp_query(to_ur_qp(ibqp), attr, init);
 	return 0;
@@ -120,10 +163,12 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
 	enum ibv_qp_state old;
-	int ret;
+	int ret = ur_live_check(UR_OBJ_QP, ibqp);
 
-	if (!attr)
-		return EINVAL;
+	if (!ret && !attr)
+		ret = -EINVAL;
+	if (ret)
+		return ur_api_ret(ret);
 	pthread_mutex_lock(&modify_lock);
 	ret = ur_qp_modify(qp, attr, attr_mask, &old);
 	if (!ret)
@@ -131,13 +176,16 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	pthread_mutex_unlock(&modify_lock);
 	if (!ret && qp->state == IBV_QPS_RESET)
 		clean_cqs(qp);
-	return -ret;
+	return ur_api_ret(ret);
 }
 
 UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
+	int err = ur_live_take(UR_OBJ_QP, ibqp);
 
+	if (err)
+		return ur_api_ret(err);
 	/* after unpublish no packet can find it (obj_lock write) */
 	ur_qp_unpublish(qp);
 	pthread_mutex_lock(&modify_lock);
@@ -147,27 +195,44 @@ UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	ur_async_events_purge(ibqp->context, ibqp);
 	ur_qp_wait_acked(qp);
 	ur_qp_free(qp);
-	return 0;
+	return ur_api_destroyed(ibqp, 0);
 }
 
 static int op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad)
 {
-	return ur_qp_post_send(to_ur_qp(ibqp), wr, bad);
+	int err = ur_qp_post_send(to_ur_qp(ibqp), wr, bad);
+
+	if (err)
+		errno = err;
+	return err;
 }
 
 static int op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad)
 {
-	return ur_qp_post_recv(to_ur_qp(ibqp), wr, bad);
+	int err = ur_qp_post_recv(to_ur_qp(ibqp), wr, bad);
+
+	if (err)
+		errno = err;
+	return err;
 }
 
 static int op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 		      struct ibv_mw_bind *bind)
 {
-	if (!bind)
-		return EINVAL;
-	return ur_qp_bind_mw(to_ur_qp(ibqp), mw, bind);
+	int err = ur_live_check(UR_OBJ_MW, mw);
+
+	if (!err && !bind)
+		err = -EINVAL;
+	if (!err && bind->bind_info.mr)
+		err = ur_live_check(UR_OBJ_MR, bind->bind_info.mr);
+	if (err)
+		return ur_api_ret(err);
+	err = ur_qp_bind_mw(to_ur_qp(ibqp), mw, bind);
+	if (err)
+		errno = err;
+	return err;
 }
 
 static const struct ur_qp_hooks qp_hooks = {

@@ -186,12 +186,19 @@ int cma_agent_start(struct cma_dev *d)
 	d->mr = ibv_reg_mr(d->agent_pd, d->bufs,
 			   (size_t)UR_CM_RECV_BUFS * BUF_SIZE,
 			   IBV_ACCESS_LOCAL_WRITE);
-	if (!d->cq || !d->mr)
+	if (!d->cq || !d->mr) {
+		ret = errno ? errno : ENOMEM;
+		ur_err("rdmacm: QP1's %s: %s", d->cq ? "MR" : "CQ",
+		       strerror(ret));
 		goto err;
+	}
 	qa.send_cq = qa.recv_cq = d->cq;
 	d->qp1 = ibv_create_qp(d->agent_pd, &qa);
-	if (!d->qp1)
+	if (!d->qp1) {
+		ret = errno ? errno : ENOMEM;
+		ur_err("rdmacm: cannot create QP1: %s", strerror(ret));
 		goto err;
+	}
 	ret = uroce_gsi_claim(d->qp1);
 	if (ret) {
 		ur_err("rdmacm: cannot take QP1 of %s: %s",
@@ -199,12 +206,18 @@ int cma_agent_start(struct cma_dev *d)
 		goto err;
 	}
 	ret = qp1_ready(d);
+	if (ret) {
+		ur_err("rdmacm: QP1 to RTS: %s", strerror(ret));
+		goto err;
+	}
 	for (i = 0; !ret && i < UR_CM_RECV_BUFS; i++)
 		ret = post_recv(d, i);
 	if (!ret)
 		ret = ibv_req_notify_cq(d->cq, 0);
-	if (ret)
+	if (ret) {
+		ur_err("rdmacm: QP1 receive buffers: %s", strerror(ret));
 		goto err;
+	}
 	ret = pthread_create(&d->thread, NULL, agent_main, d);
 	if (ret)
 		goto err;

@@ -72,7 +72,9 @@ static void ctx_abi(void **state)
 	/* slots nobody fills stay NULL so verbs.h reports EOPNOTSUPP */
 	assert_null(verbs_get_ctx_op(ctx, open_xrcd));
 	assert_null(verbs_get_ctx_op(ctx, create_flow_action_esp));
-	assert_null(verbs_get_ctx_op(ctx, alloc_dm));
+	assert_null(verbs_get_ctx_op(ctx, create_wq));
+	/* device memory is ours (api/ibverbs/verbs_dm.c) */
+	assert_ptr_equal(verbs_get_ctx_op(ctx, alloc_dm), vctx);
 
 	/* every legacy slot is set: old inline callers jump without checks */
 	for (size_t off = 0; off < sizeof(ctx->ops); off += sizeof(void *)) {

@@ -21,6 +21,7 @@ struct ibv_context *ut_ctx_new(void)
 	ur_u32_map_init(&dev->mem_keys);
 	ur_u32_map_init(&dev->qpns);
 	ur_u32_map_init(&dev->issued_keys);
+	ur_u32_map_init(&dev->srqns);
 	g = &dev->gids[0];
 	g->addr.in.sin_family = AF_INET;
 	inet_pton(AF_INET, "127.0.0.1", &g->addr.in.sin_addr);
@@ -64,6 +65,7 @@ void ut_ctx_free(struct ibv_context *ctx)
 	ur_u32_map_fini(&dev->mem_keys);
 	ur_u32_map_fini(&dev->qpns);
 	ur_u32_map_fini(&dev->issued_keys);
+	ur_u32_map_fini(&dev->srqns);
 	pthread_rwlock_destroy(&dev->obj_lock);
 	pthread_mutex_destroy(&dev->lock);
 	free(uctx);

@@ -64,6 +64,7 @@ static void test_access_rules(void **state)
 	struct ibv_context *ctx = ut_ctx_new();
 	struct ur_pd *pd = ut_pd(ctx);
 	struct ur_mr *mr = NULL;
+	uintptr_t host;
 
 	assert_int_equal(ur_mr_reg(pd, buf, 64, (uintptr_t)buf,
 				   IBV_ACCESS_REMOTE_WRITE, &mr), -EINVAL);
@@ -71,11 +72,7 @@ static void test_access_rules(void **state)
 				   IBV_ACCESS_REMOTE_ATOMIC, &mr), -EINVAL);
 	assert_int_equal(ur_mr_reg(pd, buf, 64, (uintptr_t)buf, 1u << 12, &mr),
 			 -EINVAL);
-	assert_int_equal(ur_mr_reg(pd, buf, 64, (uintptr_t)buf,
-				   IBV_ACCESS_ZERO_BASED, &mr), -EINVAL);
 	assert_int_equal(ur_mr_reg(pd, NULL, 64, 0, 0, &mr), -EINVAL);
-	assert_int_equal(ur_mr_reg(pd, buf, 0, (uintptr_t)buf, 0, &mr),
-			 -EINVAL);
 	assert_int_equal(ur_mr_reg(pd, buf, 64, UINT64_MAX - 10, 0, &mr),
 			 -EINVAL);
 	assert_int_equal(atomic_load(&pd->usecnt), 0);
@@ -88,6 +85,45 @@ static void test_access_rules(void **state)
 	mr = reg(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND |
 		 IBV_ACCESS_ON_DEMAND);
+	assert_int_equal(ur_mr_dereg(mr), 0);
+
+	/* zero length: a valid, empty MR; only empty accesses pass */
+	assert_int_equal(ur_mr_reg(pd, buf, 0, (uintptr_t)buf,
+				   IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+	assert_int_equal(ur_mem_check(&mr->mem, pd, 0, (uintptr_t)buf, 0,
+				      IBV_ACCESS_LOCAL_WRITE, &host), 0);
+	assert_int_not_equal(ur_mem_check(&mr->mem, pd, 0, (uintptr_t)buf, 1,
+					  IBV_ACCESS_LOCAL_WRITE, &host), 0);
+	assert_int_equal(ur_mr_dereg(mr), 0);
+	{
+		/* at a page boundary too: there is no page to probe */
+		void *page = aligned_alloc(4096, 4096);
+
+		assert_non_null(page);
+		assert_int_equal(ur_mr_reg(pd, page, 0, (uintptr_t)page,
+					   IBV_ACCESS_LOCAL_WRITE, &mr), 0);
+		assert_int_equal(ur_mr_dereg(mr), 0);
+		free(page);
+	}
+	/* zero based: iova 0 whatever the call said; offsets address it */
+	assert_int_equal(ur_mr_reg(pd, buf, 64, (uintptr_t)buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_ZERO_BASED, &mr), 0);
+	assert_int_equal(mr->mem.iova, 0);
+	assert_ptr_equal(mr->ibmr.addr, buf);
+	assert_int_equal(ur_mem_check(&mr->mem, pd, 0, 8, 8,
+				      IBV_ACCESS_REMOTE_READ, &host), 0);
+	assert_int_equal(host, (uintptr_t)buf + 8);
+	assert_int_not_equal(ur_mem_check(&mr->mem, pd, 0, 60, 8,
+					  IBV_ACCESS_REMOTE_READ, &host), 0);
+	/* a new translation stays zero based */
+	assert_int_equal(ur_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION,
+				     NULL, buf + 64, 32, 0), 0);
+	assert_int_equal(mr->mem.iova, 0);
+	assert_int_equal(ur_mem_check(&mr->mem, pd, 0, 0, 32,
+				      IBV_ACCESS_REMOTE_READ, &host), 0);
+	assert_int_equal(host, (uintptr_t)buf + 64);
 	assert_int_equal(ur_mr_dereg(mr), 0);
 	assert_int_equal(ur_pd_free(pd), 0);
 	ut_ctx_free(ctx);
@@ -280,8 +316,6 @@ static void test_mw_type2(void **state)
 			 -EACCES);
 
 	/* refused binds */
-	w = bind_wqe(mw, mr, k1 ^ 0x100, buf, 64, IBV_ACCESS_REMOTE_READ);
-	assert_int_not_equal(ur_mw_bind_wqe(qp, &w), 0);	/* key prefix */
 	w = bind_wqe(mw, nobind, k1, buf, 64, IBV_ACCESS_REMOTE_READ);
 	assert_int_not_equal(ur_mw_bind_wqe(qp, &w), 0);	/* no MW_BIND */
 	w = bind_wqe(mw, ro, k1, buf, 64, IBV_ACCESS_REMOTE_WRITE);
@@ -298,8 +332,9 @@ static void test_mw_type2(void **state)
 	assert_false(mw->mem.valid);
 	assert_int_equal(atomic_load(&mr->num_mw), 0);
 
-	/* good bind: zero based, remote write (local write: ignored) */
-	w = bind_wqe(mw, mr, k1, buf + 256, 128,
+	/* good bind: zero based, remote write (local write: ignored); the
+	 * WR's rkey gives only the key byte, the window keeps its index */
+	w = bind_wqe(mw, mr, k1 ^ 0xABCD00, buf + 256, 128,
 		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED |
 		     IBV_ACCESS_LOCAL_WRITE);
 	assert_int_equal(ur_mw_bind_wqe(qp, &w), 0);
@@ -328,11 +363,14 @@ static void test_mw_type2(void **state)
 	assert_int_equal(ur_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
 				     NULL, 0, 0), -EBUSY);
 
-	/* invalidate: MRs and wrong PD refused, then frees the window */
+	/* invalidate: MRs, wrong PD and (type 2B) another QP refused, then
+	 * frees the window */
 	assert_int_not_equal(ur_mem_invalidate(dev, pd, 0x123, mr->ibmr.rkey),
 			     0);
 	assert_int_not_equal(ur_mem_invalidate(dev, pd, 0x123, k0), 0);
 	assert_int_equal(ur_mem_invalidate(dev, pd2, 0x123, k1), -EACCES);
+	assert_int_equal(ur_mem_invalidate(dev, pd, 0x456, k1), -EACCES);
+	assert_true(mw->mem.valid);
 	assert_int_equal(ur_mem_invalidate(dev, pd, 0x123, k1), 0);
 	assert_false(mw->mem.valid);
 	assert_int_equal(atomic_load(&mr->num_mw), 0);

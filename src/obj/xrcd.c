@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * XRC domains and XRC SRQs: the object layer of XRC.
+ *
+ * The kernel shares an XRC domain between processes through a file: every
+ * ibv_open_xrcd on the same inode of a device yields the same domain. Our
+ * NIC lives inside one process, so the equivalent we give is the same
+ * rule within the process: XRCDs opened on one file (st_dev, st_ino) of
+ * one device, from any of the process's contexts, are one domain; another
+ * process opening the file gets a domain of its own (its NIC is its own).
+ * fd -1 opens a private domain.
+ *
+ * An XRC SRQ is a basic SRQ with an XRCD, a CQ for its completions and a
+ * 24-bit srq_num, unique per device, that XRC_SEND QPs of a peer address
+ * in their XRCETH. Nothing executes XRC yet (the engine's part waits), so
+ * api/ leaves the verbs_context slots of XRC empty and these are reached
+ * only by obj/'s tests for now.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "obj/obj_priv.h"
+#include "util/random.h"
+
+#define UR_SRQN_TRIES 64
+
+struct ur_xrc_domain {
+	struct ur_list node;		/* in domains (file-backed only) */
+	struct ur_device *dev;
+	dev_t st_dev;
+	ino_t st_ino;
+	bool file;			/* opened on a file, not fd -1 */
+	int refcnt;			/* XRCDs naming it (domains_lock) */
+};
+
+static pthread_mutex_t domains_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ur_list domains = UR_LIST_INIT(domains);
+
+static struct ur_xrc_domain *domain_find(struct ur_device *dev,
+					 const struct stat *st)
+{
+	struct ur_list *pos;
+
+	ur_list_for_each(pos, &domains) {
+		struct ur_xrc_domain *d =
+			ur_list_entry(pos, struct ur_xrc_domain, node);
+
+		if (d->dev == dev && d->st_dev == st->st_dev &&
+		    d->st_ino == st->st_ino)
+			return d;
+	}
+	return NULL;
+}
+
+int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
+		 struct ur_xrcd **out)
+{
+	const uint32_t need = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	struct ur_device *dev = ur_ctx_dev(ctx);
+	struct ur_xrc_domain *d = NULL;
+	struct ur_xrcd *x;
+	struct stat st;
+	int err = 0;
+
+	if (!a || (a->comp_mask & need) != need || (a->comp_mask & ~need) ||
+	    (a->oflags & ~(O_CREAT | O_EXCL)))
+		return -EINVAL;
+	if (a->fd != -1 && fstat(a->fd, &st))
+		return -EBADF;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	pthread_mutex_lock(&domains_lock);
+	if (a->fd != -1)
+		d = domain_find(dev, &st);
+	if (d && (a->oflags & O_EXCL))
+		err = -EINVAL;
+	else if (!d && a->fd != -1 && !(a->oflags & O_CREAT))
+		err = -EINVAL;
+	else if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			err = -ENOMEM;
+		} else {
+			d->dev = dev;
+			d->file = a->fd != -1;
+			if (d->file) {
+				d->st_dev = st.st_dev;
+				d->st_ino = st.st_ino;
+				ur_list_add_tail(&domains, &d->node);
+			}
+		}
+	}
+	if (!err)
+		d->refcnt++;
+	pthread_mutex_unlock(&domains_lock);
+	if (err) {
+		free(x);
+		return err;
+	}
+	x->ibxrcd.context = ctx;
+	x->dom = d;
+	atomic_init(&x->usecnt, 0);
+	*out = x;
+	return 0;
+}
+
+int ur_xrcd_close(struct ur_xrcd *xrcd)
+{
+	struct ur_xrc_domain *d = xrcd->dom;
+
+	if (atomic_load(&xrcd->usecnt))
+		return -EBUSY;
+	pthread_mutex_lock(&domains_lock);
+	if (!--d->refcnt) {
+		if (d->file)
+			ur_list_del(&d->node);
+		free(d);
+	}
+	pthread_mutex_unlock(&domains_lock);
+	free(xrcd);
+	return 0;
+}
+
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b)
+{
+	return a->dom == b->dom;
+}
+
+int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
+		      void *srq_context, struct ibv_srq_attr *attr,
+		      struct ur_srq **out)
+{
+	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_srq *srq;
+	uint32_t n = 0;
+	int err, i;
+
+	if (!xrcd || !cq || xrcd->ibxrcd.context != pd->ibpd.context ||
+	    cq->ibcq.context != pd->ibpd.context)
+		return -EINVAL;
+	err = ur_srq_create(pd, srq_context, attr, &srq);
+	if (err)
+		return err;
+	srq->xrcd = xrcd;
+	srq->xrc_cq = cq;
+	err = -ENOMEM;
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	for (i = 0; i < UR_SRQN_TRIES; i++) {
+		n = ur_random_u32() & UR_QP_NUM_MASK;
+		if (!n || ur_u32_map_contains(&dev->srqns, n))
+			continue;
+		err = ur_u32_map_insert(&dev->srqns, n, srq);
+		if (!err)
+			srq->srq_num = n;
+		break;
+	}
+	pthread_rwlock_unlock(&dev->obj_lock);
+	if (err) {
+		srq->xrcd = NULL;
+		ur_srq_destroy(srq);
+		return err;
+	}
+	atomic_fetch_add(&xrcd->usecnt, 1);
+	atomic_fetch_add(&cq->usecnt, 1);
+	*out = srq;
+	return 0;
+}
+
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)
+{
+	return ur_u32_map_find(&dev->srqns, srqn);
+}
