@@ -14,6 +14,7 @@ PKGS=(
 	# the unmodified programs we test against
 	ibverbs-utils rdmacm-utils perftest python3-pyverbs
 	ucx-utils libfabric-bin
+	openmpi-bin libopenmpi-dev	# mpirun + mpicc: Open MPI over UCX (test_ompi.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
 )

@@ -9,7 +9,8 @@ declare -A allowed=(
 	[link]="util link"
 	[obj]="util obj"
 	[engine]="util wire link obj engine"
-	[api]="util obj engine api"
+	[cm]="util cm"
+	[api]="util obj engine api cm"
 )
 bad=0
 checked=0

@@ -49,9 +49,11 @@ struct ur_comp_ctx {
 	struct ur_qp *qp;
 	struct ur_qp_xport *xp;
 	const struct ur_pkt *pkt;
+	uint32_t comp_psn0;		/* comp_psn before this response */
 	uint32_t idx;			/* SQ index of the WQE it is about */
 	struct ur_send_wqe *wqe;
 	uint8_t syn;
+	bool gap;			/* RETRY: a response past a missing one */
 	enum ibv_wc_status status;
 };
 
@@ -256,20 +258,39 @@ static bool in_flight(const struct ur_qp *qp, uint32_t idx)
 	       qp->xp->req_entered && qp->xp->req_pkt > 0;
 }
 
+/*
+ * A READ request (one chunk of a READ WQE) or an atomic got all its
+ * responses. Responses are accepted only for PSNs sent since the last
+ * rewind (comp_get_wqe), and a rewind recounts, so this matches one
+ * request counted by the requester.
+ */
+static void rd_request_done(struct ur_qp_xport *xp)
+{
+	if (xp->rd_outstanding)
+		xp->rd_outstanding--;
+}
+
 static void wqe_acked(struct ur_comp_ctx *c, struct ur_send_wqe *w)
 {
 	struct ur_qp_xport *xp = c->xp;
 
 	w->state = UR_WQE_DONE;
-	if (wqe_is_rd_atomic(w) && xp->rd_outstanding)
-		xp->rd_outstanding--;
 	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp_psn))
 		xp->comp_psn = ur_psn_inc(w->last_psn);
 }
 
+/*
+ * READ responses and atomic results count only for requests sent since
+ * the last rewind (below xp->psn): rd_outstanding counts those. An ACK or
+ * NAK may be about anything ever sent (below psn_max): after a go-back-N
+ * the responder may already hold far more than what was resent, and its
+ * ACK of a resent duplicate says so (the requester then skips ahead).
+ */
 static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
 {
-	if (ur_psn_diff(c->pkt->psn, c->xp->psn) >= 0)
+	bool ack = c->pkt->opcode == UR_OPC_RC_ACK;
+
+	if (ur_psn_diff(c->pkt->psn, ack ? c->xp->psn_max : c->xp->psn) >= 0)
 		return UR_COMP_DONE;	/* a PSN never sent */
 	c->idx = c->qp->sq.consumer;
 	return UR_COMP_CHECK_PSN;
@@ -287,8 +308,10 @@ static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 		if (w->state != UR_WQE_PENDING)
 			return UR_COMP_DONE;
 		if (ur_psn_after(psn, w->last_psn)) {
-			if (wqe_is_rd_atomic(w))
-				return UR_COMP_RETRY;	/* responses lost */
+			if (wqe_is_rd_atomic(w)) {
+				c->gap = true;		/* responses lost */
+				return UR_COMP_RETRY;
+			}
 			wqe_acked(c, w);	/* implicit ACK */
 			continue;
 		}
@@ -333,7 +356,14 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 	case UR_AETH_NAK_PSN_SEQ:
 		if (c->xp->rnr_wait)
 			return UR_COMP_DONE;
-		if (ur_psn_after(pkt->psn, c->xp->comp_psn))
+		/*
+		 * The NAK acknowledges the requests before its PSN, never the
+		 * READ responses or atomic results owed for them: inside a
+		 * READ that went out as several requests, earlier chunks'
+		 * responses may still be missing.
+		 */
+		if (!wqe_is_rd_atomic(w) &&
+		    ur_psn_after(pkt->psn, c->xp->comp_psn))
 			c->xp->comp_psn = pkt->psn;
 		return UR_COMP_RETRY;
 	case UR_AETH_NAK_INV_REQ:
@@ -371,18 +401,33 @@ static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
 	struct ur_qp_xport *xp = c->xp;
 	uint32_t off, expect;
 
-	if (pkt->psn != xp->comp_psn)
-		return ur_psn_after(pkt->psn, xp->comp_psn) ? UR_COMP_RETRY :
-							      UR_COMP_DONE;
+	if (pkt->psn != xp->comp_psn) {
+		c->gap = ur_psn_after(pkt->psn, xp->comp_psn);
+		return c->gap ? UR_COMP_RETRY : UR_COMP_DONE;
+	}
 	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
 	if (pkt->paylen != expect)
 		return UR_COMP_DONE;
+	/*
+	 * A FIRST or ONLY response where one was expected starts the answer
+	 * to a (re)sent request: whatever the responder sends now answers the
+	 * retransmission, so a gap from here on is a new loss.
+	 */
+	if ((pkt->opcode == UR_OPC_RC_READ_RESP_FIRST ||
+	     pkt->opcode == UR_OPC_RC_READ_RESP_ONLY) &&
+	    ur_psn_before(xp->comp_psn, xp->recover_psn))
+		xp->recover_psn = xp->comp_psn;
 	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
 			   pkt->paylen)) {
 		c->status = IBV_WC_LOC_PROT_ERR;
 		return UR_COMP_ERROR;
 	}
+	/* the last response of one of the WQE's READ requests */
+	if ((((pkt->psn - w->first_psn) & UR_PSN_MASK) + 1) %
+			    UR_READ_CHUNK_PKTS == 0 ||
+	    pkt->psn == w->last_psn)
+		rd_request_done(xp);
 	if (pkt->psn == w->last_psn)
 		wqe_acked(c, w);
 	else
@@ -404,6 +449,7 @@ static enum ur_comp_state comp_atomic(struct ur_comp_ctx *c)
 		c->status = IBV_WC_LOC_PROT_ERR;
 		return UR_COMP_ERROR;
 	}
+	rd_request_done(c->xp);
 	wqe_acked(c, w);
 	return UR_COMP_PROGRESS;
 }
@@ -415,26 +461,60 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 
 	xp->retry_left = qp->attr.retry_cnt;
 	xp->rnr_left = qp->attr.rnr_retry;
-	if (xp->psn == xp->comp_psn || !xp->timeout_ns)
-		ur_timer_disarm(&xp->rto_deadline);
-	else
-		ur_timer_arm(xp->nic, &xp->rto_deadline,
-			     ur_now_ns() + xp->timeout_ns);
 	return UR_COMP_DONE;
 }
 
-/* Fast retry (NAK or a response past a lost one): once per comp_psn; a
- * second one for the same PSN waits for the timer. */
+/*
+ * After a response: if the completer's cursor moved (whatever the path:
+ * an implicit ACK before a READ's retry moves it too), the timers restart,
+ * the window grows and a round trip may be sampled; a run of probes
+ * without progress halves its backoff on progress and clears it on a
+ * sample.
+ */
+static void comp_advanced(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+	int32_t acked = ur_psn_diff(xp->comp_psn, c->comp_psn0);
+
+	if (acked <= 0) {
+		ur_req_arm_timer(c->qp, false);
+		return;
+	}
+	xp->retry_left = c->qp->attr.retry_cnt;
+	xp->probe_backoff /= 2;
+	if (xp->rtt_on && ur_psn_after(xp->comp_psn, xp->rtt_psn)) {
+		uint64_t rtt = ur_now_ns() - xp->rtt_t0;
+
+		xp->srtt_ns = xp->srtt_ns ? (7 * xp->srtt_ns + rtt) / 8 : rtt;
+		xp->rtt_on = false;
+		xp->probe_backoff = 0;
+	}
+	ur_cc_acked(xp, (uint32_t)acked);
+	ur_req_arm_timer(c->qp, true);
+}
+
+/*
+ * Fast retry (NAK or a response past a lost one): once per comp_psn; a
+ * second one for the same PSN waits for the timer. A gap in the responses
+ * while the last go-back-N is still being answered says nothing new: the
+ * responder executed the earlier requests and their responses keep coming
+ * (with gaps where packets were lost or reordered) ahead of the answers to
+ * the retransmission, and going back for each of them would multiply the
+ * traffic until the receive queues overflow.
+ */
 static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
 	if (xp->rnr_wait || (xp->retry_psn == xp->comp_psn && xp->need_retry))
 		return UR_COMP_DONE;
+	if (c->gap && ur_psn_before(xp->comp_psn, xp->recover_psn))
+		return UR_COMP_DONE;
 	if (xp->retry_psn == xp->comp_psn && xp->retry_left_fast_used)
 		return UR_COMP_DONE;
 	xp->retry_left_fast_used = true;
 	xp->need_retry = true;
+	ur_cc_loss(xp, false);
 	return UR_COMP_DONE;
 }
 
@@ -446,7 +526,9 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RNR_NAK_RCVD, 1);
 	if (xp->rnr_wait)
 		return UR_COMP_DONE;
-	if (ur_psn_after(c->pkt->psn, xp->comp_psn))
+	/* as for a sequence NAK: never past a READ's missing responses */
+	if (!wqe_is_rd_atomic(c->wqe) &&
+	    ur_psn_after(c->pkt->psn, xp->comp_psn))
 		xp->comp_psn = c->pkt->psn;
 	if (!xp->rnr_left) {
 		c->status = IBV_WC_RNR_RETRY_EXC_ERR;
@@ -457,6 +539,7 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	xp->rnr_wait = true;
 	xp->need_retry = true;
 	ur_timer_disarm(&xp->rto_deadline);
+	xp->iba_deadline = 0;	/* the responder answered: not a timeout */
 	ur_timer_arm(xp->nic, &xp->rnr_deadline,
 		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
 	return UR_COMP_DONE;
@@ -501,9 +584,14 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	if (qp->type != IBV_QPT_RC)
 		return;
 	pthread_mutex_lock(&qp->sq_lock);
+	c.comp_psn0 = c.xp->comp_psn;
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) {
 		while (st != UR_COMP_DONE)
 			st = comp_handlers[st](&c);
+		comp_advanced(&c);
+		/* ACKed past what a go-back-N has resent: skip ahead */
+		if (ur_psn_after(c.xp->comp_psn, c.xp->psn))
+			c.xp->need_retry = true;
 		ur_comp_drain(qp);
 		ur_req_run(qp);
 	}
@@ -533,6 +621,7 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	uint64_t rto = atomic_load(&xp->rto_deadline);
 	struct ur_send_wqe *head;
 	uint32_t idx = 0;
+	bool timeout;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
 		ur_timer_disarm(&xp->rnr_deadline);
@@ -552,14 +641,33 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	head = comp_head(qp, &idx);
 	if (!head || xp->rnr_wait)
 		return;
-	ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
-	if (!xp->retry_left) {
-		mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
-		ur_comp_drain(qp);
-		return;
+	timeout = xp->iba_deadline && xp->iba_deadline <= now;
+	if (timeout) {
+		/* the QP's timeout: no progress for 4.096 us x 2^timeout */
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
+		xp->iba_deadline = 0;
+		if (!xp->retry_left) {
+			mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
+			ur_comp_drain(qp);
+			return;
+		}
+		xp->retry_left--;
 	}
-	xp->retry_left--;
+	/*
+	 * A timeout or a recovery probe (ur_req_arm_timer). The first probe
+	 * after progress resends only the oldest unacknowledged packet, with
+	 * AckReq (as TCP's tail loss probe): if only a tail packet or an ACK
+	 * was lost, or the host was just slow, the responder's ACK moves the
+	 * cursor (or skips it ahead) without a window of duplicates; if more
+	 * was lost, the go-back-N goes on at the pace of the ACKs. A second
+	 * probe halves the window, a timeout restarts it.
+	 */
 	xp->retry_left_fast_used = false;
 	xp->need_retry = true;
+	if (!timeout && !xp->probe_backoff)
+		xp->probe_one = true;
+	else
+		ur_cc_loss(xp, timeout);
+	xp->probe_backoff++;
 	ur_req_run(qp);
 }

@@ -36,7 +36,10 @@
 #define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
 #define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
 #define UR_READ_CHUNK_PKTS 64	/* responses asked for by one READ request */
-#define UR_MIN_TIMEOUT_NS 200000ull	/* floor of the retransmit timer */
+#define UR_CWND_MIN 4		/* window after a timeout, and its floor */
+#define UR_PROBE_MIN_NS 500000ull	/* floor of the recovery probe timer */
+#define UR_PROBE_INIT_NS 4000000ull	/* ... before a round trip is known */
+#define UR_PROBE_MAX_BACKOFF 6	/* probe interval doubles up to 2^this */
 #define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
 					 * the progress thread leaves rx to it */
 #define UR_RX_SPIN_NS 0ull	/* progress thread polls this long after
@@ -205,7 +208,9 @@ struct ur_qp_xport {
 	bool req_entered;		/* cursor WQE passed fence/credit checks */
 	bool req_halted;		/* a WQE failed locally: send no more */
 	uint32_t noack_pkts;
-	unsigned int rd_outstanding;	/* READ/atomic WQEs in flight */
+	unsigned int rd_outstanding;	/* READ requests (chunks) and atomics
+					 * sent since the last rewind and
+					 * not answered in full */
 	bool need_retry;
 	bool sqd_notified;		/* IBV_EVENT_SQ_DRAINED raised */
 
@@ -215,9 +220,25 @@ struct ur_qp_xport {
 	unsigned int rnr_left;
 	bool rnr_wait;
 	uint32_t retry_psn;		/* comp_psn when the last retry began */
+	uint32_t psn_max;		/* PSN after the furthest ever sent */
+	uint32_t recover_psn;		/* psn_max when the last retry began:
+					 * before it, responses may still
+					 * answer requests sent before */
 	bool retry_left_fast_used;	/* a fast retry happened at retry_psn */
 	uint64_t timeout_ns;		/* 0 = no retransmit timer */
-	_Atomic uint64_t rto_deadline;	/* 0 = off */
+	uint64_t iba_deadline;		/* the QP's timeout (counts retries);
+					 * 0 = not running */
+	uint64_t srtt_ns;		/* smoothed round trip, 0 = none yet */
+	uint64_t rtt_t0;		/* when rtt_psn was sent */
+	uint32_t rtt_psn;		/* the PSN being timed */
+	bool rtt_on;
+	unsigned int probe_backoff;	/* probes since the last progress */
+	bool probe_one;			/* this run resends one packet only */
+	uint32_t cwnd;			/* PSNs the requester may have unacked */
+	uint32_t ssthresh;		/* slow start below, +1/window above */
+	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
+	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
+					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
 	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy) */
 
@@ -260,6 +281,9 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
 
 /* req.c */
 void ur_req_run(struct ur_qp *qp);		/* sq_lock held */
+void ur_req_arm_timer(struct ur_qp *qp, bool progress);	/* sq_lock held */
+void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);	/* sq_lock held */
+void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);	/* sq_lock held */
 void ur_req_rewind(struct ur_qp *qp);		/* sq_lock held */
 void ur_req_advance(struct ur_qp *qp);		/* cursor past its WQE */
 

@@ -10,12 +10,11 @@
 
 static uint64_t timeout_ns(uint8_t timeout)
 {
-	uint64_t ns;
-
 	if (!timeout)
 		return 0;	/* infinite */
-	ns = 4096ull << (timeout > 31 ? 31 : timeout);
-	return ns < UR_MIN_TIMEOUT_NS ? UR_MIN_TIMEOUT_NS : ns;
+	/* 4.096 us x 2^timeout, as the IBA defines it, with no floor: losses
+	 * are found sooner by the recovery probe (comp.c) */
+	return 4096ull << (timeout > 31 ? 31 : timeout);
 }
 
 static void xp_reset(struct ur_qp *qp)
@@ -26,7 +25,7 @@ static void xp_reset(struct ur_qp *qp)
 	ur_timer_disarm(&xp->rto_deadline);
 	ur_timer_disarm(&xp->rnr_deadline);
 	ur_timer_disarm(&xp->kick_deadline);
-	xp->psn = xp->comp_psn = 0;
+	xp->psn = xp->comp_psn = xp->psn_max = xp->recover_psn = 0;
 	xp->req_pkt = 0;
 	xp->req_entered = false;
 	xp->req_halted = false;
@@ -35,6 +34,12 @@ static void xp_reset(struct ur_qp *qp)
 	xp->need_retry = false;
 	xp->rnr_wait = false;
 	xp->retry_left_fast_used = false;
+	xp->iba_deadline = 0;
+	xp->srtt_ns = 0;
+	xp->rtt_on = false;
+	xp->probe_backoff = 0;
+	xp->cwnd = xp->ssthresh = UR_WINDOW_PSNS;
+	xp->cwnd_acc = 0;
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;
 	ur_resp_reset(qp);
@@ -90,6 +95,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		if (attr_mask & IBV_QP_SQ_PSN) {
 			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
 			xp->retry_psn = xp->comp_psn;
+			xp->psn_max = xp->recover_psn = xp->comp_psn;
 		}
 		if (attr_mask & IBV_QP_TIMEOUT)
 			xp->timeout_ns = timeout_ns(qp->attr.timeout);

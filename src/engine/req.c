@@ -192,9 +192,75 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 	return idx == n - 1 ? UR_POS_LAST : UR_POS_MIDDLE;
 }
 
+/* ------------------------------------------------------------------ */
+/* Window                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The window starts at UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a
+ * fast retry halves it, a timeout or probe restarts it at UR_CWND_MIN, as
+ * TCP does, so a retransmission is not the burst a shallow queue just
+ * dropped; ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below
+ * ssthresh (doubling per round trip), by one per window above it. It
+ * bounds GSO trains too: a run sends no more than the window allows.
+ */
+static uint32_t req_window(const struct ur_qp_xport *xp)
+{
+	if (xp->probe_one)
+		return 1;
+	return xp->cwnd && xp->cwnd < UR_WINDOW_PSNS ? xp->cwnd :
+						       UR_WINDOW_PSNS;
+}
+
+void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
+{
+	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->psn_max,
+						       xp->comp_psn), 0);
+	uint32_t half = UR_MAX(UR_MIN(flight, req_window(xp)) / 2,
+			       UR_CWND_MIN);
+
+	/* one decrease per window: losses found while the last go-back-N
+	 * is being answered are the same congestion episode */
+	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
+		return;
+
+	xp->ssthresh = half;
+	xp->cwnd = timeout ? UR_CWND_MIN : half;
+	xp->cwnd_acc = 0;
+}
+
+void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
+{
+	if (xp->cwnd >= UR_WINDOW_PSNS)
+		return;
+	if (xp->cwnd < xp->ssthresh) {
+		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
+		return;
+	}
+	xp->cwnd_acc += psns;
+	while (xp->cwnd_acc >= xp->cwnd && xp->cwnd < UR_WINDOW_PSNS) {
+		xp->cwnd_acc -= xp->cwnd;
+		xp->cwnd++;
+	}
+}
+
+static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
+{
+	return ur_psn_diff(psn, xp->comp_psn) >= (int32_t)req_window(xp);
+}
+
+/*
+ * AckReq on the last packet of a message, on the last one the window lets
+ * out, and every UR_ACKREQ_EVERY packets, or every half window when the
+ * window is smaller: with a small window (after a loss) one lost ACK or
+ * one lost tail packet would otherwise stall the QP until the probe.
+ */
 static bool want_ackreq(struct ur_qp_xport *xp, bool last)
 {
-	if (last || ++xp->noack_pkts >= UR_ACKREQ_EVERY) {
+	uint32_t every = UR_MAX(UR_MIN(req_window(xp) / 2, UR_ACKREQ_EVERY),
+				1u);
+
+	if (last || ++xp->noack_pkts >= every) {
 		xp->noack_pkts = 0;
 		return true;
 	}
@@ -222,7 +288,11 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		f.opcode += UR_OPC_UC_SEND_FIRST;
 	f.qpn = qp->attr.dest_qp_num;
 	f.psn = xp->psn;
-	f.ackreq = qp->type == IBV_QPT_RC && want_ackreq(xp, last);
+	/* the last packet the window lets out asks for an ACK too: if the
+	 * packets after it never come, nothing else would */
+	f.ackreq = qp->type == IBV_QPT_RC &&
+		   want_ackreq(xp, last || window_full(xp,
+						       ur_psn_inc(xp->psn)));
 	f.se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
 	       wqe->opcode != IBV_WR_RDMA_WRITE;
 	if (pos == UR_POS_FIRST || pos == UR_POS_ONLY) {
@@ -271,6 +341,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 						      xp->mtu,
 					      (uint64_t)(wqe->length - off));
 		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+		xp->rd_outstanding++;
 		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req_pkt = end;
 		if (end == wqe->npkts)
@@ -290,6 +361,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		}
 	}
 	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	xp->rd_outstanding++;
 	xp->psn = ur_psn_inc(wqe->last_psn);
 	wqe_sent(qp, wqe);
 }
@@ -298,20 +370,14 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
-	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
 	if (xp->req_entered)
 		return true;
 	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode)) {
-		if (qp->type != IBV_QPT_RC) {
-			wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
-			return false;
-		}
-		if (xp->rd_outstanding >= max_rd)
-			return false;
-		xp->rd_outstanding++;
+	if (wr_is_rd_atomic(wqe->opcode) && qp->type != IBV_QPT_RC) {
+		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		return false;
 	}
 	if (!xp->req_pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
@@ -388,8 +454,16 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe))
 		return false;
-	if (qp->type == IBV_QPT_RC &&
-	    ur_psn_diff(xp->psn, xp->comp_psn) >= UR_WINDOW_PSNS)
+	if (qp->type == IBV_QPT_RC && window_full(xp, xp->psn))
+		return false;
+	/*
+	 * max_rd_atomic bounds READ and atomic *requests* in flight, each
+	 * chunk of a large READ counting as one: the responder keeps that
+	 * many for replay and overwrites the oldest (rxe too), so one more
+	 * could make a retried request unanswerable.
+	 */
+	if (wr_is_rd_atomic(wqe->opcode) && xp->rd_outstanding >=
+	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 		return false;
 	if (wr_is_rd_atomic(wqe->opcode))
 		req_read_atomic(qp, wqe);
@@ -398,17 +472,63 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	return !xp->req_halted;
 }
 
-static void req_arm_timer(struct ur_qp *qp)
+/*
+ * Two timers share rto_deadline. The QP's timeout (iba_deadline) runs
+ * from the last progress and counts retries. The recovery probe fires
+ * after a few round trips without progress and goes back N without
+ * counting a retry: a lost retransmission, a lost tail or a lost NAK
+ * (which the responder sends only once per gap) is then found in a few
+ * round trips instead of a whole timeout (67 ms at perftest's 14). Every
+ * probe doubles the interval until a new round-trip sample (Karn: never
+ * from a retransmitted PSN) shows the estimate was right, so a loaded
+ * host whose round trips grew does not probe itself into a storm of
+ * replays; only the QP's timeout ends the connection. progress: ACKs
+ * moved the completer's cursor.
+ */
+static uint64_t probe_interval(const struct ur_qp_xport *xp)
+{
+	uint64_t ns = xp->srtt_ns ? UR_MAX(3 * xp->srtt_ns, UR_PROBE_MIN_NS) :
+				    UR_PROBE_INIT_NS;
+
+	return ns << UR_MIN(xp->probe_backoff, UR_PROBE_MAX_BACKOFF);
+}
+
+void ur_req_arm_timer(struct ur_qp *qp, bool progress)
 {
 	struct ur_qp_xport *xp = qp->xp;
+	uint64_t now, when;
 
-	if (qp->type != IBV_QPT_RC || !xp->timeout_ns || xp->rnr_wait)
+	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
 		return;
-	if (xp->psn == xp->comp_psn)
+	if (xp->psn == xp->comp_psn) {
+		ur_timer_disarm(&xp->rto_deadline);
+		xp->iba_deadline = 0;
+		xp->probe_backoff = 0;
 		return;
-	if (!atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
-		ur_timer_arm(xp->nic, &xp->rto_deadline,
-			     ur_now_ns() + xp->timeout_ns);
+	}
+	if (!progress &&
+	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+		return;
+	now = ur_now_ns();
+	if (progress)
+		xp->iba_deadline = 0;
+	if (!xp->iba_deadline && xp->timeout_ns)
+		xp->iba_deadline = now + xp->timeout_ns;
+	when = now + probe_interval(xp);
+	if (xp->iba_deadline && xp->iba_deadline < when)
+		when = xp->iba_deadline;
+	ur_timer_arm(xp->nic, &xp->rto_deadline, when);
+}
+
+/* Karn: time one PSN of new data; a retransmission cancels the sample. */
+static void rtt_start(struct ur_qp_xport *xp, uint32_t sent_from)
+{
+	if (xp->rtt_on || xp->psn == sent_from ||
+	    !ur_psn_after(xp->psn, xp->psn_max))
+		return;
+	xp->rtt_on = true;
+	xp->rtt_psn = ur_psn_add(xp->psn, -1);
+	xp->rtt_t0 = ur_now_ns();
 }
 
 void ur_req_run(struct ur_qp *qp)
@@ -416,6 +536,7 @@ void ur_req_run(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_device *dev = qp->dev;
 	unsigned int budget = 4096;
+	uint32_t psn0;
 
 	if (!xp)
 		return;
@@ -440,6 +561,7 @@ void ur_req_run(struct ur_qp *qp)
 		ur_timer_arm(xp->nic, &xp->kick_deadline, ur_now_ns());
 		return;
 	}
+	psn0 = xp->psn;
 	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
 		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
@@ -449,7 +571,13 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	ur_txb_flush(&xp->txb);
 	pthread_rwlock_unlock(&dev->obj_lock);
-	req_arm_timer(qp);
+	xp->probe_one = false;
+	if (qp->type == IBV_QPT_RC) {
+		rtt_start(xp, psn0);
+		if (ur_psn_after(xp->psn, xp->psn_max))
+			xp->psn_max = xp->psn;
+		ur_req_arm_timer(qp, false);
+	}
 	ur_comp_drain(qp);
 }
 
@@ -484,6 +612,8 @@ void ur_req_rewind(struct ur_qp *qp)
 	xp->rd_outstanding = 0;
 	xp->noack_pkts = 0;
 	xp->retry_psn = xp->comp_psn;
+	xp->recover_psn = xp->psn_max;
+	xp->rtt_on = false;
 	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
 				    head->last_psn))
 		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;

@@ -61,6 +61,16 @@ static const char *const ur_resp_state_names[UR_RESP__MAX] = {
 	[UR_RESP_DONE] = "DONE",
 };
 
+/*
+ * On RoCE a UD receive completion's sl carries the packet type, as mlx5's
+ * CQE does and UCX's ud_verbs reads it to find the DGID in the GRH image:
+ * bit 3 = UDP-encapsulated (RoCEv2), bits 2:0 = L3 header (1 IPv6, 2 IPv4).
+ */
+enum {
+	UR_WC_SL_ROCEV2_IPV6 = 0x8 | 0x1,
+	UR_WC_SL_ROCEV2_IPV4 = 0x8 | 0x2,
+};
+
 struct ur_resp_ctx {
 	struct ur_qp *qp;
 	struct ur_qp_xport *xp;
@@ -503,6 +513,8 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	if (c->qp->type == IBV_QPT_UD) {
 		wc.src_qp = ur_deth_sqp(pkt->deth);
 		wc.wc_flags |= IBV_WC_GRH;
+		wc.sl = c->flow->family == AF_INET ? UR_WC_SL_ROCEV2_IPV4 :
+						     UR_WC_SL_ROCEV2_IPV6;
 	} else {
 		wc.src_qp = c->qp->attr.dest_qp_num;
 	}

@@ -73,6 +73,8 @@
  * included together by the engine.) */
 #define UR_QP_NUM_MASK 0xFFFFFFu
 #define UR_QP_PSN_MASK 0xFFFFFFu
+/* The GRH/IPv6 flow label is 20 bits. */
+#define UR_FLOW_LABEL_MASK 0xFFFFFu
 
 /* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
  * generation, P_Key/Q_Key violation counters, port events, SRQ resize,

@@ -246,6 +246,8 @@ int ur_qp_create(struct ibv_context *ctx,
 int ur_qp_publish(struct ur_qp *qp);
 /* Removes it from dev->qpns (obj_lock write): no packet can reach it after. */
 void ur_qp_unpublish(struct ur_qp *qp);
+/* Renumbers a UD QP in RESET to QPN 1 (GSI): 0, -EINVAL or -EBUSY (gsi.c). */
+int ur_qp_claim_gsi(struct ur_qp *qp);
 /* Drops the PD/CQ/SRQ use counts and frees (after unpublish/engine fini). */
 void ur_qp_free(struct ur_qp *qp);
 /* Everything query_qp reports, whatever the mask. */

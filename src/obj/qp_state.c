@@ -220,8 +220,11 @@ static int av_check(const struct ur_device *dev, const struct ibv_ah_attr *ah)
 	if (ur_gid_is_v4mapped(ah->grh.dgid.raw) !=
 	    ur_gid_is_v4mapped(sg->gid.raw))
 		return -EINVAL;
-	if (ah->grh.flow_label > 0xFFFFF)
-		return -EINVAL;
+	/*
+	 * flow_label is not checked: only its low 20 bits exist on the wire
+	 * and rdma-core's providers take the rest as don't-care (UCX passes
+	 * 0xFFFFFFFF); the copies below keep the 20 bits, as ibv_create_ah.
+	 */
 	return 0;
 }
 
@@ -300,7 +303,8 @@ void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 	av->traffic_class = ah->grh.traffic_class;
 	/* 0 would be dropped by the first router (or the IP stack) */
 	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
-	av->flow_label = ah->grh.flow_label;
+	av->flow_label = ah->grh.flow_label & UR_FLOW_LABEL_MASK;
+	av->attr.grh.flow_label = av->flow_label;
 }
 
 uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu)
@@ -359,6 +363,7 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		a->qkey = attr->qkey;
 	if (mask & AV) {
 		a->ah_attr = attr->ah_attr;
+		a->ah_attr.grh.flow_label &= UR_FLOW_LABEL_MASK;
 		ur_av_from_attr(qp->dev, &attr->ah_attr, &qp->av);
 	}
 	if (mask & MTU) {
@@ -387,6 +392,7 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		a->path_mig_state = attr->path_mig_state;
 	if (mask & ALT) {
 		a->alt_ah_attr = attr->alt_ah_attr;
+		a->alt_ah_attr.grh.flow_label &= UR_FLOW_LABEL_MASK;
 		a->alt_pkey_index = attr->alt_pkey_index;
 		a->alt_port_num = attr->alt_port_num;
 		a->alt_timeout = attr->alt_timeout;

@@ -50,7 +50,9 @@ int ur_pcap_open(struct ur_pcap **out, const char *path, int linktype)
 	}
 	p->linktype = linktype;
 	hdr[5] = (uint32_t)linktype;
-	if (fwrite(hdr, sizeof(hdr), 1, p->f) != 1) {
+	/* flushed at once and after every record: a process killed with
+	 * SIGKILL leaves a capture that ends with a whole record */
+	if (fwrite(hdr, sizeof(hdr), 1, p->f) != 1 || fflush(p->f)) {
 		ret = -EIO;
 		goto err_close;
 	}
@@ -115,6 +117,8 @@ int ur_pcap_write(struct ur_pcap *p, const struct ur_ip_flow *flow,
 		}
 		left -= k;
 	}
+	if (fflush(p->f))
+		ret = -EIO;
 out:
 	if (ret && !p->err)
 		p->err = ret;

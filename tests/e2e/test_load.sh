@@ -73,8 +73,8 @@ check pyverbs 30 \
 	"\['uroce0'\]"
 
 # UCX: libuct_ib must load with our library and ucx_info must finish.
-# uroce0 is not listed: UCX only accepts devices that have a
-# /dev/infiniband/<dev_name> node, which needs the kernel.
+# Here, without `uroce run`'s interposer, uroce0 is not listed (UCX wants
+# a /dev/infiniband/<dev_name> node); test_ucx.sh covers it with.
 if command -v ucx_info >/dev/null; then
 	check ucx_info 60 "LD_DEBUG=files ucx_info -d" \
 		"calling init: .*libuct_ib\.so" \

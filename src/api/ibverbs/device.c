@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/ibverbs/api_priv.h"
+#include "api/ibverbs/devtree.h"
 #include "engine/engine.h"
 #include "obj/device.h"
 #include "obj/obj.h"
@@ -53,6 +54,7 @@ UR_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
+	ur_devtree_publish(devs, n);
 	for (unsigned int i = 0; i < n; i++)
 		list[i] = &devs[i].ibdev;
 	if (num_devices)
@@ -415,6 +417,7 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		       strerror(rc));
 		goto err;
 	}
+	ur_devtree_device_opened(dev);
 	return ctx;
 err:
 	if (uctx->async_efd >= 0)

@@ -7,9 +7,8 @@
  *  - fork: nothing is pinned or madvise()d, so fork is always safe:
  *    ibv_fork_init() succeeds and ibv_is_fork_initialized() reports
  *    IBV_FORK_UNNEEDED; the (do|dont)fork_range calls do nothing.
- *  - sysfs: there is none for our devices. ibv_get_sysfs_path() returns a
- *    path that does not exist (UR_DEV_FAKE_SYSFS); ibv_read_sysfs_file()
- *    fails with -1 and errno ENOSYS.
+ *  - sysfs: the device tree of devtree.c stands for it (and holds
+ *    ibv_get_sysfs_path and ibv_read_*sysfs_file).
  *  - Ethernet: there is no MAC behind a GID; ibv_resolve_eth_l2_from_gid()
  *    reports the derived MAC 02:00:<last 4 bytes of the GID> and VLAN id
  *    0xFFFF (no VLAN).
@@ -24,12 +23,6 @@
 #include "util/compiler.h"
 
 /* Exported by libibverbs but not declared in the installed verbs.h. */
-UR_EXPORT const char *ibv_get_sysfs_path(void);
-UR_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
-				  char *buf, size_t size);
-UR_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
-					struct ibv_device *dev,
-					const char *fnfmt, ...);
 UR_EXPORT int ibv_dontfork_range(void *base, size_t size);
 UR_EXPORT int ibv_dofork_range(void *base, size_t size);
 UR_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
@@ -222,30 +215,6 @@ UR_EXPORT int ibv_dontfork_range(void *base, size_t size)
 UR_EXPORT int ibv_dofork_range(void *base, size_t size)
 {
 	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* sysfs (none)                                                         */
-/* ------------------------------------------------------------------ */
-
-UR_EXPORT const char *ibv_get_sysfs_path(void)
-{
-	return UR_DEV_FAKE_SYSFS;
-}
-
-UR_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
-				  char *buf, size_t size)
-{
-	errno = ENOSYS;
-	return -1;
-}
-
-UR_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
-					struct ibv_device *dev,
-					const char *fnfmt, ...)
-{
-	errno = ENOSYS;
-	return -1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -15,6 +15,9 @@
 
 struct fe_fault fe_fault;
 void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
+bool (*fe_filter)(int to_dev, const uint8_t *data, uint32_t len);
+unsigned int fe_filtered;
+static struct fe_counts fe_cnt;
 
 /* ------------------------------------------------------------------ */
 /* Fake link                                                           */
@@ -127,6 +130,8 @@ static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
 		    fe_rand100() < fe_fault.reorder_pct) {
 			struct fe_dgram tmp = *d;
 
+			__atomic_fetch_add(&fe_cnt.reordered, 1, __ATOMIC_RELAXED);
+
 			*d = to->q[(to->tail - 2) % FE_QLEN];
 			to->q[(to->tail - 2) % FE_QLEN] = tmp;
 		}
@@ -152,6 +157,11 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 	}
 	if (fe_tap)
 		fe_tap(to == fe_links[0] ? 0 : 1, data, len);
+	if (fe_filter && len >= 12 &&
+	    fe_filter(to == fe_links[0] ? 0 : 1, data, len)) {
+		__atomic_fetch_add(&fe_filtered, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (fe_fault.drop_opcode_once && data[0] ==
 	    (uint8_t)(fe_fault.drop_opcode_once - 1)) {
 		fe_fault.drop_opcode_once = 0;
@@ -160,11 +170,28 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 	}
 	if (fe_rand100() < fe_fault.drop_pct) {
 		from->st.fi_dropped++;
+		__atomic_fetch_add(&fe_cnt.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	fe_enqueue(to, from, data, len);
-	if (fe_rand100() < fe_fault.dup_pct)
+	if (fe_rand100() < fe_fault.dup_pct) {
+		__atomic_fetch_add(&fe_cnt.duplicated, 1, __ATOMIC_RELAXED);
 		fe_enqueue(to, from, data, len);
+	}
+}
+
+void fe_get_counts(struct fe_counts *c)
+{
+	c->dropped = __atomic_load_n(&fe_cnt.dropped, __ATOMIC_RELAXED);
+	c->duplicated = __atomic_load_n(&fe_cnt.duplicated, __ATOMIC_RELAXED);
+	c->reordered = __atomic_load_n(&fe_cnt.reordered, __ATOMIC_RELAXED);
+}
+
+void fe_seed(uint64_t seed)
+{
+	pthread_mutex_lock(&fe_rng_lock);
+	fe_rng = seed * 0x9e3779b97f4a7c15ull | 1;
+	pthread_mutex_unlock(&fe_rng_lock);
 }
 
 void fe_debug(void)

@@ -20,6 +20,28 @@ struct fe_fault {
 
 extern struct fe_fault fe_fault;
 
+/* Scripted faults: called for every datagram before the random ones;
+ * returns true to drop it (counted in fe_filtered). */
+extern bool (*fe_filter)(int to_dev, const uint8_t *data, uint32_t len);
+extern unsigned int fe_filtered;
+/* Datagrams the random faults dropped, duplicated and reordered so far. */
+struct fe_counts {
+	unsigned long dropped, duplicated, reordered;
+};
+void fe_get_counts(struct fe_counts *c);
+/* Restarts the fault PRNG (tests that loop over seeds). */
+void fe_seed(uint64_t seed);
+/* BTH fields of a datagram on the fake link (no IP/UDP headers there). */
+static inline uint8_t fe_pkt_opcode(const uint8_t *d)
+{
+	return d[0];
+}
+
+static inline uint32_t fe_pkt_psn(const uint8_t *d)
+{
+	return (uint32_t)d[9] << 16 | (uint32_t)d[10] << 8 | d[11];
+}
+
 /* Called for every datagram the fake network delivers (tests record). */
 extern void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
 /* Puts a datagram from the other device into device to_dev's queue. */

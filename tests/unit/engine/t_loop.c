@@ -355,11 +355,22 @@ static void t_ud(void **state)
 		assert_int_equal(b.buf[0] >> 4, 6);
 		assert_memory_equal(b.buf + 8,
 				    &a.dev->gids[0].addr.in6.sin6_addr, 16);
+		/* RoCEv2 over IPv6 in sl, as mlx5 reports it (UCX reads it) */
+		assert_int_equal(wc.sl, 0x9);
+		assert_memory_equal(b.buf + 24,
+				    &b.dev->gids[0].addr.in6.sin6_addr, 16);
 	} else {
 		/* IPv4: 20 zero bytes, then a header with the sender's IP */
 		assert_int_equal(b.buf[20] >> 4, 4);
 		assert_memory_equal(b.buf + 20 + 12,
 				    &a.dev->gids[0].addr.in.sin_addr, 4);
+		/*
+		 * RoCEv2 over IPv4 in sl; UCX then takes the last 4 bytes of
+		 * the GRH's DGID field, which must be our own address.
+		 */
+		assert_int_equal(wc.sl, 0xA);
+		assert_memory_equal(b.buf + 36,
+				    &b.dev->gids[0].addr.in.sin_addr, 4);
 	}
 	fe_side_close(&a);
 	fe_side_close(&b);

@@ -396,6 +396,36 @@ static void test_query_round_trip(void **state)
 	qp_fx_free(f);
 }
 
+/*
+ * UCX passes grh.flow_label = 0xFFFFFFFF; rdma-core's providers accept it
+ * and only 20 bits exist on the wire. The modify succeeds and the QP keeps
+ * (and reports) the low 20 bits, primary and alternate path alike.
+ */
+static void test_flow_label_masked(void **state)
+{
+	struct qp_fx *f = qp_fx_new();
+	struct ur_qp *qp = qp_fx_qp(f, IBV_QPT_RC);
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr at, q;
+	enum ibv_qp_state old;
+	int rtr_m = S | AV | MTU | DQ | RQ | DRDA | MRNR | ALT;
+
+	(void)state;
+	qp_fx_good_attr(&at, IBV_QPS_RESET, IBV_QPS_INIT);
+	assert_int_equal(ur_qp_modify(qp, &at, S | PK | PORT | ACC, &old), 0);
+	qp_fx_good_attr(&at, IBV_QPS_INIT, IBV_QPS_RTR);
+	at.ah_attr.grh.flow_label = 0xFFFFFFFF;
+	at.alt_ah_attr.grh.flow_label = 0xABC12345;
+	assert_int_equal(ur_qp_modify(qp, &at, rtr_m, &old), 0);
+	assert_int_equal(qp->state, IBV_QPS_RTR);
+	assert_int_equal(qp->av.flow_label, 0xFFFFF);
+	ur_qp_query(qp, &q, &init);
+	assert_int_equal(q.ah_attr.grh.flow_label, 0xFFFFF);
+	assert_int_equal(q.alt_ah_attr.grh.flow_label, 0x12345);
+	qp_fx_destroy(qp);
+	qp_fx_free(f);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -415,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_mask_bit),
 		cmocka_unit_test(test_values_and_atomicity),
 		cmocka_unit_test(test_query_round_trip),
+		cmocka_unit_test(test_flow_label_masked),
 		cmocka_unit_test(test_names),
 	};
 

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Event channels. The fd is an eventfd in semaphore mode holding one count
+ * per queued event: it polls readable exactly while an event waits, a
+ * blocking read sleeps until one arrives, and an application that sets
+ * O_NONBLOCK on it (as rdma-core documents) gets EAGAIN instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "api/rdmacm/rdmacm_priv.h"
+
+struct cma_chan *cma_chan_new(bool internal)
+{
+	struct cma_chan *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	ur_list_init(&c->events);
+	c->internal = internal;
+	return c;
+}
+
+void cma_chan_free(struct cma_chan *c)
+{
+	close(c->ch.fd);
+	free(c);
+}
+
+static void chan_signal(struct cma_chan *c)
+{
+	uint64_t one = 1;
+	ssize_t n = write(c->ch.fd, &one, sizeof(one));
+
+	(void)n;	/* cannot overflow: one count per queued event */
+}
+
+struct cma_event *cma_event_post(struct cma_id *id,
+				 enum rdma_cm_event_type type, int status,
+				 const void *pdata, unsigned int len,
+				 const struct rdma_conn_param *conn,
+				 struct cma_id *listen)
+{
+	struct cma_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;	/* the id's timers or the peer will retry */
+	e->owner = id;
+	e->ev.id = &id->id;
+	e->ev.listen_id = listen ? &listen->id : NULL;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (conn)
+		e->ev.param.conn = *conn;
+	if (len > sizeof(e->pdata))
+		len = sizeof(e->pdata);
+	if (pdata && len) {
+		memcpy(e->pdata, pdata, len);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = (uint8_t)len;
+	} else {
+		e->ev.param.conn.private_data = NULL;
+		e->ev.param.conn.private_data_len = 0;
+	}
+	id->events_out++;
+	ur_list_add_tail(&id->chan->events, &e->node);
+	chan_signal(id->chan);
+	return e;
+}
+
+void cma_event_post_ud(struct cma_id *id, enum rdma_cm_event_type type,
+		       int status, const void *pdata, unsigned int len,
+		       const struct rdma_ud_param *ud, struct cma_id *listen)
+{
+	struct cma_event *e;
+
+	e = cma_event_post(id, type, status, pdata, len, NULL, listen);
+	if (!e || !ud)
+		return;
+	e->ev.param.ud.ah_attr = ud->ah_attr;
+	e->ev.param.ud.qp_num = ud->qp_num;
+	e->ev.param.ud.qkey = ud->qkey;
+}
+
+void cma_chan_drop_events(struct cma_id *id)
+{
+	struct ur_list *pos, *tmp;
+	uint64_t v;
+
+	ur_list_for_each_safe(pos, tmp, &id->chan->events) {
+		struct cma_event *e = ur_list_entry(pos, struct cma_event, node);
+
+		if (e->owner != id)
+			continue;
+		ur_list_del(&e->node);
+		/* the count is >= the queue length: this read never blocks */
+		if (read(id->chan->ch.fd, &v, sizeof(v)) < 0)
+			v = 0;
+		id->events_out--;
+		free(e);
+	}
+}
+
+void cma_event_move(struct cma_id *id, struct cma_chan *to)
+{
+	struct ur_list *pos, *tmp;
+	uint64_t v;
+
+	ur_list_for_each_safe(pos, tmp, &id->chan->events) {
+		struct cma_event *e = ur_list_entry(pos, struct cma_event, node);
+
+		if (e->owner != id)
+			continue;
+		ur_list_del(&e->node);
+		if (read(id->chan->ch.fd, &v, sizeof(v)) < 0)
+			v = 0;
+		ur_list_add_tail(&to->events, &e->node);
+		chan_signal(to);
+	}
+	id->chan = to;
+}
+
+UR_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cma_chan *c;
+	int ret;
+
+	pthread_mutex_lock(&cma.lock);
+	ret = cma_init();
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	c = cma_chan_new(false);
+	if (!c) {
+		errno = errno ? errno : ENOMEM;
+		return NULL;
+	}
+	return &c->ch;
+}
+
+/*
+ * Programs such as rping destroy the channel while their event thread may
+ * be about to call rdma_get_cm_event on it again. The last few destroyed
+ * channels therefore stay allocated with their fd open and silent: such a
+ * late call blocks, as it would have had it come a moment earlier, instead
+ * of reading freed memory or a reused fd.
+ */
+#define RETIRED_CHANNELS 16
+
+UR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	static struct cma_chan *retired[RETIRED_CHANNELS];
+	static unsigned int next;
+	struct cma_chan *old;
+
+	if (!channel)
+		return;
+	pthread_mutex_lock(&cma.lock);
+	old = retired[next];
+	retired[next] = to_cma_chan(channel);
+	next = (next + 1) % RETIRED_CHANNELS;
+	pthread_mutex_unlock(&cma.lock);
+	if (old)
+		cma_chan_free(old);
+}
+
+UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				struct rdma_cm_event **event)
+{
+	struct cma_chan *c;
+	struct cma_event *e;
+	uint64_t v;
+
+	if (!channel || !event)
+		return cma_err(EINVAL);
+	c = to_cma_chan(channel);
+	for (;;) {
+		if (read(c->ch.fd, &v, sizeof(v)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;	/* EAGAIN on a non-blocking fd */
+		}
+		pthread_mutex_lock(&cma.lock);
+		if (!ur_list_empty(&c->events))
+			break;
+		/* an rdma_destroy_id took the event this count stood for */
+		pthread_mutex_unlock(&cma.lock);
+	}
+	e = ur_list_first(&c->events, struct cma_event, node);
+	ur_list_del(&e->node);
+	pthread_mutex_unlock(&cma.lock);
+	*event = &e->ev;
+	return 0;
+}
+
+UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct cma_event *e;
+
+	if (!event)
+		return cma_err(EINVAL);
+	e = container_of(event, struct cma_event, ev);
+	pthread_mutex_lock(&cma.lock);
+	e->owner->events_out--;
+	/* a CONNECT_REQUEST also pins its listener until acked */
+	if (e->owner->destroying || e->owner->events_out == 0)
+		pthread_cond_broadcast(&cma.cond);
+	pthread_mutex_unlock(&cma.lock);
+	free(e);
+	return 0;
+}
+
+int cma_sync_wait_event(struct cma_id *id, enum rdma_cm_event_type want,
+			struct rdma_cm_event **out)
+{
+	struct rdma_cm_event *ev;
+	int status;
+
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
+	if (rdma_get_cm_event(&id->chan->ch, &ev))
+		return -1;
+	id->id.event = ev;
+	if (out)
+		*out = ev;
+	status = ev->status;
+	if (ev->event == want && !status)
+		return 0;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED:
+		return cma_err(ECONNREFUSED);
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return cma_err(status ? -status : ETIMEDOUT);
+	default:
+		return cma_err(status < 0 ? -status : (status ? status : EIO));
+	}
+}
+
+int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want)
+{
+	return cma_sync_wait_event(id, want, NULL);
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Process-wide state: the devices librdmacm opened (each once, as
+ * rdma-core does, so every id of a device shares one ibv_context), their
+ * CM agents, and small address helpers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/rdmacm/rdmacm_priv.h"
+#include "util/log.h"
+#include "util/time.h"
+
+struct cma_global cma = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.ids = UR_LIST_INIT(cma.ids),
+	.lingering = UR_LIST_INIT(cma.lingering),
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static int dev_open(struct cma_dev *d, struct ibv_device *ibdev)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	int ret;
+
+	d->wake_fd = -1;
+	d->verbs = ibv_open_device(ibdev);
+	if (!d->verbs)
+		return errno ? errno : ENODEV;
+	if (ibv_query_device(d->verbs, &da) || ibv_query_port(d->verbs, 1, &pa) ||
+	    ibv_query_gid(d->verbs, 1, 0, &gid)) {
+		ret = errno ? errno : EIO;
+		goto err;
+	}
+	memcpy(d->gid, gid.raw, 16);
+	ur_gid_to_sockaddr(d->gid, 0, &d->addr);
+	d->guid = be64toh(da.node_guid);
+	d->mtu = pa.active_mtu;
+	d->max_rd_atom = (uint8_t)(da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
+					   da.max_qp_rd_atom :
+					   da.max_qp_init_rd_atom);
+	d->pd = ibv_alloc_pd(d->verbs);
+	if (!d->pd) {
+		ret = errno ? errno : ENOMEM;
+		goto err;
+	}
+	ret = cma_agent_start(d);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	ibv_close_device(d->verbs);
+	d->verbs = NULL;
+	return ret;
+}
+
+/* Opens every device once. Lock held. */
+int cma_init(void)
+{
+	struct ibv_device **list;
+	int i, n = 0, ret = 0;
+
+	if (cma.inited)
+		return cma.init_err;
+	ur_log_init();
+	list = ibv_get_device_list(&n);
+	if (!list || n <= 0) {
+		if (list)
+			ibv_free_device_list(list);
+		return ENODEV;	/* not cached: a device may appear later */
+	}
+	cma.devs = calloc((size_t)n, sizeof(*cma.devs));
+	if (!cma.devs) {
+		ibv_free_device_list(list);
+		return ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		ret = dev_open(&cma.devs[cma.ndev], list[i]);
+		if (ret) {
+			ur_err("rdmacm: %s: %s", ibv_get_device_name(list[i]),
+			       strerror(ret));
+			continue;
+		}
+		cma.ndev++;
+	}
+	ibv_free_device_list(list);
+	cma.inited = true;
+	cma.init_err = cma.ndev ? 0 : (ret ? ret : ENODEV);
+	return cma.init_err;
+}
+
+/* UROCE_STATS=1 (stderr) or a path (appended), as the engine's counters. */
+static void dump_stats(void)
+{
+	static const char *const names[] = {
+		"cm_mads_rx", "cm_mads_tx", "cm_retransmits", "cm_mads_dropped",
+	};
+	const char *v = getenv("UROCE_STATS");
+	FILE *f;
+	int i, k;
+
+	if (!v || !*v || !strcmp(v, "0") || !cma.ndev)
+		return;
+	f = strcmp(v, "1") ? fopen(v, "a") : stderr;
+	if (!f)
+		return;
+	for (i = 0; i < cma.ndev; i++) {
+		fprintf(f, "# %s rdmacm counters\n",
+			ibv_get_device_name(cma.devs[i].verbs->device));
+		for (k = 0; k < 4; k++)
+			fprintf(f, "%s %llu\n", names[k],
+				(unsigned long long)cma.devs[i].stats[k]);
+	}
+	if (f != stderr)
+		fclose(f);
+}
+
+#define LINGER_MAX_NS (3ULL * 1000000000ULL)
+
+__attribute__((destructor)) static void cma_fini(void)
+{
+	uint64_t until = ur_now_ns() + LINGER_MAX_NS;
+	int i;
+
+	/* let the last DREQs be answered (struct cma_linger) */
+	pthread_mutex_lock(&cma.lock);
+	while (!ur_list_empty(&cma.lingering) && ur_now_ns() < until) {
+		pthread_mutex_unlock(&cma.lock);
+		usleep(10000);
+		pthread_mutex_lock(&cma.lock);
+	}
+	for (i = 0; i < cma.ndev; i++)
+		cma.devs[i].stop = true;
+	pthread_mutex_unlock(&cma.lock);
+	dump_stats();
+	for (i = 0; i < cma.ndev; i++) {
+		cma_agent_stop(&cma.devs[i]);
+		ibv_dealloc_pd(cma.devs[i].pd);
+		ibv_close_device(cma.devs[i].verbs);
+	}
+	free(cma.devs);
+	cma.devs = NULL;
+	cma.ndev = 0;
+}
+
+struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs)
+{
+	int i;
+
+	for (i = 0; i < cma.ndev; i++)
+		if (cma.devs[i].verbs == verbs)
+			return &cma.devs[i];
+	return NULL;
+}
+
+struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa)
+{
+	int i;
+
+	for (i = 0; i < cma.ndev; i++)
+		if (ur_sockaddr_same_host(&cma.devs[i].addr, sa))
+			return &cma.devs[i];
+	return NULL;
+}
+
+bool cma_addr_is_loopback(const union ur_sockaddr *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) &&
+			sa->in6.sin6_addr.s6_addr[12] == 127);
+	return false;
+}
+
+bool cma_addr_is_any(const union ur_sockaddr *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return sa->in.sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&sa->in6.sin6_addr);
+	return false;
+}
+
+uint16_t cma_addr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+void cma_addr_set_port(struct sockaddr *sa, uint16_t port)
+{
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_port = htons(port);
+	else if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+}
+
+socklen_t cma_addr_len(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return sizeof(struct sockaddr_in);
+	if (sa->sa_family == AF_INET6)
+		return sizeof(struct sockaddr_in6);
+	return 0;
+}
+
+UR_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list;
+	int i, ret;
+
+	pthread_mutex_lock(&cma.lock);
+	ret = cma_init();
+	if (ret) {
+		pthread_mutex_unlock(&cma.lock);
+		if (num_devices)
+			*num_devices = 0;
+		errno = ret;
+		return NULL;
+	}
+	list = calloc((size_t)cma.ndev + 1, sizeof(*list));
+	if (list)
+		for (i = 0; i < cma.ndev; i++)
+			list[i] = cma.devs[i].verbs;
+	if (num_devices)
+		*num_devices = list ? cma.ndev : 0;
+	pthread_mutex_unlock(&cma.lock);
+	if (!list)
+		errno = ENOMEM;
+	return list;
+}
+
+UR_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+
+UR_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+		[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+		[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+		[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+
+	if ((unsigned int)event < sizeof(names) / sizeof(names[0]))
+		return names[event];
+	return "UNKNOWN EVENT";
+}

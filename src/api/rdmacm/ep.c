@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The convenience layer of rdma_cma.h: rdma_getaddrinfo, endpoints
+ * (rdma_create_ep/rdma_destroy_ep on synchronous ids), rdma_get_request,
+ * and the id's SRQ.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rdma_verbs.h>
+
+#include "api/rdmacm/rdmacm_priv.h"
+
+#define EP_TIMEOUT_MS 2000
+
+static int gai_errno(int e)
+{
+	switch (e) {
+	case EAI_MEMORY:
+		return ENOMEM;
+	case EAI_FAMILY:
+		return EAFNOSUPPORT;
+	case EAI_SYSTEM:
+		return errno ? errno : EIO;
+	default:
+		return EADDRNOTAVAIL;
+	}
+}
+
+UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+			       const struct rdma_addrinfo *hints,
+			       struct rdma_addrinfo **res)
+{
+	struct addrinfo h = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct rdma_addrinfo *r;
+	struct sockaddr *sa;
+	int e;
+
+	if (!res || (!node && !service))
+		return cma_err(EINVAL);
+	if (hints) {
+		if (hints->ai_family == AF_IB)
+			return cma_err(EAFNOSUPPORT);
+		h.ai_family = hints->ai_family;
+		if (hints->ai_flags & RAI_PASSIVE)
+			h.ai_flags |= AI_PASSIVE;
+		if (hints->ai_flags & RAI_NUMERICHOST)
+			h.ai_flags |= AI_NUMERICHOST;
+		if (hints->ai_qp_type == IBV_QPT_UD ||
+		    hints->ai_port_space == RDMA_PS_UDP)
+			h.ai_socktype = SOCK_DGRAM;
+	}
+	e = getaddrinfo(node, service, &h, &ai);
+	if (e)
+		return cma_err(gai_errno(e));
+	r = calloc(1, sizeof(*r));
+	sa = calloc(1, sizeof(struct sockaddr_storage));
+	if (!r || !sa) {
+		free(r);
+		free(sa);
+		freeaddrinfo(ai);
+		return cma_err(ENOMEM);
+	}
+	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+	r->ai_family = ai->ai_family;
+	r->ai_flags = hints ? hints->ai_flags : 0;
+	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
+						      IBV_QPT_RC;
+	r->ai_port_space = hints && hints->ai_port_space ?
+				   hints->ai_port_space :
+				   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP :
+								  RDMA_PS_TCP);
+	if (r->ai_flags & RAI_PASSIVE) {
+		r->ai_src_addr = sa;
+		r->ai_src_len = ai->ai_addrlen;
+	} else {
+		r->ai_dst_addr = sa;
+		r->ai_dst_len = ai->ai_addrlen;
+		if (hints && hints->ai_src_addr && hints->ai_src_len) {
+			r->ai_src_addr = malloc(hints->ai_src_len);
+			if (r->ai_src_addr) {
+				memcpy(r->ai_src_addr, hints->ai_src_addr,
+				       hints->ai_src_len);
+				r->ai_src_len = hints->ai_src_len;
+			}
+		}
+	}
+	freeaddrinfo(ai);
+	*res = r;
+	return 0;
+}
+
+UR_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	while (res) {
+		struct rdma_addrinfo *next = res->ai_next;
+
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+		res = next;
+	}
+}
+
+UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
+			     struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct rdma_cm_id *cid;
+	struct cma_id *c;
+	int ret;
+
+	if (!id || !res)
+		return cma_err(EINVAL);
+	ret = rdma_create_id(NULL, &cid, NULL,
+			     (enum rdma_port_space)res->ai_port_space);
+	if (ret)
+		return ret;
+	c = to_cma_id(cid);
+	cid->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+	if (qp_init_attr)	/* the endpoint's QP is of the address's type */
+		qp_init_attr->qp_type = cid->qp_type;
+	if (res->ai_flags & RAI_PASSIVE) {
+		ret = rdma_bind_addr(cid, res->ai_src_addr);
+		if (ret)
+			goto err;
+		if (qp_init_attr) {
+			pthread_mutex_lock(&cma.lock);
+			c->qp_init = *qp_init_attr;
+			c->has_qp_init = true;
+			c->ep_pd = pd;
+			pthread_mutex_unlock(&cma.lock);
+		}
+		*id = cid;
+		return 0;
+	}
+	ret = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr,
+				EP_TIMEOUT_MS);
+	if (!ret)
+		ret = rdma_resolve_route(cid, EP_TIMEOUT_MS);
+	if (!ret && qp_init_attr)
+		ret = rdma_create_qp(cid, pd, qp_init_attr);
+	if (ret)
+		goto err;
+	*id = cid;
+	return 0;
+err:
+	ret = errno;
+	rdma_destroy_id(cid);
+	return cma_err(ret);
+}
+
+UR_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	if (id->qp)
+		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
+	rdma_destroy_id(id);
+}
+
+UR_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
+			       struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *nid;
+	struct cma_id *l;
+	struct ibv_qp_init_attr qa;
+	struct ibv_pd *pd;
+	bool has_qp;
+	int ret;
+
+	if (!listen || !id)
+		return cma_err(EINVAL);
+	l = to_cma_id(listen);
+	if (!l->sync)
+		return cma_err(EINVAL);
+	ret = cma_sync_wait_event(l, RDMA_CM_EVENT_CONNECT_REQUEST, &ev);
+	if (ret)
+		return ret;
+	/* the event now belongs to the new id: acked when it moves on */
+	listen->event = NULL;
+	nid = ev->id;
+	ret = rdma_migrate_id(nid, NULL);
+	if (ret) {
+		ret = errno;
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(nid);
+		return cma_err(ret);
+	}
+	nid->event = ev;
+	pthread_mutex_lock(&cma.lock);
+	has_qp = l->has_qp_init;
+	qa = l->qp_init;
+	pd = l->ep_pd;
+	pthread_mutex_unlock(&cma.lock);
+	if (has_qp) {
+		ret = rdma_create_qp(nid, pd, &qa);
+		if (ret) {
+			ret = errno;
+			rdma_reject(nid, NULL, 0);
+			rdma_destroy_id(nid);
+			return cma_err(ret);
+		}
+	}
+	*id = nid;
+	return 0;
+}
+
+UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
+				 struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr a;
+	struct ibv_pd *pd;
+
+	if (!id || !attr || !id->verbs)
+		return cma_err(EINVAL);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type != IBV_SRQT_BASIC)
+		return cma_err(EOPNOTSUPP);
+	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ?
+		     attr->pd :
+		     (id->pd ? id->pd : to_cma_id(id)->dev->pd);
+	memset(&a, 0, sizeof(a));
+	a.srq_context = attr->srq_context;
+	a.attr = attr->attr;
+	id->srq = ibv_create_srq(pd, &a);
+	if (!id->srq)
+		return -1;
+	attr->attr = a.attr;
+	return 0;
+}
+
+UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	int ret;
+
+	if (!attr)
+		return cma_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	ax.srq_context = attr->srq_context;
+	ax.attr = attr->attr;
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
+	ax.srq_type = IBV_SRQT_BASIC;
+	ax.pd = pd;
+	ret = rdma_create_srq_ex(id, &ax);
+	if (!ret)
+		attr->attr = ax.attr;
+	return ret;
+}
+
+UR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (id && id->srq) {
+		ibv_destroy_srq(id->srq);
+		id->srq = NULL;
+	}
+}

@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rdma_cm ids: creation, binding, address and route resolution, listening,
+ * options, and the id's QP, which the CM moves through its states as
+ * rdma-core does (INIT with no remote access at rdma_create_qp; the access
+ * flags, RTR and RTS when the connection is made; ERR on disconnect).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/rdmacm/rdmacm_priv.h"
+#include "util/random.h"
+
+#define EPHEMERAL_LO 32768
+#define EPHEMERAL_HI 60999
+
+struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
+			  enum rdma_port_space ps, enum ibv_qp_type qpt)
+{
+	struct cma_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return NULL;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qpt;
+	id->id.channel = &chan->ch;
+	id->chan = chan;
+	id->sync = chan->internal;
+	id->state = CMA_IDLE;
+	id->ack_timeout = UR_CM_ACK_TIMEOUT;
+	ur_list_add_tail(&cma.ids, &id->node);
+	return id;
+}
+
+static bool ps_valid(enum rdma_port_space ps)
+{
+	return ps == RDMA_PS_TCP || ps == RDMA_PS_UDP || ps == RDMA_PS_IB ||
+	       ps == RDMA_PS_IPOIB;
+}
+
+UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
+			     struct rdma_cm_id **id, void *context,
+			     enum rdma_port_space ps)
+{
+	enum ibv_qp_type qpt = (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) ?
+				       IBV_QPT_UD : IBV_QPT_RC;
+	struct cma_chan *chan;
+	struct cma_id *cid;
+	int ret;
+
+	if (!id || !ps_valid(ps))
+		return cma_err(EINVAL);
+	pthread_mutex_lock(&cma.lock);
+	ret = cma_init();
+	if (ret) {
+		pthread_mutex_unlock(&cma.lock);
+		return cma_err(ret);
+	}
+	chan = channel ? to_cma_chan(channel) : cma_chan_new(true);
+	if (!chan) {
+		pthread_mutex_unlock(&cma.lock);
+		return cma_err(ENOMEM);
+	}
+	cid = cma_id_new(chan, context, ps, qpt);
+	if (!cid) {
+		if (!channel)
+			cma_chan_free(chan);
+		pthread_mutex_unlock(&cma.lock);
+		return cma_err(ENOMEM);
+	}
+	pthread_mutex_unlock(&cma.lock);
+	*id = &cid->id;
+	return 0;
+}
+
+UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct cma_id *cid;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	cid->destroying = true;
+	cma_conn_teardown(cid);
+	cma_rv_withdraw(cid);
+	if (cid->sync && id->event) {
+		struct rdma_cm_event *ev = id->event;
+
+		id->event = NULL;
+		pthread_mutex_unlock(&cma.lock);
+		rdma_ack_cm_event(ev);
+		pthread_mutex_lock(&cma.lock);
+	}
+	cma_chan_drop_events(cid);
+	/* rdma-core's rule: wait until every event handed out is acked */
+	while (cid->events_out > 0)
+		pthread_cond_wait(&cma.cond, &cma.lock);
+	ur_list_del(&cid->node);
+	pthread_mutex_unlock(&cma.lock);
+	if (cid->sync)
+		cma_chan_free(cid->chan);
+	free(cid);
+	return 0;
+}
+
+static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
+		       const union ur_sockaddr *sa, uint16_t port)
+{
+	struct ur_list *pos;
+
+	ur_list_for_each(pos, &cma.ids) {
+		struct cma_id *o = ur_list_entry(pos, struct cma_id, node);
+		const union ur_sockaddr *oa =
+			(const union ur_sockaddr *)&o->id.route.addr.src_storage;
+
+		if (o == self || !o->bound || o->id.ps != ps ||
+		    cma_addr_port(&oa->sa) != port)
+			continue;
+		if (cma_addr_is_any(oa) || cma_addr_is_any(sa) ||
+		    ur_sockaddr_same_host(oa, sa)) {
+			if (self->reuseaddr && o->reuseaddr &&
+			    o->state != CMA_LISTEN)
+				continue;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Binds id to addr (port 0: an ephemeral one). Lock held. */
+static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
+{
+	union ur_sockaddr sa;
+	struct cma_dev *dev = NULL;
+	uint16_t port;
+	socklen_t len = cma_addr_len(addr);
+	int tries;
+
+	if (addr->sa_family == AF_IB)
+		return EAFNOSUPPORT;
+	if (!len)
+		return EAFNOSUPPORT;
+	if (id->state != CMA_IDLE)
+		return EINVAL;
+	memset(&sa, 0, sizeof(sa));
+	memcpy(&sa, addr, len);
+	if (!cma_addr_is_any(&sa)) {
+		dev = cma_dev_by_addr(&sa);
+		if (!dev && cma_addr_is_loopback(&sa) && cma.ndev)
+			dev = &cma.devs[0];	/* rendezvous (rendezvous.c) */
+		if (!dev)
+			return EADDRNOTAVAIL;
+	}
+	port = cma_addr_port(&sa.sa);
+	if (port) {
+		if (port_taken(id, id->id.ps, &sa, port))
+			return EADDRINUSE;
+	} else {
+		for (tries = 0; tries < 1000; tries++) {
+			port = (uint16_t)(EPHEMERAL_LO + ur_random_u32() %
+				(EPHEMERAL_HI - EPHEMERAL_LO + 1));
+			if (!port_taken(id, id->id.ps, &sa, port))
+				break;
+		}
+		if (tries == 1000)
+			return EADDRINUSE;
+		cma_addr_set_port(&sa.sa, port);
+	}
+	memset(&id->id.route.addr.src_storage, 0,
+	       sizeof(id->id.route.addr.src_storage));
+	memcpy(&id->id.route.addr.src_storage, &sa, len);
+	id->bound = true;
+	id->state = CMA_BOUND;
+	if (dev) {
+		id->dev = dev;
+		id->id.verbs = dev->verbs;
+		id->id.port_num = 1;
+		id->id.pd = NULL;
+	}
+	return 0;
+}
+
+UR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	int ret;
+
+	if (!id || !addr)
+		return cma_err(EINVAL);
+	pthread_mutex_lock(&cma.lock);
+	ret = bind_locked(to_cma_id(id), addr);
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
+}
+
+/* Fills the path record of a resolved route (wire notes §5.5). */
+static void fill_path(struct cma_id *id)
+{
+	struct ibv_sa_path_rec *p = &id->path;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sgid.raw, id->dev->gid, 16);
+	memcpy(p->dgid.raw, id->dgid, 16);
+	p->slid = p->dlid = htobe16(0xFFFF);
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->pkey = htobe16(0xFFFF);
+	p->hop_limit = UR_CM_HOP_LIMIT;
+	p->traffic_class = id->tos;
+	p->mtu_selector = 2;	/* exactly */
+	p->mtu = id->dev->mtu;
+	p->rate_selector = 2;
+	p->rate = IBV_RATE_100_GBPS;
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = id->ack_timeout > 0 ? id->ack_timeout - 1 : 0;
+	id->id.route.path_rec = p;
+	id->id.route.num_paths = 1;
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+}
+
+/*
+ * Where is dst's QP1? A device address of ours: that device. A loopback
+ * address that is no device's: whoever published a listener for it in the
+ * rendezvous directory, else our own device (the REQ is then refused by
+ * our own agent, as a kernel refuses a port nobody listens on). Anything
+ * else is itself a RoCEv2 GID.
+ */
+int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
+{
+	struct cma_dev *own = cma_dev_by_addr(dst);
+
+	id->loop_dst = false;
+	id->rv_miss = false;
+	if (own) {
+		memcpy(id->dgid, own->gid, 16);
+		return 0;
+	}
+	if (cma_addr_is_loopback(dst)) {
+		id->loop_dst = true;
+		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
+			return 0;
+		id->rv_miss = true;
+		memcpy(id->dgid, id->dev->gid, 16);
+		return 0;
+	}
+	if (cma_addr_is_any(dst))
+		return EADDRNOTAVAIL;
+	ur_sockaddr_to_gid(dst, id->dgid);
+	return 0;
+}
+
+UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
+				struct sockaddr *dst, int timeout_ms)
+{
+	struct cma_id *cid;
+	union ur_sockaddr d;
+	int ret = 0;
+
+	if (!id || !dst || !cma_addr_len(dst))
+		return cma_err(dst && dst->sa_family == AF_IB ? EAFNOSUPPORT :
+								 EINVAL);
+	cid = to_cma_id(id);
+	memset(&d, 0, sizeof(d));
+	memcpy(&d, dst, cma_addr_len(dst));
+	pthread_mutex_lock(&cma.lock);
+	if (cid->state == CMA_IDLE) {
+		union ur_sockaddr s;
+
+		memset(&s, 0, sizeof(s));
+		if (src && cma_addr_len(src)) {
+			memcpy(&s, src, cma_addr_len(src));
+		} else {
+			s.sa.sa_family = d.sa.sa_family;
+		}
+		ret = bind_locked(cid, &s.sa);
+	} else if (cid->state != CMA_BOUND) {
+		ret = EINVAL;
+	}
+	if (ret)
+		goto out;
+	if (!cid->dev) {
+		/* bound to a wildcard: the first device of the family */
+		int i;
+
+		for (i = 0; i < cma.ndev && !cid->dev; i++)
+			if (cma.devs[i].addr.sa.sa_family == d.sa.sa_family ||
+			    d.sa.sa_family == AF_INET6)
+				cid->dev = &cma.devs[i];
+		if (!cid->dev)
+			cid->dev = cma.ndev ? &cma.devs[0] : NULL;
+		if (!cid->dev) {
+			ret = ENODEV;
+			goto out;
+		}
+		id->verbs = cid->dev->verbs;
+		id->port_num = 1;
+	}
+	/* an unspecified source becomes the device's own address */
+	if (cma_addr_is_any((union ur_sockaddr *)&id->route.addr.src_storage)) {
+		uint16_t port = cma_addr_port(&id->route.addr.src_addr);
+		union ur_sockaddr s;
+
+		ur_gid_to_sockaddr(cid->dev->gid, port, &s);
+		memset(&id->route.addr.src_storage, 0,
+		       sizeof(id->route.addr.src_storage));
+		memcpy(&id->route.addr.src_storage, &s, cma_addr_len(&s.sa));
+	}
+	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
+	memcpy(&id->route.addr.dst_storage, &d, cma_addr_len(&d.sa));
+	ret = cma_route_dst(cid, &d);
+	if (ret) {
+		cma_event_post(cid, RDMA_CM_EVENT_ADDR_ERROR, -ret, NULL, 0,
+			       NULL, NULL);
+		ret = 0;
+	} else {
+		cid->state = CMA_ADDR_RESOLVED;
+		memcpy(id->route.addr.addr.ibaddr.sgid.raw, cid->dev->gid, 16);
+		memcpy(id->route.addr.addr.ibaddr.dgid.raw, cid->dgid, 16);
+		id->route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+		cma_event_post(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0,
+			       NULL, NULL);
+	}
+out:
+	pthread_mutex_unlock(&cma.lock);
+	(void)timeout_ms;	/* resolution is immediate */
+	if (ret)
+		return cma_err(ret);
+	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+
+UR_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct cma_id *cid;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	if (cid->state != CMA_ADDR_RESOLVED && cid->state != CMA_ROUTE_RESOLVED) {
+		pthread_mutex_unlock(&cma.lock);
+		return cma_err(EINVAL);
+	}
+	fill_path(cid);
+	cid->state = CMA_ROUTE_RESOLVED;
+	cma_event_post(cid, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL,
+		       NULL);
+	pthread_mutex_unlock(&cma.lock);
+	(void)timeout_ms;
+	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+}
+
+/* The passive side gets its route from the REQ (conn.c). */
+void cma_fill_path(struct cma_id *id)
+{
+	fill_path(id);
+}
+
+UR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cma_id *cid;
+	int ret = 0;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	if (cid->state == CMA_IDLE) {
+		union ur_sockaddr any;
+
+		memset(&any, 0, sizeof(any));
+		any.in.sin_family = AF_INET;
+		ret = bind_locked(cid, &any.sa);
+	}
+	if (!ret && cid->state != CMA_BOUND && cid->state != CMA_LISTEN)
+		ret = EINVAL;
+	if (!ret && cid->state == CMA_BOUND) {
+		ret = cma_rv_publish(cid);
+		if (!ret)
+			cid->state = CMA_LISTEN;
+	}
+	if (!ret)
+		cid->backlog = backlog > 0 ? backlog : 1024;
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
+}
+
+UR_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
+			      void *optval, size_t optlen)
+{
+	struct cma_id *cid;
+	int ret = 0;
+
+	if (!id || !optval)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	if (level == RDMA_OPTION_ID) {
+		switch (optname) {
+		case RDMA_OPTION_ID_TOS:
+			if (optlen != sizeof(uint8_t))
+				ret = EINVAL;
+			else
+				cid->tos = *(uint8_t *)optval;
+			break;
+		case RDMA_OPTION_ID_REUSEADDR:
+			if (optlen != sizeof(int))
+				ret = EINVAL;
+			else if (cid->state != CMA_IDLE)
+				ret = EINVAL;
+			else
+				cid->reuseaddr = *(int *)optval != 0;
+			break;
+		case RDMA_OPTION_ID_AFONLY:
+			if (optlen != sizeof(int))
+				ret = EINVAL;
+			else
+				cid->afonly = *(int *)optval != 0;
+			break;
+		case RDMA_OPTION_ID_ACK_TIMEOUT:
+			if (optlen != sizeof(uint8_t) ||
+			    *(uint8_t *)optval > 31)
+				ret = EINVAL;
+			else
+				cid->ack_timeout = *(uint8_t *)optval;
+			break;
+		default:
+			ret = ENOSYS;
+		}
+	} else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) {
+		/* a path of our own making is the only one there is */
+		if (optlen < sizeof(struct ibv_path_data) ||
+		    cid->state != CMA_ADDR_RESOLVED)
+			ret = EINVAL;
+		else {
+			fill_path(cid);
+			cid->state = CMA_ROUTE_RESOLVED;
+		}
+	} else {
+		ret = ENOSYS;
+	}
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
+}
+
+UR_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return htons(cma_addr_port(&id->route.addr.src_addr));
+}
+
+UR_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return htons(cma_addr_port(&id->route.addr.dst_addr));
+}
+
+UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+			      struct rdma_event_channel *channel)
+{
+	struct cma_id *cid;
+	struct cma_chan *to, *old;
+	bool was_sync;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	to = channel ? to_cma_chan(channel) : cma_chan_new(true);
+	if (!to)
+		return cma_err(ENOMEM);
+	pthread_mutex_lock(&cma.lock);
+	old = cid->chan;
+	was_sync = cid->sync;
+	cma_event_move(cid, to);
+	id->channel = &to->ch;
+	cid->sync = to->internal;
+	pthread_mutex_unlock(&cma.lock);
+	if (was_sync && old != to)
+		cma_chan_free(old);
+	return 0;
+}
+
+/* Attributes for moving the id's QP to state (rdma_init_qp_attr). Lock held. */
+int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
+		struct ibv_qp_attr *a, int *mask)
+{
+	bool connected = id->state >= CMA_REQ_SENT;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = state;
+	switch (state) {
+	case IBV_QPS_INIT:
+		a->pkey_index = 0;
+		a->port_num = 1;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (id->id.qp_type == IBV_QPT_UD) {
+			a->qkey = RDMA_UDP_QKEY;
+			*mask |= IBV_QP_QKEY;
+			return 0;
+		}
+		a->qp_access_flags = 0;
+		if (connected) {
+			a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+			if (id->resp_res)
+				a->qp_access_flags |= IBV_ACCESS_REMOTE_READ |
+						      IBV_ACCESS_REMOTE_ATOMIC;
+		}
+		*mask |= IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTR:
+		*mask = IBV_QP_STATE;
+		if (id->id.qp_type == IBV_QPT_UD)
+			return 0;
+		if (!connected)
+			return EINVAL;
+		a->path_mtu = id->path_mtu;
+		a->dest_qp_num = id->remote_qpn;
+		a->rq_psn = id->rq_psn;
+		a->max_dest_rd_atomic = id->resp_res;
+		a->min_rnr_timer = 0;	/* 655 ms, as rdma-core's CM programs */
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = 1;
+		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
+		a->ah_attr.grh.sgid_index = 0;
+		a->ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
+		a->ah_attr.grh.traffic_class = id->tos;
+		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = id->sq_psn;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (id->id.qp_type == IBV_QPT_UD)
+			return 0;
+		if (!connected)
+			return EINVAL;
+		a->timeout = id->ack_timeout;
+		a->retry_cnt = id->retry_count;
+		a->rnr_retry = id->rnr_retry;
+		a->max_rd_atomic = id->init_depth;
+		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+UR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
+				struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	int ret;
+
+	if (!id || !qp_attr || !qp_attr_mask)
+		return cma_err(EINVAL);
+	pthread_mutex_lock(&cma.lock);
+	ret = cma_qp_attr(to_cma_id(id), qp_attr->qp_state, qp_attr,
+			  qp_attr_mask);
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
+}
+
+/* Moves id->qp to state with cma_qp_attr's attributes. Lock held. */
+int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a;
+	int mask, ret;
+
+	if (!id->id.qp)
+		return 0;
+	ret = cma_qp_attr(id, state, &a, &mask);
+	if (ret)
+		return ret;
+	return ibv_modify_qp(id->id.qp, &a, mask);
+}
+
+void cma_qp_to_err(struct cma_id *id)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (id->id.qp)
+		ibv_modify_qp(id->id.qp, &a, IBV_QP_STATE);
+}
+
+static int create_cqs(struct cma_id *cid, struct ibv_qp_init_attr_ex *attr)
+{
+	struct rdma_cm_id *id = &cid->id;
+
+	if (!attr->send_cq) {
+		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+		if (!id->send_cq_channel)
+			return errno ? errno : ENOMEM;
+		id->send_cq = ibv_create_cq(id->verbs,
+					    (int)(attr->cap.max_send_wr ?
+						  attr->cap.max_send_wr : 1),
+					    id, id->send_cq_channel, 0);
+		if (!id->send_cq)
+			return errno ? errno : ENOMEM;
+		attr->send_cq = id->send_cq;
+	}
+	if (!attr->recv_cq && !attr->srq) {
+		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+		if (!id->recv_cq_channel)
+			return errno ? errno : ENOMEM;
+		id->recv_cq = ibv_create_cq(id->verbs,
+					    (int)(attr->cap.max_recv_wr ?
+						  attr->cap.max_recv_wr : 1),
+					    id, id->recv_cq_channel, 0);
+		if (!id->recv_cq)
+			return errno ? errno : ENOMEM;
+		attr->recv_cq = id->recv_cq;
+	}
+	return 0;
+}
+
+static void destroy_cqs(struct rdma_cm_id *id)
+{
+	if (id->send_cq)
+		ibv_destroy_cq(id->send_cq);
+	if (id->send_cq_channel)
+		ibv_destroy_comp_channel(id->send_cq_channel);
+	if (id->recv_cq)
+		ibv_destroy_cq(id->recv_cq);
+	if (id->recv_cq_channel)
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+	id->send_cq = id->recv_cq = NULL;
+	id->send_cq_channel = id->recv_cq_channel = NULL;
+}
+
+UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	struct cma_id *cid;
+	struct ibv_qp *qp;
+	int ret;
+
+	if (!id || !attr || !id->verbs)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	if (id->qp)
+		return cma_err(EINVAL);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : cid->dev->pd;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	if (attr->pd->context != id->verbs)
+		return cma_err(EINVAL);
+	if (!attr->srq && id->srq)
+		attr->srq = id->srq;
+	ret = create_cqs(cid, attr);
+	if (ret) {
+		destroy_cqs(id);
+		return cma_err(ret);
+	}
+	qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp) {
+		ret = errno ? errno : ENOMEM;
+		destroy_cqs(id);
+		return cma_err(ret);
+	}
+	pthread_mutex_lock(&cma.lock);
+	id->qp = qp;
+	id->pd = attr->pd;	/* rdma_verbs.h's rdma_reg_msgs() uses it */
+	cid->srq = attr->srq != NULL;
+	ret = cma_modify_qp(cid, IBV_QPS_INIT);
+	if (!ret && id->qp_type == IBV_QPT_UD) {
+		cid->sq_psn = ur_random_u32() & 0xFFFFFF;
+		ret = cma_modify_qp(cid, IBV_QPS_RTR);
+		if (!ret)
+			ret = cma_modify_qp(cid, IBV_QPS_RTS);
+	}
+	if (ret)
+		id->qp = NULL;
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		ibv_destroy_qp(qp);
+		destroy_cqs(id);
+		return cma_err(ret);
+	}
+	return 0;
+}
+
+UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex ax;
+	int ret;
+
+	if (!id || !qp_init_attr)
+		return cma_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, qp_init_attr, sizeof(*qp_init_attr));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = pd;
+	ret = rdma_create_qp_ex(id, &ax);
+	if (ret)
+		return ret;
+	qp_init_attr->send_cq = ax.send_cq;
+	qp_init_attr->recv_cq = ax.recv_cq;
+	qp_init_attr->srq = ax.srq;
+	qp_init_attr->cap = ax.cap;
+	return 0;
+}
+
+UR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp *qp;
+
+	if (!id)
+		return;
+	pthread_mutex_lock(&cma.lock);
+	qp = id->qp;
+	id->qp = NULL;
+	pthread_mutex_unlock(&cma.lock);
+	if (qp)
+		ibv_destroy_qp(qp);
+	destroy_cqs(id);
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * librdmacm internals. One process-wide lock (cma.lock) guards every id,
+ * channel queue and connection state: connection management is rare next to
+ * data transfer, and one lock keeps the CM state machine free of ordering
+ * puzzles between the application's threads and the CM agents.
+ *
+ * Per device one agent (agent.c) owns QP1: a UD QP renumbered to 1 through
+ * libibverbs' private uroce_gsi_claim(), a thread that receives CM MADs and
+ * runs the retransmission timers. conn.c is the CM protocol, id.c addresses,
+ * routes and QPs, channel.c events, rendezvous.c the loopback directory.
+ */
+#ifndef UR_API_RDMACM_PRIV_H
+#define UR_API_RDMACM_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/mad.h"
+#include "util/addr.h"
+#include "util/compiler.h"
+#include "util/list.h"
+
+/* CM timing (docs/design.md, "Connection manager"). */
+#define UR_CM_RESPONSE_TIMEOUT 18	/* 4.096 us * 2^18 = 1.07 s per try */
+#define UR_CM_MAX_RETRIES 6		/* REQ/REP/DREQ sent at most 1 + 6 times */
+#define UR_CM_MRA_TIMEOUT 24		/* what our MRA asks for: 68.7 s */
+#define UR_CM_ACK_TIMEOUT 14		/* RC local ACK timeout: 67 ms */
+#define UR_CM_TARGET_ACK_DELAY 10	/* REP: what our responder adds, 4 ms */
+#define UR_CM_HOP_LIMIT 64
+#define UR_CM_RECV_BUFS 64
+#define UR_GRH_SIZE 40
+#define UR_CM_RV_WAIT_NS (500ULL * 1000000)	/* see conn.c, rdma_connect */
+#define UR_CM_RV_POLL_NS (20ULL * 1000000)
+
+struct cma_dev {
+	struct ibv_context *verbs;
+	uint8_t gid[16];		/* GID 0: the device's address */
+	union ur_sockaddr addr;		/* the same as a socket address */
+	uint64_t guid;			/* node GUID, host order */
+	enum ibv_mtu mtu;		/* port active MTU */
+	uint8_t max_rd_atom;		/* max_qp_rd_atom / max_qp_init_rd_atom */
+	struct ibv_pd *pd;		/* default PD for rdma_create_qp(pd NULL) */
+
+	/* agent (agent.c) */
+	struct ibv_pd *agent_pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp1;
+	struct ibv_mr *mr;
+	uint8_t *bufs;			/* UR_CM_RECV_BUFS of GRH + MAD */
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd;			/* eventfd: stop, or a nearer deadline */
+	bool stop;
+	uint64_t stats[4];		/* see enum cma_stat */
+	struct cma_ah {			/* address handles of recent peers */
+		uint8_t gid[16];
+		struct ibv_ah *ah;
+		int inflight;		/* sends not yet completed */
+		uint64_t used;
+	} ahs[32];
+	uint64_t ah_clock;
+};
+
+enum cma_stat {
+	CMA_STAT_RX,			/* MADs received */
+	CMA_STAT_TX,			/* MADs sent (first tries and retries) */
+	CMA_STAT_RETX,			/* retransmissions */
+	CMA_STAT_DROP,			/* malformed or unmatched, dropped */
+};
+
+enum cma_state {
+	CMA_IDLE,
+	CMA_BOUND,
+	CMA_ADDR_RESOLVED,
+	CMA_ROUTE_RESOLVED,
+	CMA_LISTEN,
+	CMA_REQ_SENT,			/* active: waiting for REP (or MRA'd) */
+	CMA_REP_RCVD,			/* active, no QP: waiting rdma_establish */
+	CMA_REQ_RCVD,			/* passive: waiting for accept/reject */
+	CMA_REP_SENT,			/* passive: waiting for RTU */
+	CMA_ESTABLISHED,
+	CMA_DREQ_SENT,
+	CMA_TIMEWAIT,			/* disconnected (DREQ/DREP done) */
+	CMA_CLOSED,			/* rejected, unreachable: nothing on the wire */
+};
+
+struct cma_chan {
+	struct rdma_event_channel ch;	/* fd: eventfd, one count per queued event */
+	struct ur_list events;		/* struct cma_event, oldest first */
+	bool internal;			/* a synchronous id's own channel */
+};
+
+struct cma_event {
+	struct rdma_cm_event ev;	/* first: handed to the user */
+	struct ur_list node;
+	struct cma_id *owner;		/* counts in owner->events_out */
+	uint8_t pdata[UR_CM_RTU_PDATA];
+};
+
+struct cma_id {
+	struct rdma_cm_id id;		/* first: handed to the user */
+	struct ur_list node;		/* cma.ids */
+	struct cma_chan *chan;
+	bool sync;			/* NULL channel at create: calls wait */
+	enum cma_state state;
+	struct cma_dev *dev;
+	int events_out;			/* queued or not yet acked */
+	bool destroying;
+
+	/* addressing (id.c) */
+	bool bound;			/* src address and port set */
+	bool loop_dst;			/* dst found through the rendezvous */
+	bool rv_miss;			/* ... or not (yet): dgid is our own */
+	uint64_t rv_until_ns;		/* REQ held while looking again */
+	uint8_t dgid[16];		/* where the peer's QP1 is */
+	struct ibv_sa_path_rec path;
+	uint8_t tos;
+	uint8_t ack_timeout;
+	bool reuseaddr, afonly;
+	int backlog;
+	char rv_name[96];		/* rendezvous entry this listener owns */
+	struct cma_id *listener;	/* passive: the listening id */
+	struct ibv_qp_init_attr qp_init;	/* rdma_create_ep on a listener */
+	bool has_qp_init;
+	struct ibv_pd *ep_pd;
+
+	/* connection (conn.c) */
+	uint32_t local_comm_id, remote_comm_id;
+	uint64_t tid;
+	uint8_t peer_gid[16];		/* where MADs go (the peer's device) */
+	uint32_t remote_qpn;
+	uint32_t qp_num;		/* ours (id->qp or conn_param.qp_num) */
+	uint32_t sq_psn, rq_psn;
+	uint8_t resp_res, init_depth;	/* ours, for RTR / RTS */
+	uint8_t retry_count, rnr_retry;
+	enum ibv_mtu path_mtu;
+	bool srq;
+	bool dreq_rcvd;			/* DISCONNECTED came from the peer */
+	uint8_t mad[UR_MAD_SIZE];	/* last MAD sent, for retransmission */
+	int retries_left;
+	uint64_t deadline_ns;		/* 0: no timer */
+	uint64_t interval_ns;
+};
+
+/*
+ * A DREQ that outlives its id: rdma_destroy_id right after rdma_disconnect
+ * (rping does that) must not leave the peer without a DREQ if the first one
+ * is lost, so it is retransmitted from here until a DREP comes back or the
+ * retries run out, and the library's destructor waits for these (bounded).
+ */
+struct cma_linger {
+	struct ur_list node;		/* cma.lingering */
+	struct cma_dev *dev;
+	uint8_t peer_gid[16];
+	uint32_t local_comm_id, remote_comm_id;
+	uint8_t mad[UR_MAD_SIZE];
+	int retries_left;
+	uint64_t deadline_ns;
+};
+
+struct cma_global {
+	pthread_mutex_t lock;
+	struct ur_list lingering;	/* struct cma_linger */
+	bool inited;
+	int init_err;
+	int ndev;
+	struct cma_dev *devs;
+	struct ur_list ids;
+	pthread_cond_t cond;		/* events acked (rdma_destroy_id waits) */
+};
+
+extern struct cma_global cma;
+
+static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
+{
+	return container_of(id, struct cma_id, id);
+}
+
+static inline struct cma_chan *to_cma_chan(struct rdma_event_channel *ch)
+{
+	return container_of(ch, struct cma_chan, ch);
+}
+
+/* cma.c */
+int cma_init(void);			/* 0 or errno; opens devices, agents */
+struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
+struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa);
+bool cma_addr_is_loopback(const union ur_sockaddr *sa);
+bool cma_addr_is_any(const union ur_sockaddr *sa);
+uint16_t cma_addr_port(const struct sockaddr *sa);
+void cma_addr_set_port(struct sockaddr *sa, uint16_t port);
+socklen_t cma_addr_len(const struct sockaddr *sa);
+static inline int cma_err(int e)	/* rdma-core's convention: -1, errno */
+{
+	errno = e;
+	return -1;
+}
+
+/* channel.c (cma.lock held where noted) */
+struct cma_chan *cma_chan_new(bool internal);
+void cma_chan_free(struct cma_chan *c);
+/* Queues an event for id; pdata/len copied. Lock held. NULL: no memory. */
+struct cma_event;
+struct cma_event *cma_event_post(struct cma_id *id,
+				 enum rdma_cm_event_type type, int status,
+				 const void *pdata, unsigned int len,
+				 const struct rdma_conn_param *conn,
+				 struct cma_id *listen);
+/* The same for UD ids: param.ud (ah_attr, qp_num, qkey) from ud. */
+void cma_event_post_ud(struct cma_id *id, enum rdma_cm_event_type type,
+		       int status, const void *pdata, unsigned int len,
+		       const struct rdma_ud_param *ud, struct cma_id *listen);
+/* Synchronous ids: waits for the reply event (lock NOT held). 0 or -1. */
+int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want);
+int cma_sync_wait_event(struct cma_id *id, enum rdma_cm_event_type want,
+			struct rdma_cm_event **out);
+/* Drops every queued event of id (lock held). */
+void cma_chan_drop_events(struct cma_id *id);
+void cma_event_move(struct cma_id *id, struct cma_chan *to);
+
+/* id.c */
+struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
+			  enum rdma_port_space ps, enum ibv_qp_type qpt);
+int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
+		struct ibv_qp_attr *attr, int *mask);
+int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);
+void cma_qp_to_err(struct cma_id *id);
+void cma_fill_path(struct cma_id *id);
+/* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
+int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
+
+/* conn.c (lock held) */
+void cma_conn_teardown(struct cma_id *id);	/* on rdma_destroy_id */
+void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
+		    const uint8_t *mad, size_t len);
+/* Runs due timers; returns the next deadline (0 none). */
+uint64_t cma_timers(struct cma_dev *dev, uint64_t now);
+
+/* agent.c */
+int cma_agent_start(struct cma_dev *dev);
+void cma_agent_stop(struct cma_dev *dev);
+/* Sends one 256-byte MAD to the QP1 at gid (lock held). 0 or errno. */
+int cma_agent_send(struct cma_dev *dev, const uint8_t gid[16],
+		   const uint8_t mad[UR_MAD_SIZE]);
+void cma_agent_kick(struct cma_dev *dev);	/* re-read timer deadlines */
+
+/* rendezvous.c */
+int cma_rv_publish(struct cma_id *id);		/* listener on loopback/any */
+void cma_rv_withdraw(struct cma_id *id);
+/* Looks up (ps, port, ip) of a loopback destination; 0 and gid, or -ENOENT. */
+int cma_rv_lookup(enum rdma_port_space ps, const union ur_sockaddr *dst,
+		  uint8_t gid[16]);
+
+#endif /* UR_API_RDMACM_PRIV_H */

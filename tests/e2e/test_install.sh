@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# `cmake --install --prefix` of the build: libraries only in the private
+# <libdir>/uroce (never a libibverbs.so.1 elsewhere), the installed `uroce`
+# finds them, the pkg-config file links a program that runs on uroce0
+# without LD_LIBRARY_PATH, man pages present. A few seconds.
+set -u
+. "$(dirname "$0")/lib.sh"
+e2e_libdir "${1:-}"
+BUILD=$(cd "$LIBDIR/.." && pwd)
+P=$E2E_TMP/prefix
+unset LD_LIBRARY_PATH
+
+check() {	# NAME COMMAND...
+	local name=$1
+	shift
+	if "$@" >"$E2E_TMP/$name.out" 2>&1; then
+		E2E_PASS=$((E2E_PASS + 1)); echo "PASS $name"
+	else
+		E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $name"
+		tail -n 20 "$E2E_TMP/$name.out"
+	fi
+}
+
+check install cmake --install "$BUILD" --prefix "$P"
+check private_libdir bash -c "
+	libs=\$(find '$P' -name 'libibverbs.so*' -o -name 'liburoce-interpose.so')
+	[[ -n \$libs ]] || exit 1
+	for l in \$libs; do [[ \$(basename \$(dirname \$l)) == uroce ]] || { echo \"outside: \$l\"; exit 1; }; done"
+check installed_run bash -c "'$P/bin/uroce' run -- ibv_devices | grep -q uroce0"
+check installed_libdir bash -c "[[ \$('$P/bin/uroce' libdir) == '$P'/*/uroce ]]"
+check man_pages bash -c "ls '$P'/share/man/man1/uroce.1 '$P'/share/man/man7/uroce.7 && man -l '$P/share/man/man7/uroce.7' 2>/dev/null | grep -q INTERPOSER"
+cat >"$E2E_TMP/pc.c" <<'C'
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+
+	return !(l && n >= 1 && !strcmp(ibv_get_device_name(l[0]), "uroce0"));
+}
+C
+pcdir=$(dirname "$(find "$P" -name uroce.pc)")
+check pkgconfig_link bash -c "cc '$E2E_TMP/pc.c' -o '$E2E_TMP/pc' \$(PKG_CONFIG_PATH='$pcdir' pkg-config --cflags --libs uroce) && '$E2E_TMP/pc'"
+e2e_summary

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# What a user watches while programs run: a hw_counters file read with cat
+# changes while ib_write_bw runs, `uroce stat PID` shows the live counters
+# and the process's connected RC QP,
+# `uroce devices` lists the running process; a process killed with SIGKILL
+# leaves a UROCE_PCAP capture tshark reads and a device tree the next
+# `uroce` command removes; UROCE_STATS is written at exit by a process that
+# never closes its device. About 15 s.
+set -u
+. "$(dirname "$0")/lib.sh"
+e2e_libdir "${1:-}"
+command -v ib_write_bw >/dev/null || { echo "SKIP: perftest not installed"; exit 77; }
+U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce"
+export UROCE_LIBDIR=$LIBDIR
+export XDG_RUNTIME_DIR=$E2E_TMP/run	# only our processes' trees in here
+mkdir -p "$XDG_RUNTIME_DIR"
+ROOT=$XDG_RUNTIME_DIR/uroce-$(id -u)
+
+ok() { E2E_PASS=$((E2E_PASS + 1)); echo "PASS $1"; }
+ko() { E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $1"; shift; (($#)) && echo "$@"; }
+
+# wait_tree PID: until the process has published its device tree
+wait_tree() {
+	for _ in $(seq 50); do
+		[[ -d $ROOT/$1/sys/class/infiniband/uroce0/ports/1/hw_counters ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- live counters of a running ib_write_bw ------------------------------
+p=$(e2e_port)
+"$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 >"$E2E_TMP/srv" 2>&1 &
+srv=$!
+sleep 0.5
+"$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
+cli=$!
+if wait_tree "$srv" && wait_tree "$cli"; then
+	sleep 1.5
+	f=$ROOT/$srv/sys/class/infiniband/uroce0/ports/1/hw_counters/rcvd_pkts
+	a=$(cat "$f"); sleep 0.5; b=$(cat "$f")
+	if ((b > a && a > 0)); then ok hw_counters_live; else ko hw_counters_live "rcvd_pkts $a then $b"; fi
+	"$U" stat "$srv" >"$E2E_TMP/stat" 2>&1
+	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rcvd_pkts +[1-9]" "$E2E_TMP/stat" &&
+	   grep -qE "^ +lqpn [0-9]+ type RC state RT[RS] rqpn [0-9]+ " "$E2E_TMP/stat" &&
+	   ! grep -q "^pid $cli " "$E2E_TMP/stat"; then
+		ok uroce_stat_pid
+	else
+		ko uroce_stat_pid "$(head -20 "$E2E_TMP/stat")"
+	fi
+	"$U" devices >"$E2E_TMP/devices" 2>&1
+	if grep -q "^process $srv (ib_write_bw)" "$E2E_TMP/devices" &&
+	   grep -qE "GID 0 .*RoCE v2" "$E2E_TMP/devices"; then
+		ok uroce_devices_lists_process
+	else
+		ko uroce_devices_lists_process "$(head -30 "$E2E_TMP/devices")"
+	fi
+else
+	ko hw_counters_live "no device tree"
+fi
+wait "$srv"; rs=$?
+wait "$cli"; rc=$?
+((rs == 0 && rc == 0)) && ok ib_write_bw_ran || ko ib_write_bw_ran "rc $rs/$rc: $(tail -5 "$E2E_TMP/cli")"
+[[ ! -e $ROOT/$srv && ! -e $ROOT/$cli ]] && ok trees_removed_at_exit || ko trees_removed_at_exit "$(ls "$ROOT")"
+
+# --- SIGKILL: pcap readable, tree removed by the next uroce command ------
+p=$(e2e_port)
+"$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 6 >"$E2E_TMP/srv2" 2>&1 &
+srv=$!
+sleep 0.5
+UROCE_PCAP=$E2E_TMP/killed.pcap "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 6 -s 1024 127.0.0.1 >"$E2E_TMP/cli2" 2>&1 &
+cli=$!
+# kill it in the middle of the transfer: once its capture has some packets
+for _ in $(seq 100); do
+	(($(stat -c %s "$E2E_TMP/killed.pcap" 2>/dev/null || echo 0) > 20000)) && break
+	sleep 0.1
+done
+kill -9 "$cli"
+wait "$cli" 2>/dev/null
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
+if command -v tshark >/dev/null; then
+	n=$(tshark -r "$E2E_TMP/killed.pcap" -Y infiniband 2>"$E2E_TMP/tshark.err" | wc -l)
+	if ((n > 10)) && ! grep -qi "cut short\|appears to be damaged" "$E2E_TMP/tshark.err"; then
+		ok pcap_after_sigkill
+	else
+		ko pcap_after_sigkill "$n packets; $(head -3 "$E2E_TMP/tshark.err")"
+	fi
+else
+	echo "SKIP pcap_after_sigkill (no tshark)"
+fi
+if [[ -d $ROOT/$cli ]]; then
+	"$U" stat >/dev/null 2>&1
+	[[ ! -e $ROOT/$cli ]] && ok killed_tree_removed || ko killed_tree_removed "$(ls "$ROOT")"
+else
+	ko killed_tree_removed "SIGKILLed process left no tree to remove"
+fi
+
+# --- UROCE_STATS at exit without ibv_close_device -------------------------
+UROCE_STATS=$E2E_TMP/stats LD_LIBRARY_PATH=$LIBDIR python3 -c '
+import ctypes
+lib = ctypes.CDLL("libibverbs.so.1")
+lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
+lib.ibv_open_device.restype = ctypes.c_void_p
+assert lib.ibv_open_device(ctypes.c_void_p(lib.ibv_get_device_list(None)[0]))
+' && grep -q "^tx_pkts 0$" "$E2E_TMP/stats" && ok stats_at_exit_without_close ||
+	ko stats_at_exit_without_close "$(head -3 "$E2E_TMP/stats" 2>&1)"
+e2e_summary

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The rdma_cm API through the real librdmacm.so.1 and libibverbs.so.1, one
+ * process playing both ends over its own device (and a forked child for the
+ * peer that vanishes):
+ *  - event channels: the fd polls readable exactly while an event waits,
+ *    O_NONBLOCK gives EAGAIN, events carry the id, listen id and param;
+ *  - a peer that dies after receiving our REQ gives UNREACHABLE
+ *    (-ETIMEDOUT) within the CM timeout, never a hang;
+ *  - no listener: REJECTED with reason 8 (invalid service ID);
+ *  - rdma_reject with private data: REJECTED, reason 28, the bytes arrive;
+ *  - accept: both ids ESTABLISHED with the private data of REQ and REP,
+ *    the QPs in RTS with each side's SQ PSN the other's RQ PSN, a SEND
+ *    goes through byte for byte; disconnect: both DISCONNECTED, QPs in ERR;
+ *  - bad input: errno as rdma-core's man pages say;
+ *  - 200 connect/disconnect cycles leave no file descriptor behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <arpa/inet.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+
+#define EV_TIMEOUT_MS 15000
+
+static struct rdma_event_channel *ch;
+static uint16_t next_port;
+
+static struct sockaddr_in lo(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static uint16_t port(void)
+{
+	return next_port++;
+}
+
+/* Next event of the shared channel; checks its type. */
+static struct rdma_cm_event *expect(enum rdma_cm_event_type t)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev = NULL;
+
+	assert_int_equal(poll(&p, 1, EV_TIMEOUT_MS), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	if (ev->event != t)
+		fail_msg("got %s (status %d), wanted %s",
+			 rdma_event_str(ev->event), ev->status,
+			 rdma_event_str(t));
+	return ev;
+}
+
+static void ack_expect(enum rdma_cm_event_type t)
+{
+	rdma_ack_cm_event(expect(t));
+}
+
+/* A listener on 127.0.0.1:p. */
+static struct rdma_cm_id *listener(uint16_t p)
+{
+	struct sockaddr_in a = lo(p);
+	struct rdma_cm_id *l;
+
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 8), 0);
+	return l;
+}
+
+/* An active id resolved to 127.0.0.1:p. */
+static struct rdma_cm_id *resolved(uint16_t p)
+{
+	struct sockaddr_in a = lo(p);
+	struct rdma_cm_id *c;
+
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	ack_expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_non_null(c->verbs);
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	ack_expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(c->route.num_paths, 1);
+	return c;
+}
+
+static void make_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	assert_int_equal(rdma_create_qp(id, NULL, &qa), 0);
+	assert_non_null(id->qp);
+	assert_non_null(id->pd);
+	assert_non_null(id->send_cq);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp, struct ibv_qp_attr *a)
+{
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(ibv_query_qp(qp, a, IBV_QP_STATE, &ia), 0);
+	return a->qp_state;
+}
+
+/* ---------------------------------------------------------------- */
+
+/* First: the child must not inherit an initialised library. */
+static void test_peer_vanishes(void **state)
+{
+	int pfd[2];
+	uint16_t p = port();
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rdma_event_channel *cch = rdma_create_event_channel();
+		struct sockaddr_in a = lo(p);
+		struct rdma_cm_event *ev;
+		struct rdma_cm_id *l;
+
+		if (!cch || rdma_create_id(cch, &l, NULL, RDMA_PS_TCP) ||
+		    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+		    rdma_listen(l, 1))
+			_exit(1);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		rdma_get_cm_event(cch, &ev);	/* the REQ: then vanish */
+		_exit(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? 0 : 1);
+	}
+	close(pfd[1]);	/* a child that fails closes the pipe: read gives 0 */
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	{
+		struct rdma_cm_id *cl = resolved(p);
+		struct rdma_cm_event *ev;
+		struct timespec t0, t1;
+		int st;
+
+		make_qp(cl);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(rdma_connect(cl, NULL), 0);
+		ev = expect(RDMA_CM_EVENT_UNREACHABLE);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		assert_int_equal(ev->status, -ETIMEDOUT);
+		rdma_ack_cm_event(ev);
+		/* 7 tries of 1.07 s: between 7 and 12 seconds */
+		assert_true(t1.tv_sec - t0.tv_sec >= 6);
+		assert_true(t1.tv_sec - t0.tv_sec <= 12);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		rdma_destroy_qp(cl);
+		assert_int_equal(rdma_destroy_id(cl), 0);
+	}
+}
+
+static void test_channel_fd(void **state)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int fl = fcntl(ch->fd, F_GETFL);
+
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(ch, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, fl), 0);
+}
+
+static void test_bad_input(void **state)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in a = lo(port());
+	struct sockaddr_in far = { .sin_family = AF_INET };
+
+	errno = 0;
+	assert_int_equal(rdma_create_id(ch, &id, NULL, 0x4242), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	/* connect before resolving, accept on an active id */
+	assert_int_equal(rdma_connect(id, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_accept(id, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	/* an address no device has */
+	far.sin_addr.s_addr = htonl(0xC6336401);	/* 198.51.100.1 */
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&far), -1);
+	assert_int_equal(errno, EADDRNOTAVAIL);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_listen(id, 1), 0);
+	{
+		struct rdma_cm_id *id2;
+
+		assert_int_equal(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), 0);
+		assert_int_equal(rdma_bind_addr(id2, (struct sockaddr *)&a), -1);
+		assert_int_equal(errno, EADDRINUSE);
+		assert_int_equal(rdma_destroy_id(id2), 0);
+	}
+	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&a, NULL),
+			 -1);
+	assert_int_equal(errno, ENOSYS);
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
+static void test_no_listener(void **state)
+{
+	struct rdma_cm_id *cl = resolved(port());
+	struct rdma_cm_event *ev;
+
+	make_qp(cl);
+	assert_int_equal(rdma_connect(cl, NULL), 0);
+	ev = expect(RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, 8);	/* invalid service ID */
+	assert_ptr_equal(ev->id, cl);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+}
+
+static void test_reject_private_data(void **state)
+{
+	uint16_t p = port();
+	struct rdma_cm_id *l = listener(p), *cl = resolved(p), *child;
+	struct rdma_conn_param cp = { .private_data = "hello",
+				      .private_data_len = 6 };
+	struct rdma_cm_event *ev;
+
+	make_qp(cl);
+	assert_int_equal(rdma_connect(cl, &cp), 0);
+	ev = expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, l);
+	child = ev->id;
+	assert_ptr_not_equal(child, l);
+	assert_true(ev->param.conn.private_data_len >= 6);
+	assert_string_equal(ev->param.conn.private_data, "hello");
+	assert_int_equal(rdma_get_dst_port(child),
+			 rdma_get_src_port(cl));
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_reject(child, "no thanks", 10), 0);
+	ev = expect(RDMA_CM_EVENT_REJECTED);
+	assert_ptr_equal(ev->id, cl);
+	assert_int_equal(ev->status, 28);	/* consumer defined */
+	assert_true(ev->param.conn.private_data_len >= 10);
+	assert_string_equal(ev->param.conn.private_data, "no thanks");
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_destroy_id(child), 0);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
+/* One full connection; with check, its data path and QP states too. */
+static void connect_pair(uint16_t p, struct rdma_cm_id *l, bool check)
+{
+	struct rdma_cm_id *cl = resolved(p), *child;
+	struct rdma_conn_param cp = { .private_data = "req",
+				      .private_data_len = 4,
+				      .responder_resources = 1,
+				      .initiator_depth = 1,
+				      .retry_count = 7,
+				      .rnr_retry_count = 7 };
+	struct rdma_conn_param ap = { .private_data = "rep",
+				      .private_data_len = 4,
+				      .responder_resources = 1,
+				      .initiator_depth = 1,
+				      .rnr_retry_count = 7 };
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr ca, sa;
+	struct ibv_qp_init_attr ia;
+	char out[64] = "payload through an rdma_cm connection", in[64];
+	struct ibv_mr *mo, *mi;
+	struct ibv_sge so, si;
+	struct ibv_send_wr sw = { .sg_list = &so, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bs;
+	struct ibv_recv_wr rw = { .sg_list = &si, .num_sge = 1 }, *br;
+	struct ibv_wc wc;
+	int n, i;
+
+	make_qp(cl);
+	assert_int_equal(rdma_connect(cl, &cp), 0);
+	ev = expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	assert_int_equal(ev->param.conn.responder_resources, 1);
+	assert_int_equal(ev->param.conn.initiator_depth, 1);
+	assert_string_equal(ev->param.conn.private_data, "req");
+	rdma_ack_cm_event(ev);
+	make_qp(child);
+	if (check) {
+		memset(in, 0, sizeof(in));
+		mi = ibv_reg_mr(child->pd, in, sizeof(in), IBV_ACCESS_LOCAL_WRITE);
+		assert_non_null(mi);
+		si = (struct ibv_sge){ (uintptr_t)in, sizeof(in), mi->lkey };
+		assert_int_equal(ibv_post_recv(child->qp, &rw, &br), 0);
+	}
+	assert_int_equal(rdma_accept(child, &ap), 0);
+	/* the two ESTABLISHED events, in either order */
+	for (i = 0; i < 2; i++) {
+		ev = expect(RDMA_CM_EVENT_ESTABLISHED);
+		assert_true(ev->id == cl || ev->id == child);
+		if (ev->id == cl)
+			assert_string_equal(ev->param.conn.private_data, "rep");
+		rdma_ack_cm_event(ev);
+	}
+	if (check) {
+		assert_int_equal(qp_state(cl->qp, &ca), IBV_QPS_RTS);
+		assert_int_equal(qp_state(child->qp, &sa), IBV_QPS_RTS);
+		assert_int_equal(ibv_query_qp(cl->qp, &ca, IBV_QP_SQ_PSN |
+					      IBV_QP_RQ_PSN | IBV_QP_DEST_QPN,
+					      &ia), 0);
+		assert_int_equal(ibv_query_qp(child->qp, &sa, IBV_QP_SQ_PSN |
+					      IBV_QP_RQ_PSN | IBV_QP_DEST_QPN,
+					      &ia), 0);
+		assert_int_equal(ca.sq_psn, sa.rq_psn);
+		assert_int_equal(sa.sq_psn, ca.rq_psn);
+		assert_int_equal(ca.dest_qp_num, child->qp->qp_num);
+		assert_int_equal(sa.dest_qp_num, cl->qp->qp_num);
+
+		mo = ibv_reg_mr(cl->pd, out, sizeof(out), IBV_ACCESS_LOCAL_WRITE);
+		assert_non_null(mo);
+		so = (struct ibv_sge){ (uintptr_t)out, sizeof(out), mo->lkey };
+		assert_int_equal(ibv_post_send(cl->qp, &sw, &bs), 0);
+		for (n = 0; n < 1000000; n++)
+			if (ibv_poll_cq(child->recv_cq, 1, &wc) == 1)
+				break;
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, sizeof(out));
+		assert_memory_equal(in, out, sizeof(out));
+		for (n = 0; n < 1000000; n++)
+			if (ibv_poll_cq(cl->send_cq, 1, &wc) == 1)
+				break;
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	assert_int_equal(rdma_disconnect(cl), 0);
+	for (i = 0; i < 2; i++) {
+		ev = expect(RDMA_CM_EVENT_DISCONNECTED);
+		rdma_ack_cm_event(ev);
+	}
+	assert_int_equal(rdma_disconnect(child), 0);
+	if (check) {
+		assert_int_equal(qp_state(cl->qp, &ca), IBV_QPS_ERR);
+		assert_int_equal(qp_state(child->qp, &sa), IBV_QPS_ERR);
+		ibv_dereg_mr(mo);
+		ibv_dereg_mr(mi);
+	}
+	rdma_destroy_qp(child);
+	assert_int_equal(rdma_destroy_id(child), 0);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+}
+
+static void test_connect_send_disconnect(void **state)
+{
+	uint16_t p = port();
+	struct rdma_cm_id *l = listener(p);
+
+	connect_pair(p, l, true);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_cycles_no_leak(void **state)
+{
+	uint16_t p = port();
+	struct rdma_cm_id *l = listener(p);
+	int before, i;
+
+	connect_pair(p, l, false);	/* warm: lazily created objects */
+	before = count_fds();
+	for (i = 0; i < 200; i++)
+		connect_pair(p, l, false);
+	assert_int_equal(count_fds(), before);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_peer_vanishes),
+		cmocka_unit_test(test_channel_fd),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_no_listener),
+		cmocka_unit_test(test_reject_private_data),
+		cmocka_unit_test(test_connect_send_disconnect),
+		cmocka_unit_test(test_cycles_no_leak),
+	};
+
+	next_port = (uint16_t)(20000 + getpid() % 20000);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The per-process device tree through the public API, as a sysfs reader
+ * sees it: paths, the values the verbs queries return, live hw_counters
+ * while traffic flows, removal at exit, removal of a SIGKILLed process's
+ * tree by the next process, no trampling between a parent and its child,
+ * and the trees of live processes left alone.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "te_util.h"
+
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
+int ibv_read_ibdev_sysfs_file(char *buf, size_t size, struct ibv_device *dev,
+			      const char *fnfmt, ...);
+
+static char root[1024];	/* $XDG_RUNTIME_DIR/uroce-<uid> */
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+static int read_str(const char *dir, const char *file, char *buf, size_t len)
+{
+	int n = ibv_read_sysfs_file(dir, file, buf, len);
+
+	if (n >= 0 && (size_t)n < len)
+		buf[n] = 0;
+	return n;
+}
+
+static uint64_t read_u64(const char *dir, const char *file)
+{
+	char buf[64];
+
+	assert_true(read_str(dir, file, buf, sizeof(buf)) > 0);
+	return strtoull(buf, NULL, 10);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A pid that belonged to a process that is gone now. */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+
+	if (!p)
+		_exit(0);
+	assert_true(p > 0);
+	waitpid(p, NULL, 0);
+	return p;
+}
+
+static void plant(pid_t pid)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%d", root, (int)pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%d/sys", root, (int)pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%d/sys/marker", root, (int)pid);
+	fclose(fopen(p, "w"));
+}
+
+static bool planted(pid_t pid)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%d/sys/marker", root, (int)pid);
+	return exists(p);
+}
+
+static void t_layout_and_values(void **state)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	char want[PATH_MAX], buf[256], g[64];
+	pid_t stale = dead_pid(), live = getppid();
+	uint64_t guid;
+	int n;
+
+	/* before the first device list: a dead process's tree and a live one */
+	plant(stale);
+	plant(live);
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	assert_true(n >= 1);
+	snprintf(want, sizeof(want), "%s/%d/sys", root, (int)getpid());
+	assert_string_equal(ibv_get_sysfs_path(), want);
+	assert_false(planted(stale));
+	assert_true(planted(live));
+
+	snprintf(want, sizeof(want), "%s/class/infiniband/%s",
+		 ibv_get_sysfs_path(), ibv_get_device_name(list[0]));
+	assert_string_equal(list[0]->ibdev_path, want);
+	snprintf(want, sizeof(want), "%s/class/infiniband_verbs/%s",
+		 ibv_get_sysfs_path(), list[0]->dev_name);
+	assert_string_equal(list[0]->dev_path, want);
+	assert_int_equal(read_str(list[0]->dev_path, "ibdev", buf,
+				  sizeof(buf)),
+			 (int)strlen(ibv_get_device_name(list[0])));
+	assert_string_equal(buf, ibv_get_device_name(list[0]));
+
+	assert_true(read_str(list[0]->ibdev_path, "node_type", buf,
+			     sizeof(buf)) > 0);
+	assert_string_equal(buf, "1: CA");
+	guid = be64toh(ibv_get_device_guid(list[0]));
+	snprintf(g, sizeof(g), "%04x:%04x:%04x:%04x",
+		 (unsigned int)(guid >> 48), (unsigned int)(guid >> 32) & 0xffff,
+		 (unsigned int)(guid >> 16) & 0xffff,
+		 (unsigned int)guid & 0xffff);
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "node_guid") > 0);
+	assert_string_equal(buf, g);
+
+	ctx = ibv_open_device(list[0]);
+	assert_non_null(ctx);
+	assert_int_equal(ibv_query_port(ctx, 1, &pa), 0);
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/state") > 0);
+	snprintf(g, sizeof(g), "%d: ", pa.state);
+	assert_memory_equal(buf, g, strlen(g));
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/link_layer") > 0);
+	assert_string_equal(buf, "Ethernet");
+	/* GID 0 after open (the NIC may have picked another address) */
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &gid), 0);
+	snprintf(g, sizeof(g),
+		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
+		 "%02x%02x:%02x%02x", gid.raw[0], gid.raw[1], gid.raw[2],
+		 gid.raw[3], gid.raw[4], gid.raw[5], gid.raw[6], gid.raw[7],
+		 gid.raw[8], gid.raw[9], gid.raw[10], gid.raw[11], gid.raw[12],
+		 gid.raw[13], gid.raw[14], gid.raw[15]);
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/gids/0") > 0);
+	assert_string_equal(buf, g);
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/gid_attrs/types/0") > 0);
+	assert_string_equal(buf, "RoCE v2");
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/gid_attrs/ndevs/0") > 0);
+	snprintf(want, sizeof(want), "%s/device/net/%s", list[0]->ibdev_path,
+		 buf);
+	assert_true(exists(want));
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/pkeys/0") > 0);
+	assert_string_equal(buf, "0xffff");
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "device/numa_node") > 0);
+	/* an unused GID slot: zero GID, no type (the kernel's EINVAL) */
+	assert_true(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+					      "ports/1/gids/15") > 0);
+	assert_string_equal(buf, "0000:0000:0000:0000:0000:0000:0000:0000");
+	assert_int_equal(ibv_read_ibdev_sysfs_file(buf, sizeof(buf), list[0],
+						   "ports/1/gid_attrs/types/15"),
+			 -1);
+	assert_int_equal(errno, ENOENT);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+}
+
+/* sent_pkts on one side, rcvd_pkts on the other, follow the traffic
+ * within 2 refresh periods and never go back. */
+static void t_live_counters(void **state)
+{
+	struct ibv_device **list;
+	struct te_pair p;
+	struct ibv_wc wc;
+	char hw0[PATH_MAX], hw1[PATH_MAX];
+	char pc0[PATH_MAX];
+	uint64_t sent0, rcvd0, xmit0, t0;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	assert_true(n >= 2);
+	snprintf(hw0, sizeof(hw0), "%s/ports/1/hw_counters",
+		 list[0]->ibdev_path);
+	snprintf(hw1, sizeof(hw1), "%s/ports/1/hw_counters",
+		 list[1]->ibdev_path);
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	/* the QP list of each device names its QP, connected to the other */
+	for (int i = 0; i < 2; i++) {
+		char qpf[PATH_MAX], want[128], text[4096];
+		int fd;
+		ssize_t r = 0;
+
+		snprintf(qpf, sizeof(qpf), "%s/%d/qp/%s", root, (int)getpid(),
+			 ibv_get_device_name(list[i]));
+		snprintf(want, sizeof(want),
+			 "lqpn %u type RC state RTS rqpn %u ",
+			 p.s[i].qp->qp_num, p.s[1 - i].qp->qp_num);
+		t0 = now_ms();
+		for (;;) {
+			fd = open(qpf, O_RDONLY);
+			r = fd < 0 ? 0 : read(fd, text, sizeof(text) - 1);
+			if (fd >= 0)
+				close(fd);
+			text[r > 0 ? r : 0] = 0;
+			if (strstr(text, want))
+				break;
+			assert_true(now_ms() - t0 < 4 * 50);
+			usleep(5000);
+		}
+	}
+	usleep(150 * 1000);
+	snprintf(pc0, sizeof(pc0), "%s/ports/1/counters", list[0]->ibdev_path);
+	sent0 = read_u64(hw0, "sent_pkts");
+	xmit0 = read_u64(pc0, "port_xmit_packets");
+	rcvd0 = read_u64(hw1, "rcvd_pkts");
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(te_post_recv(&p.s[1], i, 0, 64), 0);
+		assert_int_equal(te_post_send(&p.s[0], IBV_WR_SEND, i, 0, 64,
+					      0, 0, IBV_SEND_SIGNALED), 0);
+		assert_int_equal(te_poll(p.s[0].scq, &wc, 3000), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(te_poll(p.s[1].rcq, &wc, 3000), 1);
+	}
+	t0 = now_ms();
+	while (read_u64(hw0, "sent_pkts") < sent0 + 20 ||
+	       read_u64(hw1, "rcvd_pkts") < rcvd0 + 20 ||
+	       read_u64(pc0, "port_xmit_packets") < xmit0 + 20) {
+		assert_true(now_ms() - t0 < 4 * 50);
+		usleep(5000);
+	}
+	/* rxe's name is an alias of uroce's */
+	assert_true(read_u64(hw0, "tx_pkts") >= sent0 + 20);
+	te_pair_close(&p);
+	te_close_devices();
+	ibv_free_device_list(list);
+}
+
+/* Waits for the child, which reported its tree path through fd. */
+static void child_path(int fd, char *buf, size_t len)
+{
+	ssize_t r = read(fd, buf, len - 1);
+
+	assert_true(r > 0);
+	buf[r] = 0;
+}
+
+static pid_t spawn_publisher(int *fd, bool then_wait)
+{
+	int pfd[2];
+	pid_t c;
+
+	assert_int_equal(pipe(pfd), 0);
+	c = fork();
+	assert_true(c >= 0);
+	if (!c) {
+		const char *s;
+
+		close(pfd[0]);
+		s = ibv_get_sysfs_path();
+		if (write(pfd[1], s, strlen(s)) < 0)
+			_exit(2);
+		close(pfd[1]);
+		if (then_wait)
+			pause();
+		exit(0);	/* exit(), not _exit(): the handlers run */
+	}
+	close(pfd[1]);
+	*fd = pfd[0];
+	return c;
+}
+
+static void t_fork_exit_and_kill(void **state)
+{
+	char mine[PATH_MAX], theirs[PATH_MAX], killed[PATH_MAX];
+	int fd, st;
+	pid_t c;
+
+	snprintf(mine, sizeof(mine), "%s", ibv_get_sysfs_path());
+	assert_true(exists(mine));
+
+	/* a child publishes its own tree; it is gone after exit() */
+	c = spawn_publisher(&fd, false);
+	child_path(fd, theirs, sizeof(theirs));
+	close(fd);
+	assert_int_equal(waitpid(c, &st, 0), c);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_string_not_equal(theirs, mine);
+	assert_false(exists(theirs));
+	assert_true(exists(mine));
+
+	/* SIGKILL leaves the tree; the next process removes it */
+	c = spawn_publisher(&fd, true);
+	child_path(fd, killed, sizeof(killed));
+	close(fd);
+	assert_true(exists(killed));
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	assert_true(exists(killed));
+	c = spawn_publisher(&fd, false);
+	child_path(fd, theirs, sizeof(theirs));
+	close(fd);
+	waitpid(c, NULL, 0);
+	assert_false(exists(killed));
+	assert_true(exists(mine));
+}
+
+static int setup(void **state)
+{
+	char tmpl[] = "/tmp/uroce-devtree-XXXXXX";
+	char *base = mkdtemp(tmpl);
+
+	if (!base)
+		return -1;
+	/* our own runtime root, before the library's first look at it */
+	setenv("XDG_RUNTIME_DIR", base, 1);
+	setenv("UROCE_NUM_DEVICES", "2", 1);
+	snprintf(root, sizeof(root), "%s/uroce-%u", base,
+		 (unsigned int)getuid());
+	return mkdir(root, 0700);
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	/* what is left: the live parent's planted marker, and our tree
+	 * until exit; the test's own directory goes now */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", getenv("XDG_RUNTIME_DIR"));
+	return system(cmd) == -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_layout_and_values),
+		cmocka_unit_test(t_live_counters),
+		cmocka_unit_test(t_fork_exit_and_kill),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

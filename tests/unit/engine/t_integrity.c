@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Data integrity of RC under loss, duplication and reordering, on the fake
+ * link: RDMA READs that span several request chunks, mixed with atomics,
+ * fenced WQEs and multi-packet SENDs and WRITEs. Every byte of every
+ * destination is checked against its source (destinations are filled with
+ * a canary first), every WQE completes exactly once, in order, with
+ * success, and the counters show that the faults happened.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_env.h"
+
+#define T_TMO 20000
+#define T_BIG (2u << 20)
+#define T_CANARY 0xa5
+#define T_CHUNK_BYTES (UR_READ_CHUNK_PKTS * 1024u)	/* MTU 1024 */
+
+struct t_big {
+	uint8_t *buf;
+	struct ur_mr *mr;
+};
+
+struct t_pair {
+	struct fe_side a, b;
+	struct t_big ba, bb;		/* 2 MiB on each side */
+};
+
+static const uint32_t psn_a = 0xfffff8;	/* READs straddle the PSN wrap */
+
+static void big_open(struct t_big *g, struct fe_side *s)
+{
+	g->buf = aligned_alloc(4096, T_BIG);
+	assert_non_null(g->buf);
+	memset(g->buf, 0, T_BIG);
+	g->mr = fe_reg_mr(s->dev, &s->pd, g->buf, T_BIG,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC);
+}
+
+static int setup(void **state)
+{
+	struct t_pair *p = calloc(1, sizeof(*p));
+
+	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_filter = NULL;
+	fe_side_open(&p->a, 0, IBV_QPT_RC);
+	fe_side_open(&p->b, 1, IBV_QPT_RC);
+	big_open(&p->ba, &p->a);
+	big_open(&p->bb, &p->b);
+	/* timeout 14 (67 ms), retry_cnt 7: a loaded 2-core machine can
+	 * starve a thread for tens of milliseconds; losses are found by the
+	 * recovery probe long before the timeout anyway */
+	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 14, 7, 7);
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t_pair *p = *state;
+
+	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_filter = NULL;
+	fe_dereg_mr(p->a.dev, p->ba.mr);
+	fe_dereg_mr(p->b.dev, p->bb.mr);
+	free(p->ba.buf);
+	free(p->bb.buf);
+	fe_side_close(&p->a);
+	fe_side_close(&p->b);
+	free(p);
+	return 0;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 77 + i * 13 + (i >> 10) + (i >> 17));
+}
+
+static struct ur_send_wqe *wqe_new(struct fe_side *s, enum ibv_wr_opcode op,
+				   uint64_t wr_id, const struct t_big *g,
+				   uint32_t off, uint32_t len)
+{
+	struct ur_send_wqe *w = fe_sq_next(s->qp);
+
+	w->wr_id = wr_id;
+	w->opcode = op;
+	w->send_flags = IBV_SEND_SIGNALED;
+	w->num_sge = 1;
+	w->length = len;
+	w->sge[0].addr = (uintptr_t)g->buf + off;
+	w->sge[0].length = len;
+	w->sge[0].lkey = g->mr->ibmr.lkey;
+	return w;
+}
+
+static void post_rdma(struct t_pair *p, enum ibv_wr_opcode op,
+		      uint64_t wr_id, uint32_t loff, uint32_t len,
+		      uint32_t roff, unsigned int flags)
+{
+	struct ur_send_wqe *w = wqe_new(&p->a, op, wr_id, &p->ba, loff, len);
+
+	w->send_flags |= flags;
+	w->rdma.remote_addr = (uintptr_t)p->bb.buf + roff;
+	w->rdma.rkey = p->bb.mr->ibmr.rkey;
+	fe_sq_post(p->a.qp);
+}
+
+static void post_atomic(struct t_pair *p, enum ibv_wr_opcode op,
+			uint64_t wr_id, uint32_t loff, uint32_t roff,
+			uint64_t cmp_add, uint64_t swap)
+{
+	struct ur_send_wqe *w = wqe_new(&p->a, op, wr_id, &p->ba, loff, 8);
+
+	w->atomic.remote_addr = (uintptr_t)p->bb.buf + roff;
+	w->atomic.rkey = p->bb.mr->ibmr.rkey;
+	w->atomic.compare_add = cmp_add;
+	w->atomic.swap = swap;
+	fe_sq_post(p->a.qp);
+}
+
+/* Exactly the expected send completions, in order, then nothing else. */
+static void dump(struct t_pair *p)
+{
+	struct ur_qp_xport *xa = p->a.qp->xp, *xb = p->b.qp->xp;
+	unsigned int i;
+
+	fprintf(stderr, "req psn %u comp %u max %u rd %u cwnd %u; "
+		"resp epsn %u nak %d msg %d\n", xa->psn, xa->comp_psn,
+		xa->psn_max, xa->rd_outstanding, xa->cwnd, xb->resp.epsn,
+		xb->resp.nak_sent, xb->resp.msg);
+	for (i = 0; i < UR_NUM_RES; i++)
+		if (xb->resp.res[i].type)
+			fprintf(stderr, "res %u: type %d psn %u-%u len %u\n",
+				i, xb->resp.res[i].type,
+				xb->resp.res[i].first_psn,
+				xb->resp.res[i].last_psn, xb->resp.res[i].len);
+	fe_debug();
+}
+
+static void expect_sends(struct t_pair *p, const uint64_t *ids,
+			 unsigned int n)
+{
+	struct ibv_wc wc;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (fe_cq_poll(&p->a.scq, &wc, T_TMO) != 1) {
+			fe_debug();
+			ur_engine_dump_counters(p->a.dev, stderr);
+			ur_engine_dump_counters(p->b.dev, stderr);
+			fail_msg("no completion for wr_id %lu",
+				 (unsigned long)ids[i]);
+		}
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != ids[i]) {
+			dump(p);
+			ur_engine_dump_counters(p->a.dev, stderr);
+			ur_engine_dump_counters(p->b.dev, stderr);
+			fail_msg("wr_id %lu status %d, expected wr_id %lu",
+				 (unsigned long)wc.wr_id, wc.status,
+				 (unsigned long)ids[i]);
+		}
+	}
+	assert_int_equal(fe_cq_poll(&p->a.scq, &wc, 30), 0);
+}
+
+/* The bytes a READ wrote, or the first difference. */
+static void check_read(const uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t i, missing = 0, first = n;
+
+	for (i = 0; i < n; i++)
+		if (dst[i] != src[i]) {
+			if (first == n)
+				first = i;
+			missing++;
+		}
+	if (missing)
+		fail_msg("READ of %zu bytes: %zu bytes wrong, first at %zu "
+			 "(chunk %zu)", n, missing, first,
+			 first / T_CHUNK_BYTES);
+}
+
+static uint64_t stat(struct fe_side *s, enum ur_stat st)
+{
+	return atomic_load(&s->dev->nic->cnt.stat[st]);
+}
+
+/* ------------------------------------------------------------------ */
+/* A PSN-sequence NAK inside a multi-chunk READ                         */
+/* ------------------------------------------------------------------ */
+
+static uint32_t drop_resp_psn, drop_req_psn;
+static bool dropped_resp, dropped_req;
+
+static bool drop_resp_and_req(int to, const uint8_t *d, uint32_t len)
+{
+	uint8_t op = fe_pkt_opcode(d);
+	uint32_t psn = fe_pkt_psn(d);
+
+	if (to == 0 && !dropped_resp && ur_op_is_read(op) &&
+	    op != UR_OPC_RC_READ_REQ && psn == drop_resp_psn)
+		return dropped_resp = true;
+	if (to == 1 && !dropped_req && op == UR_OPC_RC_READ_REQ &&
+	    psn == drop_req_psn)
+		return dropped_req = true;
+	return false;
+}
+
+/*
+ * A 1 MiB READ is 16 READ requests of 64 responses. One response of chunk 2
+ * and the request of chunk 3 are lost: the responder NAKs chunk 3's PSN
+ * when chunk 4's request arrives. That NAK acknowledges the requests
+ * before it, not the responses of chunk 2 that never came; the READ must
+ * still deliver every byte.
+ */
+static void t_read_nak_inside_read(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t id = 1;
+
+	fill(p->bb.buf, 1u << 20, 1);
+	memset(p->ba.buf, T_CANARY, 1u << 20);
+	drop_resp_psn = ur_psn_add(psn_a, 2 * UR_READ_CHUNK_PKTS + 5);
+	drop_req_psn = ur_psn_add(psn_a, 3 * UR_READ_CHUNK_PKTS);
+	dropped_resp = dropped_req = false;
+	fe_filtered = 0;
+	fe_filter = drop_resp_and_req;
+	post_rdma(p, IBV_WR_RDMA_READ, 1, 0, 1u << 20, 0, 0);
+	expect_sends(p, &id, 1);
+	fe_filter = NULL;
+	assert_true(dropped_resp && dropped_req);
+	assert_int_equal(fe_filtered, 2);
+	assert_true(stat(&p->b, UR_STAT_SEQ_NAK_SENT) >= 1);
+	check_read(p->ba.buf, p->bb.buf, 1u << 20);
+	/* the same READ again, clean: the link and QP are healthy */
+	memset(p->ba.buf, T_CANARY, 1u << 20);
+	id = 2;
+	post_rdma(p, IBV_WR_RDMA_READ, 2, 0, 1u << 20, 0, 0);
+	expect_sends(p, &id, 1);
+	check_read(p->ba.buf, p->bb.buf, 1u << 20);
+}
+
+/* ------------------------------------------------------------------ */
+/* READ/atomic credits count requests, not WQEs                        */
+/* ------------------------------------------------------------------ */
+
+/* READ requests on the wire by chunk: asked for and not yet answered in
+ * full (a retransmitted request is the same request) */
+static uint32_t chunks_open, chunks_done;
+static int req_sent, req_max;
+static uint32_t chunk_first;
+static uint32_t read_npkts;
+
+static void count_requests(int to, const uint8_t *d, uint32_t len)
+{
+	uint8_t op = fe_pkt_opcode(d);
+	uint32_t i = (fe_pkt_psn(d) - chunk_first) & UR_PSN_MASK;
+	uint32_t bit = 1u << (i / UR_READ_CHUNK_PKTS % 32);
+
+	if (to == 1 && op == UR_OPC_RC_READ_REQ) {
+		req_sent++;
+		chunks_open |= bit;
+		if (__builtin_popcount(chunks_open) > req_max)
+			req_max = __builtin_popcount(chunks_open);
+	} else if (to == 0 && ur_op_is_read(op) &&
+		   ((i + 1) % UR_READ_CHUNK_PKTS == 0 || i + 1 == read_npkts)) {
+		chunks_open &= ~bit;
+		chunks_done |= bit;
+	}
+}
+
+/*
+ * The responder keeps max_dest_rd_atomic READ/atomic results for replay
+ * and overwrites the oldest (rxe does too); the requester must never have
+ * more READ requests outstanding than max_rd_atomic, even when they are
+ * chunks of one WQE.
+ */
+static void t_read_credits_per_request(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t id = 7;
+
+	p->a.qp->attr.max_rd_atomic = 4;
+	fill(p->bb.buf, 1u << 20, 2);
+	memset(p->ba.buf, T_CANARY, 1u << 20);
+	req_sent = req_max = 0;
+	chunks_open = chunks_done = 0;
+	chunk_first = psn_a;
+	read_npkts = 1024;
+	fe_tap = count_requests;
+	post_rdma(p, IBV_WR_RDMA_READ, 7, 0, 1u << 20, 0, 0);
+	expect_sends(p, &id, 1);
+	fe_tap = NULL;
+	check_read(p->ba.buf, p->bb.buf, 1u << 20);
+	/* 16 requests (more if a loaded host made the requester probe) */
+	assert_true(req_sent >= 16);
+	assert_int_equal(chunks_done, 0xffff);
+	assert_int_equal(chunks_open, 0);
+	assert_true(req_max <= 4);
+}
+
+/* ------------------------------------------------------------------ */
+/* Recovery without waiting for the QP's timeout                        */
+/* ------------------------------------------------------------------ */
+
+static uint32_t drop_psn;
+static unsigned int drop_left;
+
+static bool drop_request_psn(int to, const uint8_t *d, uint32_t len)
+{
+	if (to == 1 && drop_left && ur_op_is_request(fe_pkt_opcode(d)) &&
+	    fe_pkt_psn(d) == drop_psn) {
+		drop_left--;
+		return true;
+	}
+	return false;
+}
+
+/* One WRITE of 8 packets, psn_a + k lost `times` times; timeout 16 (268
+ * ms): the probe finds it long before, and no timeout is counted. */
+static void lose_and_recover(struct t_pair *p, uint32_t k, unsigned int times)
+{
+	uint64_t id = 1, t0 = stat(&p->a, UR_STAT_TIMEOUTS);
+
+	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 16, 7, 7);
+	fill(p->ba.buf, 8192, 9);
+	memset(p->bb.buf, T_CANARY, 8192);
+	drop_psn = ur_psn_add(psn_a, (int32_t)k);
+	drop_left = times;
+	fe_filtered = 0;
+	fe_filter = drop_request_psn;
+	post_rdma(p, IBV_WR_RDMA_WRITE, 1, 0, 8192, 0, 0);
+	expect_sends(p, &id, 1);
+	fe_filter = NULL;
+	assert_int_equal(fe_filtered, times);
+	assert_memory_equal(p->bb.buf, p->ba.buf, 8192);
+	assert_int_equal(stat(&p->a, UR_STAT_TIMEOUTS), t0);
+}
+
+/* The last packet (the one asking for the ACK) is lost: the responder
+ * sees no gap and says nothing. */
+static void t_tail_loss(void **state)
+{
+	lose_and_recover(*state, 7, 1);
+}
+
+/* A middle packet is lost, the responder NAKs it once, and the
+ * retransmission is lost too: the responder may not NAK again (IBA). */
+static void t_lost_retransmission(void **state)
+{
+	lose_and_recover(*state, 3, 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* Mixed traffic under random faults                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Layout. Remote (b): [0, 1M) READ source; [1M, 1.5M) WRITE target;
+ * 1.75M: the atomic counter; 64 KiB fe buffer: SEND target. Local (a):
+ * [0, 768K) READ 1, [768K, 1M) READ 2, [1M, 1M+300K) READ 3,
+ * [1.5M, 1.75M) WRITE/SEND source, [2M-64, 2M) atomic results.
+ */
+#define L_R1 0u
+#define L_R2 (768u << 10)
+#define L_R3 (1u << 20)
+#define L_SRC (1536u << 10)
+#define L_ATOM (T_BIG - 64)
+#define R_WRITE (1u << 20)
+#define R_CTR (1792u << 10)
+#define N_R1 (768u << 10)
+#define N_R2 (256u << 10)
+#define N_R3 (300u << 10)
+#define N_WRITE (100u << 10)
+#define N_SEND (20u << 10)
+
+static void mixed_round(struct t_pair *p, unsigned int round)
+{
+	uint64_t ids[16], *ctr = (uint64_t *)(p->bb.buf + R_CTR);
+	uint64_t v, base = round * 100;
+	struct ibv_wc wc;
+	unsigned int n = 0;
+
+	fill(p->bb.buf, 1u << 20, round + 3);
+	fill(p->ba.buf + L_SRC, 256u << 10, round + 5);
+	memset(p->ba.buf, T_CANARY, L_SRC);
+	memset(p->bb.buf + R_WRITE, T_CANARY, N_WRITE);
+	memset(p->b.buf, T_CANARY, N_SEND);
+	memset(p->ba.buf + L_ATOM, T_CANARY, 64);
+	*ctr = 1000;
+	fe_rq_post(p->b.qp, base, p->b.buf, N_SEND, p->b.mr->ibmr.lkey);
+
+	post_rdma(p, IBV_WR_RDMA_READ, ids[n++] = base + 1, L_R1, N_R1,
+		  4096, 0);
+	/* an atomic right behind a multi-chunk READ */
+	post_atomic(p, IBV_WR_ATOMIC_FETCH_AND_ADD, ids[n++] = base + 2,
+		    L_ATOM, R_CTR, 5, 0);
+	post_rdma(p, IBV_WR_RDMA_WRITE, ids[n++] = base + 3, L_SRC, N_WRITE,
+		  R_WRITE, 0);
+	post_rdma(p, IBV_WR_RDMA_READ, ids[n++] = base + 4, L_R2, N_R2,
+		  N_R1 + 4096, 0);
+	post_atomic(p, IBV_WR_ATOMIC_CMP_AND_SWP, ids[n++] = base + 5,
+		    L_ATOM + 8, R_CTR, 1005, 7);
+	/* a fenced SEND waits for both READs and atomics */
+	{
+		struct ur_send_wqe *w = wqe_new(&p->a, IBV_WR_SEND, base + 6,
+						&p->ba, L_SRC + 4096, N_SEND);
+
+		ids[n++] = base + 6;
+		w->send_flags |= IBV_SEND_FENCE;
+		fe_sq_post(p->a.qp);
+	}
+	/* a fenced READ, then an atomic after it */
+	post_rdma(p, IBV_WR_RDMA_READ, ids[n++] = base + 7, L_R3, N_R3,
+		  3 * 4096, IBV_SEND_FENCE);
+	post_atomic(p, IBV_WR_ATOMIC_FETCH_AND_ADD, ids[n++] = base + 8,
+		    L_ATOM + 16, R_CTR, 1, 0);
+	expect_sends(p, ids, n);
+
+	check_read(p->ba.buf + L_R1, p->bb.buf + 4096, N_R1);
+	check_read(p->ba.buf + L_R2, p->bb.buf + N_R1 + 4096, N_R2);
+	check_read(p->ba.buf + L_R3, p->bb.buf + 3 * 4096, N_R3);
+	assert_memory_equal(p->bb.buf + R_WRITE, p->ba.buf + L_SRC, N_WRITE);
+	/* atomics executed once each, in order */
+	memcpy(&v, p->ba.buf + L_ATOM, 8);
+	assert_int_equal(v, 1000);
+	memcpy(&v, p->ba.buf + L_ATOM + 8, 8);
+	assert_int_equal(v, 1005);
+	memcpy(&v, p->ba.buf + L_ATOM + 16, 8);
+	assert_int_equal(v, 7);
+	assert_int_equal(*ctr, 8);
+	assert_int_equal(fe_cq_poll(&p->b.rcq, &wc, T_TMO), 1);
+	assert_int_equal(wc.wr_id, base);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, N_SEND);
+	assert_memory_equal(p->b.buf, p->ba.buf + L_SRC + 4096, N_SEND);
+	assert_int_equal(fe_cq_poll(&p->b.rcq, &wc, 0), 0);
+}
+
+static void mixed(void **state, unsigned int drop, unsigned int dup,
+		  unsigned int reorder)
+{
+	struct t_pair *p = *state;
+	unsigned int seed, nseeds = getenv("FE_SEEDS") ?
+		(unsigned int)atoi(getenv("FE_SEEDS")) : 3;
+	struct fe_counts c0, c1;
+	uint64_t nak0 = stat(&p->a, UR_STAT_SEQ_NAK_RCVD);
+	uint64_t rtx0 = stat(&p->a, UR_STAT_RETRANSMITS);
+
+	fe_get_counts(&c0);
+	for (seed = 1; seed <= nseeds; seed++) {
+		fe_seed(seed);
+		fe_fault.drop_pct = drop;
+		fe_fault.dup_pct = dup;
+		fe_fault.reorder_pct = reorder;
+		mixed_round(p, seed * 2);
+		mixed_round(p, seed * 2 + 1);
+	}
+	fe_get_counts(&c1);
+	memset(&fe_fault, 0, sizeof(fe_fault));
+	if (getenv("FE_STATS")) {
+		ur_engine_dump_counters(p->a.dev, stderr);
+		ur_engine_dump_counters(p->b.dev, stderr);
+	}
+	/* the faults happened and were recovered from */
+	if (drop)
+		assert_true(c1.dropped > c0.dropped);
+	if (dup)
+		assert_true(c1.duplicated > c0.duplicated);
+	if (reorder)
+		assert_true(c1.reordered > c0.reordered);
+	assert_true(stat(&p->a, UR_STAT_RETRANSMITS) > rtx0);
+	if (drop)
+		assert_true(stat(&p->a, UR_STAT_SEQ_NAK_RCVD) > nak0);
+}
+
+static void t_mixed_reorder(void **state)
+{
+	mixed(state, 0, 0, 10);
+}
+
+static void t_mixed_drop(void **state)
+{
+	mixed(state, 3, 0, 0);
+}
+
+static void t_mixed_all(void **state)
+{
+	mixed(state, 10, 2, 5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(t_read_nak_inside_read, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(t_read_credits_per_request,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(t_tail_loss, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_lost_retransmission, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(t_mixed_reorder, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(t_mixed_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_mixed_all, setup, teardown),
+	};
+	int rc;
+
+	fe_init();
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fe_fini();
+	return rc;
+}
