@@ -45,5 +45,8 @@ int ur_engine_poll(struct ur_device *dev);
 
 /* Counters (drops by reason and link statistics) as text, one per line. */
 void ur_engine_dump_counters(struct ur_device *dev, FILE *out);
+/* Writes the counters where UROCE_STATS says, once per NIC (the last close
+ * or the exit handler, whichever comes first). dev->lock held. */
+void ur_engine_write_stats(struct ur_device *dev);
 
 #endif

@@ -135,6 +135,7 @@ struct ur_nic {
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
 
 	struct ur_counters cnt;
+	bool stats_written;		/* UROCE_STATS written (dev->lock) */
 	struct ur_pcap *pcap;
 
 	/* rx owner only */

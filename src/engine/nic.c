@@ -641,13 +641,17 @@ err:
 	return rc;
 }
 
+/* UROCE_STATS, once per NIC: a device still open at exit is written by the
+ * exit handler, and a library destructor that closes it afterwards (e.g.
+ * librdmacm's agent) must not write the same counters again. */
 static void nic_dump_stats_env(struct ur_nic *nic)
 {
 	const char *v = getenv("UROCE_STATS");
 	FILE *f;
 
-	if (!v || !*v || !strcmp(v, "0"))
+	if (!v || !*v || !strcmp(v, "0") || nic->stats_written)
 		return;
+	nic->stats_written = true;
 	if (!strcmp(v, "1")) {
 		ur_engine_dump_counters(nic->dev, stderr);
 		return;
@@ -672,6 +676,12 @@ int ur_nic_get(struct ur_device *dev)
 		return rc;
 	dev->nic = nic;
 	return 0;
+}
+
+void ur_engine_write_stats(struct ur_device *dev)
+{
+	if (dev->nic)
+		nic_dump_stats_env(dev->nic);
 }
 
 void ur_nic_put(struct ur_device *dev)

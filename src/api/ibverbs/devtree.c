@@ -611,20 +611,8 @@ static void refresher_join(void)
 /* UROCE_STATS for a device still open at exit (no ibv_close_device). */
 static void stats_at_exit(struct ur_device *dev)
 {
-	const char *v = getenv("UROCE_STATS");
-	FILE *f;
-
-	if (!v || !*v || !strcmp(v, "0"))
-		return;
 	pthread_mutex_lock(&dev->lock);
-	if (dev->nic) {
-		f = strcmp(v, "1") ? fopen(v, "a") : stderr;
-		if (f) {
-			ur_engine_dump_counters(dev, f);
-			if (f != stderr)
-				fclose(f);
-		}
-	}
+	ur_engine_write_stats(dev);
 	pthread_mutex_unlock(&dev->lock);
 }
 
