@@ -185,6 +185,39 @@ if command -v tshark >/dev/null; then
 			echo "$bad" | head -n 5
 		fi
 	done
+	# A REQ's Starting PSN is where the passive side's send queue starts,
+	# a REP's where the active side's does (what the Linux CM does, so
+	# what rxe expects); the reverse works between two uroce processes
+	# and fails against a kernel peer.
+	tshark -n -r "$E2E_TMP/cli.pcap" -T fields -E separator='|' \
+		-e ip.src -e infiniband.bth.opcode -e infiniband.bth.psn \
+		-e infiniband.cm.req.startpsn -e infiniband.cm.rep.startpsn \
+		>"$E2E_TMP/psn.tshark" 2>/dev/null
+	psn_check=$(python3 - "$E2E_TMP/psn.tshark" <<'EOF'
+import sys
+req = rep = active = passive = a = p = None
+for line in open(sys.argv[1]):
+    src, op, psn, sreq, srep = (line.rstrip('\n').split('|') + [''] * 5)[:5]
+    if sreq:
+        req, active = int(sreq, 0), src
+    if srep:
+        rep, passive = int(srep, 0), src
+    # RC requests: not read responses, ACKs or atomic ACKs
+    if op and int(op) < 100 and not 13 <= int(op) <= 18:
+        if src == active and a is None:
+            a = int(psn)
+        if src == passive and p is None:
+            p = int(psn)
+ok = a is not None and p is not None and a == rep and p == req
+print('req=%s rep=%s active_first=%s passive_first=%s %s' %
+      (req, rep, a, p, 'ok' if ok else 'bad'))
+EOF
+)
+	if [[ $psn_check == *\ ok ]]; then
+		check_pass "rping_pcap starting PSNs as the Linux CM: $psn_check"
+	else
+		check_fail "rping_pcap starting PSNs: $psn_check"
+	fi
 else
 	echo "SKIP rping_pcap: no tshark"
 fi

@@ -124,7 +124,7 @@ run_case() {
 			sleep 0.5
 			bash -c "$hc" >"$d/host.out" 2>&1
 			hrc=$?
-			grep -qiE "couldn't connect|connection refused|unable to connect" \
+			grep -qiE "couldn't connect|connection refused|unable to connect|RDMA_CM_EVENT_REJECTED" \
 				"$d/host.out" || break
 		done
 		"$VM" wait 1 "$job" -t $((TMO + 30)) >"$d/guest.out" 2>&1
@@ -137,7 +137,7 @@ run_case() {
 		"$VM" exec 1 -t $((TMO + 30)) \
 			"for i in 1 2 3 4 5 6 7 8 9 10; do
 				timeout $TMO $gargs $HOST_IP >/tmp/c.out 2>&1; rc=\$?
-				grep -qiE \"couldn't connect|connection refused|unable to connect\" /tmp/c.out || break
+				grep -qiE \"couldn't connect|connection refused|unable to connect|RDMA_CM_EVENT_REJECTED\" /tmp/c.out || break
 				sleep 0.5
 			done; cat /tmp/c.out; exit \$rc" >"$d/guest.out" 2>&1
 		grc=$?
@@ -234,6 +234,20 @@ perf read_lat ib_read_lat "-n 20 -s 64" "12 16" "$lat_line"
 perf read_lat_2500 ib_read_lat "-n 10 -s 2500" "12 13 14 15" "$lat_line"
 perf atomic_lat ib_atomic_lat "-n 20" "20 18" "$lat_line"
 perf atomic_lat_cas ib_atomic_lat "-n 20 -A CMP_AND_SWAP" "19 18" "$lat_line"
+
+# rdma_cm: the kernel's CM (REQ/REP/RTU/DREQ/DREP on QP1, UD opcode 100)
+# against uroce's librdmacm, then rping's SEND / RDMA READ / RDMA WRITE
+# exchange on the QP the CMs set up; -V checks every byte. The client's
+# "-a" takes the server address run_case appends.
+ropts="-C 5 -S 100 -V -v"
+p=$(port)
+run_case rping_gs gs "rping -c -p $p $ropts -a" \
+	"rping -s -a $GUEST_IP -p $p $ropts" \
+	"100 4 12 16 10 17" "ping data: rdma-ping-4"
+p=$(port)
+run_case rping_hs hs "rping -s -a $HOST_IP -p $p $ropts" \
+	"rping -c -p $p $ropts -a" \
+	"100 4 12 16 10 17" "ping data: rdma-ping-4"
 
 echo "run_rxe: $PASS passed, $FAIL failed  (captures and logs in $OUT)"
 ((FAIL == 0))

@@ -92,7 +92,11 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	cid->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
 	cid->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	cid->qp_num = id->qp ? id->qp->qp_num : p->qp_num;
-	cid->sq_psn = ur_random_u32() & 0xFFFFFF;
+	/* A REQ's and a REP's Starting PSN is what the sender expects to
+	 * receive: the peer's send queue starts there. The Linux CM (rxe,
+	 * every kernel peer) sets rq_psn from the REQ it sends and sq_psn
+	 * from the REQ it receives; the e2e rping capture checks it. */
+	cid->rq_psn = ur_random_u32() & 0xFFFFFF;
 	cid->local_comm_id = cma_new_comm_id();
 	cid->remote_comm_id = 0;
 	cid->tid = cma_new_tid();
@@ -110,7 +114,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->remote_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
 	r->transport = id->qp_type == IBV_QPT_UC ? 1 : 0;
 	r->flow_control = p->flow_control != 0;
-	r->starting_psn = cid->sq_psn;
+	r->starting_psn = cid->rq_psn;
 	r->local_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
 	r->retry_count = cid->retry_count;
 	r->pkey = 0xFFFF;
@@ -234,7 +238,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		goto out;
 	}
 	cid->qp_num = id->qp ? id->qp->qp_num : p->qp_num;
-	cid->sq_psn = ur_random_u32() & 0xFFFFFF;
+	cid->rq_psn = ur_random_u32() & 0xFFFFFF;	/* goes in the REP */
 	cid->srq = id->qp ? id->qp->srq != NULL : p->srq;
 	cid->state = CMA_REP_SENT;
 	ret = cma_qp_connect(cid);
@@ -247,7 +251,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r->local_comm_id = cid->local_comm_id;
 	r->remote_comm_id = cid->remote_comm_id;
 	r->local_qpn = cid->qp_num & 0xFFFFFF;
-	r->starting_psn = cid->sq_psn;
+	r->starting_psn = cid->rq_psn;
 	r->responder_resources = cid->resp_res;
 	r->initiator_depth = cid->init_depth;
 	r->target_ack_delay = UR_CM_TARGET_ACK_DELAY;

@@ -148,7 +148,7 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->remote_comm_id = r->local_comm_id;
 	c->tid = m->hdr.tid;
 	c->remote_qpn = r->local_qpn;
-	c->rq_psn = r->starting_psn;
+	c->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
 	c->path_mtu = r->path_mtu < dev->mtu && r->path_mtu ?
 			      (enum ibv_mtu)r->path_mtu : dev->mtu;
 	c->retry_count = r->retry_count;
@@ -298,7 +298,7 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 	}
 	id->remote_comm_id = r->local_comm_id;
 	id->remote_qpn = r->local_qpn;
-	id->rq_psn = r->starting_psn;
+	id->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
 	/* what the passive side grants bounds what we use */
 	if (r->initiator_depth < id->resp_res)
 		id->resp_res = r->initiator_depth;

@@ -411,6 +411,10 @@ static void test_cycles_no_leak(void **state)
 	before = count_fds();
 	for (i = 0; i < 200; i++)
 		connect_pair(p, l, false);
+	/* a destroyed channel retires before the agent frees it: give a
+	 * loaded machine up to 2 s for the last one; a leak stays */
+	for (i = 0; i < 200 && count_fds() > before; i++)
+		usleep(10000);
 	assert_int_equal(count_fds(), before);
 	assert_int_equal(rdma_destroy_id(l), 0);
 }
