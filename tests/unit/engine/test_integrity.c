@@ -225,7 +225,7 @@ static bool drop_resp_and_req(int to, const uint8_t *d, uint32_t len)
  * before it, not the responses of chunk 2 that never came; the READ must
  * still deliver every byte.
  */
-static void t_read_nak_inside_read(void **state)
+static void test_read_nak_inside_read(void **state)
 {
 	struct t_pair *p = *state;
 	uint64_t id = 1;
@@ -287,7 +287,7 @@ static void count_requests(int to, const uint8_t *d, uint32_t len)
  * more READ requests outstanding than max_rd_atomic, even when they are
  * chunks of one WQE.
  */
-static void t_read_credits_per_request(void **state)
+static void test_read_credits_per_request(void **state)
 {
 	struct t_pair *p = *state;
 	uint64_t id = 7;
@@ -351,14 +351,14 @@ static void lose_and_recover(struct t_pair *p, uint32_t k, unsigned int times)
 
 /* The last packet (the one asking for the ACK) is lost: the responder
  * sees no gap and says nothing. */
-static void t_tail_loss(void **state)
+static void test_tail_loss(void **state)
 {
 	lose_and_recover(*state, 7, 1);
 }
 
 /* A middle packet is lost, the responder NAKs it once, and the
  * retransmission is lost too: the responder may not NAK again (IBA). */
-static void t_lost_retransmission(void **state)
+static void test_lost_retransmission(void **state)
 {
 	lose_and_recover(*state, 3, 2);
 }
@@ -486,17 +486,17 @@ static void mixed(void **state, unsigned int drop, unsigned int dup,
 		assert_true(stat(&p->a, UR_STAT_SEQ_NAK_RCVD) > nak0);
 }
 
-static void t_mixed_reorder(void **state)
+static void test_mixed_reorder(void **state)
 {
 	mixed(state, 0, 0, 10);
 }
 
-static void t_mixed_drop(void **state)
+static void test_mixed_drop(void **state)
 {
 	mixed(state, 3, 0, 0);
 }
 
-static void t_mixed_all(void **state)
+static void test_mixed_all(void **state)
 {
 	mixed(state, 10, 2, 5);
 }
@@ -504,17 +504,17 @@ static void t_mixed_all(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_read_nak_inside_read, setup,
+		cmocka_unit_test_setup_teardown(test_read_nak_inside_read, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_read_credits_per_request,
+		cmocka_unit_test_setup_teardown(test_read_credits_per_request,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(t_tail_loss, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_lost_retransmission, setup,
+		cmocka_unit_test_setup_teardown(test_tail_loss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_retransmission, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_reorder, setup,
+		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_drop, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_all, setup, teardown),
 	};
 	int rc;
 

@@ -81,7 +81,7 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 		p[i] = (uint8_t)(seed + i * 7 + (i >> 9));
 }
 
-static void t_ops(void **state)
+static void test_ops(void **state)
 {
 	struct t_pair *p = *state;
 	struct ibv_wc wc;
@@ -129,7 +129,7 @@ static void t_ops(void **state)
 	assert_int_equal(*(uint64_t *)(p->b.buf + 64), 42);
 }
 
-static void t_lossy_stream(void **state)
+static void test_lossy_stream(void **state)
 {
 	struct t_pair *p = *state;
 	struct ibv_wc wc;
@@ -226,7 +226,7 @@ static void t_lossy_stream(void **state)
 }
 
 /* The ACK of a READ response is lost once: the READ is replayed. */
-static void t_lost_read_response(void **state)
+static void test_lost_read_response(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -240,7 +240,7 @@ static void t_lost_read_response(void **state)
 		    0);
 }
 
-static void t_bad_rkey(void **state)
+static void test_bad_rkey(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -261,7 +261,7 @@ static void t_bad_rkey(void **state)
 	expect(&p->b.rcq, 4, IBV_WC_SUCCESS);
 }
 
-static void t_bad_lkey(void **state)
+static void test_bad_lkey(void **state)
 {
 	struct t_pair *p = *state;
 	struct ur_send_wqe *w = fe_sq_next(p->a.qp);
@@ -279,7 +279,7 @@ static void t_bad_lkey(void **state)
 	expect(&p->a.scq, 1, IBV_WC_LOC_PROT_ERR);
 }
 
-static void t_rnr(void **state)
+static void test_rnr(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -295,7 +295,7 @@ static void t_rnr(void **state)
 	expect(&p->b.rcq, 3, IBV_WC_SUCCESS);
 }
 
-static void t_retry_exceeded(void **state)
+static void test_retry_exceeded(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -310,7 +310,7 @@ static void t_retry_exceeded(void **state)
 	expect(&p->a.scq, 2, IBV_WC_WR_FLUSH_ERR);
 }
 
-static void t_ud(void **state)
+static void test_ud(void **state)
 {
 	struct fe_side a, b;
 	struct ur_ah ah;
@@ -410,7 +410,7 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng >> 16);
 }
 
-static void t_mutated_packets(void **state)
+static void test_mutated_packets(void **state)
 {
 	struct t_pair *p = *state;
 	uint8_t *arena = calloc(1, 3 * 65536), pkt[2048];
@@ -490,7 +490,7 @@ static void t_mutated_packets(void **state)
 
 /* A valid WRITE replayed from a third address is dropped as wrong_peer
  * and writes nothing; from the real peer the same bytes are a duplicate. */
-static void t_wrong_peer(void **state)
+static void test_wrong_peer(void **state)
 {
 	struct t_pair *p = *state;
 	union ur_sockaddr evil = p->a.dev->gids[0].addr;
@@ -536,20 +536,20 @@ static void t_wrong_peer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_ops, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_lost_read_response, setup,
+		cmocka_unit_test_setup_teardown(test_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_read_response, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_lossy_stream, setup,
+		cmocka_unit_test_setup_teardown(test_lossy_stream, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_bad_rkey, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_bad_lkey, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_rnr, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_retry_exceeded, setup,
+		cmocka_unit_test_setup_teardown(test_bad_rkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_exceeded, setup,
 						teardown),
-		cmocka_unit_test(t_ud),
-		cmocka_unit_test_setup_teardown(t_mutated_packets, setup,
+		cmocka_unit_test(test_ud),
+		cmocka_unit_test_setup_teardown(test_mutated_packets, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_wrong_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_peer, setup, teardown),
 	};
 	int rc;
 

@@ -16,7 +16,7 @@
 
 #define T_TMO 10000
 
-static void t_fault_stream(void **state)
+static void test_fault_stream(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
@@ -112,7 +112,7 @@ int main(void)
 {
 	int rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_fault_stream),
+		cmocka_unit_test(test_fault_stream),
 	};
 
 	if (!getenv("UROCE_FAULT"))

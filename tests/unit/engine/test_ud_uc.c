@@ -47,7 +47,7 @@ static int ud_send(struct te_side *s, struct ibv_ah *ah, uint32_t qpn,
 	return ibv_post_send(s->qp, &wr, &bad);
 }
 
-static void t_ud_grh_reply(void **state)
+static void test_ud_grh_reply(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
@@ -102,7 +102,7 @@ static void t_ud_grh_reply(void **state)
 	te_pair_close(&p);
 }
 
-static void t_uc_send_write(void **state)
+static void test_uc_send_write(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
@@ -141,8 +141,8 @@ int main(void)
 {
 	int rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_ud_grh_reply),
-		cmocka_unit_test(t_uc_send_write),
+		cmocka_unit_test(test_ud_grh_reply),
+		cmocka_unit_test(test_uc_send_write),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
