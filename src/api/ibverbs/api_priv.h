@@ -26,6 +26,10 @@
 void ur_api_install_device_ops(struct verbs_context *vctx);
 void ur_api_install_mem_cq_ops(struct verbs_context *vctx);
 void ur_api_install_qp_ops(struct verbs_context *vctx);
+/* verbs_post.c: ibv_wr_start/complete/abort for a QP created with
+ * send_ops_flags (obj/ sets the builders). */
+void ur_api_init_wr_batch_ops(struct ur_qp *qp);
+void ur_api_install_post_ops(struct verbs_context *vctx);
 /* verbs_dm.c; ur_api_install_mem_cq_ops calls it (device memory is a
  * memory verb, and open_device need not know one more file). */
 void ur_api_install_dm_ops(struct verbs_context *vctx);
