@@ -19,8 +19,8 @@
  * engine's requester runs inline from here when the producer moved, still
  * under the lock (one lock and direct calls per ibv_post_send).
  */
-static int op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad)
+int ur_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad)
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
 	uint32_t first;
@@ -45,8 +45,8 @@ static bool posted_any(const struct ibv_recv_wr *wr, int err,
 	return err ? *bad != wr : wr != NULL;
 }
 
-static int op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad)
+int ur_op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad)
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
 	int err = ur_qp_post_recv(qp, wr, bad);
@@ -58,8 +58,8 @@ static int op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return err;
 }
 
-static int op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
-		      struct ibv_mw_bind *bind)
+int ur_op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *bind)
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
 	uint32_t first;
@@ -120,12 +120,4 @@ void ur_api_init_wr_batch_ops(struct ur_qp *qp)
 	x->wr_start = op_wr_start;
 	x->wr_complete = op_wr_complete;
 	x->wr_abort = op_wr_abort;
-}
-
-
-void ur_api_install_post_ops(struct verbs_context *vctx)
-{
-	vctx->context.ops.post_send = op_post_send;
-	vctx->context.ops.post_recv = op_post_recv;
-	vctx->context.ops.bind_mw = op_bind_mw;
 }

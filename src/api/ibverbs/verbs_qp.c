@@ -111,8 +111,8 @@ UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	return qp;
 }
 
-static struct ibv_qp *op_create_qp_ex(struct ibv_context *ctx,
-				      struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *ur_op_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr)
 {
 	if (!attr) {
 		errno = EINVAL;
@@ -198,10 +198,4 @@ UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	ur_qp_wait_acked(qp);
 	ur_qp_free(qp);
 	return ur_api_destroyed(ibqp, 0);
-}
-
-void ur_api_install_qp_ops(struct verbs_context *vctx)
-{
-	vctx->create_qp_ex = op_create_qp_ex;
-	ur_api_install_post_ops(vctx);
 }
