@@ -8,11 +8,11 @@
 
 #include "obj/obj.h"
 
-/* ------------------------------------------------------------------ */
-/* pd.c */
-/* ------------------------------------------------------------------ */
-/* Sections pd.c .. async.c belong to the "mem" engineer. They return 0 or
- * -errno and never touch errno: api/ translates to verbs conventions. */
+/*
+ * Functions that can fail return 0 or -errno and never touch errno: api/
+ * translates to each verb's convention. (The posting functions of post.c
+ * return a positive errno, as ibv_post_send does.)
+ */
 
 static inline struct ur_device *ur_ctx_dev(struct ibv_context *ctx)
 {
