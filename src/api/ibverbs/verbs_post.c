@@ -15,10 +15,18 @@
 #include "obj/obj_priv.h"
 
 /*
- * The post path: obj/ checks and writes the ring under qp->sq_lock, and the
- * engine's requester runs inline from here when the producer moved, still
- * under the lock (one lock and direct calls per ibv_post_send).
+ * The send side: obj/ checks and writes the ring under qp->sq_lock, and the
+ * engine's requester runs inline from here when the producer moved from
+ * where it was at lock time, still under the lock (one lock and direct
+ * calls per ibv_post_send).
  */
+static void sq_ring_and_unlock(struct ur_qp *qp, uint32_t first)
+{
+	if (qp->sq.producer != first)
+		ur_engine_sq_kick(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
 int ur_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad)
 {
@@ -29,9 +37,7 @@ int ur_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	pthread_mutex_lock(&qp->sq_lock);
 	first = qp->sq.producer;
 	err = ur_qp_post_send(qp, wr, bad);
-	if (qp->sq.producer != first)
-		ur_engine_sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	sq_ring_and_unlock(qp, first);
 	if (err)
 		errno = err;
 	return err;
@@ -74,9 +80,7 @@ int ur_op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 	pthread_mutex_lock(&qp->sq_lock);
 	first = qp->sq.producer;
 	err = ur_qp_bind_mw(qp, mw, bind);
-	if (qp->sq.producer != first)
-		ur_engine_sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	sq_ring_and_unlock(qp, first);
 	if (err)
 		errno = err;
 	return err;
@@ -99,9 +103,7 @@ static int op_wr_complete(struct ibv_qp_ex *qpx)
 	struct ur_qp *qp = to_ur_qp_ex(qpx);
 	int err = ur_qp_wr_end(qp);
 
-	if (qp->sq.producer != qp->wr_start_producer)
-		ur_engine_sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	sq_ring_and_unlock(qp, qp->wr_start_producer);
 	return err;
 }
 

@@ -62,9 +62,7 @@ static void test_post_send_list(void **state)
 
 	assert_non_null(ms);
 	assert_non_null(md);
-	qps[0] = qp_new(NULL);
-	qps[1] = qp_new(NULL);
-	connect_pair(qps[0], qps[1]);
+	pair_new(qps);
 	fill(src, sizeof(src), 3);
 	memset(dst, 0, sizeof(dst));
 	for (i = 0; i < 3; i++)
@@ -174,9 +172,7 @@ static void test_bind_mw(void **state)
 	assert_non_null(ms);
 	assert_non_null(md);
 	assert_non_null(mw);
-	qps[0] = qp_new(NULL);
-	qps[1] = qp_new(NULL);
-	connect_pair(qps[0], qps[1]);
+	pair_new(qps);
 	fill(src, sizeof(src), 9);
 	memset(dst, 0, sizeof(dst));
 
@@ -211,9 +207,7 @@ static void test_post_in_err(void **state)
 	int i;
 
 	assert_non_null(m);
-	qps[0] = qp_new(NULL);
-	qps[1] = qp_new(NULL);
-	connect_pair(qps[0], qps[1]);
+	pair_new(qps);
 	assert_int_equal(ibv_modify_qp(qps[0], &a, IBV_QP_STATE), 0);
 	usleep(10 * 1000);
 	assert_cq_quiet();
