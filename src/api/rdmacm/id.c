@@ -462,6 +462,7 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 {
 	struct cma_id *cid;
 	struct cma_chan *to, *old;
+	struct rdma_cm_event *held = NULL;
 	bool was_sync;
 
 	if (!id)
@@ -473,10 +474,16 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	pthread_mutex_lock(&cma.lock);
 	old = cid->chan;
 	was_sync = cid->sync;
+	if (was_sync) {	/* rdma-core acks the event a sync id still holds */
+		held = id->event;
+		id->event = NULL;
+	}
 	cma_event_move(cid, to);
 	id->channel = &to->ch;
 	cid->sync = to->internal;
 	pthread_mutex_unlock(&cma.lock);
+	if (held)
+		rdma_ack_cm_event(held);
 	if (was_sync && old != to)
 		cma_chan_free(old);
 	return 0;
