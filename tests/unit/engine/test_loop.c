@@ -25,7 +25,7 @@ static int setup(void **state)
 {
 	struct t_pair *p = calloc(1, sizeof(*p));
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_set_fault(NULL);
 	fe_side_open(&p->a, 0, IBV_QPT_RC);
 	fe_side_open(&p->b, 1, IBV_QPT_RC);
 	/* timeout 12 (16.8 ms): a loaded 2-core machine can starve a thread
@@ -39,7 +39,7 @@ static int teardown(void **state)
 {
 	struct t_pair *p = *state;
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_set_fault(NULL);
 	fe_side_close(&p->a);
 	fe_side_close(&p->b);
 	free(p);
@@ -135,9 +135,11 @@ static void test_lossy_stream(void **state)
 	struct ibv_wc wc;
 	int i, n = 300, done = 0, got = 0, posted = 0;
 
-	fe_fault.drop_pct = getenv("FE_DROP") ? atoi(getenv("FE_DROP")) : 5;
-	fe_fault.dup_pct = 3;
-	fe_fault.reorder_pct = 5;
+	fe_set_fault(&(struct fe_fault){
+		.drop_pct = getenv("FE_DROP") ? atoi(getenv("FE_DROP")) : 5,
+		.dup_pct = 3,
+		.reorder_pct = 5,
+	});
 	fill(p->a.buf, 65536, 2);
 	/* 8 receive buffers, each reposted only after it was checked */
 	for (i = 0; i < 8; i++)
@@ -231,7 +233,9 @@ static void test_lost_read_response(void **state)
 	struct t_pair *p = *state;
 
 	fill(p->b.buf, 5000, 9);
-	fe_fault.drop_opcode_once = UR_OPC_RC_READ_RESP_MIDDLE + 1;
+	fe_set_fault(&(struct fe_fault){
+		.drop_opcode_once = UR_OPC_RC_READ_RESP_MIDDLE + 1,
+	});
 	post(&p->a, IBV_WR_RDMA_READ, 1, 10000, 5000, (uintptr_t)p->b.buf,
 	     p->b.mr->ibmr.rkey);
 	expect(&p->a.scq, 1, IBV_WC_SUCCESS);
@@ -425,7 +429,7 @@ static void test_mutated_packets(void **state)
 		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ |
 			       IBV_ACCESS_REMOTE_ATOMIC);
-	fe_tap = tap;
+	fe_set_tap(tap);
 	ncap = 0;
 	fill(p->a.buf, 65536, 5);
 	for (i = 0; i < 4; i++)
@@ -440,7 +444,7 @@ static void test_mutated_packets(void **state)
 	     mr->ibmr.rkey);
 	for (i = 1; i <= 5; i++)
 		expect(&p->a.scq, i, IBV_WC_SUCCESS);
-	fe_tap = NULL;
+	fe_set_tap(NULL);
 	assert_true(ncap > 8);
 	for (i = 0; i < 20000; i++) {
 		unsigned int c = rnd() % ncap, nmut = 1 + rnd() % 4;
@@ -499,13 +503,13 @@ static void test_wrong_peer(void **state)
 	uint64_t before;
 	uint32_t len;
 
-	fe_tap = tap;
+	fe_set_tap(tap);
 	ncap = 0;
 	fill(p->a.buf, 100, 3);
 	post(&p->a, IBV_WR_RDMA_WRITE, 1, 0, 100, (uintptr_t)p->b.buf + 500,
 	     p->b.mr->ibmr.rkey);
 	expect(&p->a.scq, 1, IBV_WC_SUCCESS);
-	fe_tap = NULL;
+	fe_set_tap(NULL);
 	assert_true(ncap >= 1);
 	assert_int_equal(cap[0].to, 1);
 	len = cap[0].len;
