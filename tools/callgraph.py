@@ -13,11 +13,16 @@ to files, and reports:
 Calls through function pointers (ops tables, state handlers) are not in
 GCC's graph; they are the intended way for a lower layer to call up.
 
-Usage: tools/callgraph.sh (builds with -fcallgraph-info, then runs this)
-       tools/callgraph.py CI_DIR SRC_DIR [--edges] [--max-lines N]
-Exit status: 0 when there is no cycle and no file over the limit, 1 else.
+Usage: tools/callgraph.sh (builds the libraries with -fcallgraph-info,
+       then runs this on the build's src/ directory, so that test doubles
+       such as tests/unit/engine/fake_env.c do not stand in for src/)
+       tools/callgraph.py [--compdb JSON] CI_DIR SRC_DIR [--edges]
+                          [--max-lines N]
+Exit status: 0 when there is no cycle and no file over the limit, 1 when
+there is, 2 when the graph is missing (no .ci files, or not all of them).
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -25,33 +30,73 @@ from collections import defaultdict
 
 NODE = re.compile(r'node: \{ title: "([^"]+)" label: "([^"\\]+)\\n([^":]+):\d+:\d+"'
                   r'( shape : ellipse)?')
-EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"')
+EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"'
+                  r'(?: label: "([^":]+):\d+:\d+")?')
 
 
-def parse(ci_dir):
-    """Returns (definitions, calls): where each function title is defined,
-    and (caller title, callee title) pairs, over every .ci file."""
+def ci_files(ci_dir, compdb):
+    """The .ci files to read: every one under ci_dir, or with a compilation
+    database only those of its objects under ci_dir (GCC writes foo.c.ci
+    next to foo.c.o)."""
+    ci_dir = os.path.realpath(ci_dir)
+    if compdb:
+        with open(compdb, encoding='utf-8') as f:
+            entries = json.load(f)
+        for e in entries:
+            out = e.get('output')
+            if not out:
+                m = re.search(r'-o (\S+)', e.get('command', ''))
+                out = m.group(1) if m else None
+            if not out:
+                continue
+            out = os.path.realpath(os.path.join(e['directory'], out))
+            if out.startswith(ci_dir + os.sep) and out.endswith('.o'):
+                yield out[:-2] + '.ci'
+        return
+    for root, _, files in os.walk(ci_dir):
+        for name in files:
+            if name.endswith('.ci'):
+                yield os.path.join(root, name)
+
+
+def parse(ci_dir, compdb=None):
+    """Returns (definitions, declared, calls, missing): where each function
+    title is defined, the function name of each callee without a body in
+    its unit, (caller title, callee title) pairs over every .ci file, and
+    the .ci files the compilation database names but that do not exist.
+
+    GCC labels a node with the function's first declaration, which for an
+    exported ibv_*/rdma_* function is the installed rdma-core header; such
+    a definition belongs to the .c file its calls are made from."""
     defined = {}        # title -> defining file
     declared = {}       # title -> function name (callee without a body here)
     calls = []
-    for root, _, files in os.walk(ci_dir):
-        for name in files:
-            if not name.endswith('.ci'):
-                continue
-            with open(os.path.join(root, name), encoding='utf-8') as f:
-                for line in f:
-                    m = NODE.match(line)
-                    if m:
-                        title, func, path, ext = m.groups()
-                        if ext:
-                            declared[title] = func
-                        else:
-                            defined[title] = os.path.realpath(path)
-                        continue
-                    m = EDGE.match(line)
-                    if m:
-                        calls.append(m.groups())
-    return defined, declared, calls
+    missing = []
+    sites = defaultdict(set)    # title -> files its calls are made from
+    for ci in ci_files(ci_dir, compdb):
+        if not os.path.exists(ci):
+            missing.append(ci)
+            continue
+        with open(ci, encoding='utf-8') as f:
+            for line in f:
+                m = NODE.match(line)
+                if m:
+                    title, func, path, ext = m.groups()
+                    if ext:
+                        declared[title] = func
+                    else:
+                        defined[title] = os.path.realpath(path)
+                    continue
+                m = EDGE.match(line)
+                if m:
+                    caller, callee, site = m.groups()
+                    calls.append((caller, callee))
+                    if site and site.endswith('.c'):
+                        sites[caller].add(os.path.realpath(site))
+    for title, path in defined.items():
+        if not path.endswith('.c') and len(sites[title]) == 1:
+            defined[title] = next(iter(sites[title]))
+    return defined, declared, calls, missing
 
 
 def file_graph(defined, declared, calls, src):
@@ -130,9 +175,15 @@ def main():
     ap.add_argument('src_dir')
     ap.add_argument('--edges', action='store_true')
     ap.add_argument('--max-lines', type=int, default=800)
+    ap.add_argument('--compdb', help='compile_commands.json: read only the '
+                    '.ci files of its objects')
     args = ap.parse_args()
 
-    defined, declared, calls = parse(args.ci_dir)
+    defined, declared, calls, missing = parse(args.ci_dir, args.compdb)
+    if missing:
+        print('callgraph: %d objects without their .ci file (built without '
+              '-fcallgraph-info?), e.g. %s' % (len(missing), missing[0]))
+        return 2
     if not defined:
         print('callgraph: no .ci files under %s' % args.ci_dir)
         return 2

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# File-level call graph of src/: builds the tree with GCC's
-# -fcallgraph-info into a scratch directory and reports cycles between
-# files and .c files over 800 lines (tools/callgraph.py). Pass --edges to
-# list every file-to-file call edge.
+# File-level call graph of src/: builds the libraries with GCC's
+# -fcallgraph-info into their own build directory and reports cycles
+# between files and .c files over 800 lines (tools/callgraph.py). Only the
+# objects that make up the libraries count (compile_commands.json names
+# them), so the build is incremental: a renamed or deleted file's stale
+# .ci output is ignored. Pass --edges to list every file-to-file call edge.
 #   tools/callgraph.sh [--edges] [--max-lines N]
+#   CALLGRAPH_BUILD=dir   the build directory (default build-callgraph)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${CALLGRAPH_BUILD:-build-callgraph}
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	-DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
 	-DCMAKE_C_FLAGS="-fcallgraph-info" >/dev/null
-ninja -C "$B" -t clean >/dev/null	# every unit recompiled: no stale .ci files
-ninja -C "$B" >/dev/null
-exec python3 tools/callgraph.py "$B" src "$@"
+ninja -C "$B" -j"${CALLGRAPH_JOBS:-2}" ibverbs rdmacm uroce-interpose >/dev/null
+exec python3 tools/callgraph.py --compdb "$B/compile_commands.json" \
+	"$B/src" src "$@"
