@@ -75,7 +75,7 @@ static bool hooks_installed;
 static pthread_t refresher;
 static bool refresher_running;
 static bool refresher_stop;
-static pthread_cond_t refresher_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t refresher_cond;	/* on CLOCK_MONOTONIC: cond_init() */
 
 /* ------------------------------------------------------------------ */
 /* Files                                                                */
@@ -588,6 +588,19 @@ static void *refresher_main(void *arg)
 	return NULL;
 }
 
+/* The refresher's deadlines are CLOCK_MONOTONIC times, so its condition
+ * variable must wait on that clock (the default, CLOCK_REALTIME, takes
+ * them as long past: the refresher never slept). */
+static void cond_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&refresher_cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
 /* Caller holds tree_lock. */
 static void refresher_join(void)
 {
@@ -649,7 +662,7 @@ static void at_fork_parent(void)
 static void at_fork_child(void)
 {
 	pthread_mutex_init(&tree_lock, NULL);
-	pthread_cond_init(&refresher_cond, NULL);
+	cond_init();
 	refresher_running = false;
 	refresher_stop = false;
 	tree_pid = 0;
@@ -709,6 +722,7 @@ void ur_devtree_publish(struct ur_device *devs, unsigned int n)
 		return;
 	}
 	if (!hooks_installed) {
+		cond_init();	/* before the first refresher can start */
 		atexit(at_exit);
 		pthread_atfork(at_fork_prepare, at_fork_parent,
 			       at_fork_child);
