@@ -16,8 +16,8 @@ GCC's graph; they are the intended way for a lower layer to call up.
 Usage: tools/callgraph.sh (builds the libraries with -fcallgraph-info,
        then runs this on the build's src/ directory, so that test doubles
        such as tests/unit/engine/fake_env.c do not stand in for src/)
-       tools/callgraph.py [--compdb JSON] CI_DIR SRC_DIR [--edges]
-                          [--max-lines N]
+       tools/callgraph.py [--compdb JSON] [--skip-target T]... CI_DIR
+                          SRC_DIR [--edges] [--max-lines N]
 Exit status: 0 when there is no cycle and no file over the limit, 1 when
 there is, 2 when the graph is missing (no .ci files, or not all of them).
 """
@@ -34,11 +34,13 @@ EDGE = re.compile(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"'
                   r'(?: label: "([^":]+):\d+:\d+")?')
 
 
-def ci_files(ci_dir, compdb):
+def ci_files(ci_dir, compdb, skip_targets=()):
     """The .ci files to read: every one under ci_dir, or with a compilation
     database only those of its objects under ci_dir (GCC writes foo.c.ci
-    next to foo.c.o)."""
+    next to foo.c.o); none of the CMake targets in skip_targets."""
     ci_dir = os.path.realpath(ci_dir)
+    skip = tuple('%sCMakeFiles%s%s.dir%s' % (os.sep, os.sep, t, os.sep)
+                 for t in skip_targets)
     if compdb:
         with open(compdb, encoding='utf-8') as f:
             entries = json.load(f)
@@ -50,16 +52,18 @@ def ci_files(ci_dir, compdb):
             if not out:
                 continue
             out = os.path.realpath(os.path.join(e['directory'], out))
-            if out.startswith(ci_dir + os.sep) and out.endswith('.o'):
+            if out.startswith(ci_dir + os.sep) and out.endswith('.o') \
+                    and not any(k in out for k in skip):
                 yield out[:-2] + '.ci'
         return
     for root, _, files in os.walk(ci_dir):
         for name in files:
-            if name.endswith('.ci'):
-                yield os.path.join(root, name)
+            path = os.path.join(root, name)
+            if name.endswith('.ci') and not any(k in path for k in skip):
+                yield path
 
 
-def parse(ci_dir, compdb=None):
+def parse(ci_dir, compdb=None, skip_targets=()):
     """Returns (definitions, declared, calls, missing): where each function
     title is defined, the function name of each callee without a body in
     its unit, (caller title, callee title) pairs over every .ci file, and
@@ -73,7 +77,7 @@ def parse(ci_dir, compdb=None):
     calls = []
     missing = []
     sites = defaultdict(set)    # title -> files its calls are made from
-    for ci in ci_files(ci_dir, compdb):
+    for ci in ci_files(ci_dir, compdb, skip_targets):
         if not os.path.exists(ci):
             missing.append(ci)
             continue
@@ -177,9 +181,14 @@ def main():
     ap.add_argument('--max-lines', type=int, default=800)
     ap.add_argument('--compdb', help='compile_commands.json: read only the '
                     '.ci files of its objects')
+    ap.add_argument('--skip-target', action='append', default=[],
+                    help='a CMake target left out: one that defines libc '
+                    'names (the interposer\'s open, rename, ...), which '
+                    'other files would seem to call')
     args = ap.parse_args()
 
-    defined, declared, calls, missing = parse(args.ci_dir, args.compdb)
+    defined, declared, calls, missing = parse(args.ci_dir, args.compdb,
+                                              args.skip_target)
     if missing:
         print('callgraph: %d objects without their .ci file (built without '
               '-fcallgraph-info?), e.g. %s' % (len(missing), missing[0]))
