@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connection calls of rdma_cma.h: rdma_connect, rdma_accept,
- * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and what
- * rdma_destroy_id tells the peer. The protocol they start is described in
- * recv.c, which handles the answers.
+ * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and
+ * rdma_destroy_id, which starts with what the connection tells the peer.
+ * The protocol they start is described in recv.c, which handles the
+ * answers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -443,7 +444,7 @@ static void linger(struct cma_id *id)
 }
 
 /* rdma_destroy_id: tell the peer; only a DREQ is retransmitted after. */
-void cma_conn_teardown(struct cma_id *id)
+static void conn_teardown(struct cma_id *id)
 {
 	struct ur_list *pos;
 
@@ -495,3 +496,35 @@ children:
 /* Receive                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Here rather than in id.c: an id's end starts with what its connection
+ * tells the peer (conn_teardown), and id.c sits below this file. */
+UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct cma_id *cid;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	cid->destroying = true;
+	conn_teardown(cid);
+	cma_rv_withdraw(cid);
+	if (cid->sync && id->event) {
+		struct rdma_cm_event *ev = id->event;
+
+		id->event = NULL;
+		pthread_mutex_unlock(&cma.lock);
+		rdma_ack_cm_event(ev);
+		pthread_mutex_lock(&cma.lock);
+	}
+	cma_chan_drop_events(cid);
+	/* rdma-core's rule: wait until every event handed out is acked */
+	while (cid->events_out > 0)
+		pthread_cond_wait(&cma.cond, &cma.lock);
+	ur_list_del(&cid->node);
+	pthread_mutex_unlock(&cma.lock);
+	if (cid->sync)
+		cma_chan_free(cid->chan);
+	free(cid);
+	return 0;
+}

@@ -12,7 +12,7 @@
  * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
  * directory), channel.c (events), id.c (addresses, routes, QPs), msg.c
  * (CM messages out) and recv.c (CM messages in, timers), conn.c (the
- * application's connect/accept/disconnect calls).
+ * application's connect/accept/disconnect calls and rdma_destroy_id).
  */
 #ifndef UR_API_RDMACM_PRIV_H
 #define UR_API_RDMACM_PRIV_H
@@ -239,9 +239,6 @@ void cma_qp_to_err(struct cma_id *id);
 void cma_fill_path(struct cma_id *id);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
-
-/* conn.c (lock held) */
-void cma_conn_teardown(struct cma_id *id);	/* on rdma_destroy_id */
 
 /*
  * agent.c. The agent sits below the CM state machine and calls it only
