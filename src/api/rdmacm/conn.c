@@ -257,7 +257,6 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return 0;
 	}
 	cid->qp_num = id->qp ? id->qp->qp_num : p->qp_num;
-	cid->rq_psn = ur_random_u32() & 0xFFFFFF;	/* goes in the REP */
 	cid->srq = id->qp ? id->qp->srq != NULL : p->srq;
 	cid->state = CMA_REP_SENT;
 	ret = cma_qp_connect(cid);

@@ -148,7 +148,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 		id->dev = dev;
 		id->id.verbs = dev->verbs;
 		id->id.port_num = 1;
-		id->id.pd = NULL;
+		id->id.pd = dev->pd;	/* rdma-core: the device's PD */
 	}
 	return 0;
 }
@@ -267,6 +267,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 			goto out;
 		}
 		id->verbs = cid->dev->verbs;
+		id->pd = cid->dev->pd;
 		id->port_num = 1;
 	}
 	/* an unspecified source becomes the device's own address */
