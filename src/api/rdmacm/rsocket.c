@@ -218,11 +218,13 @@ static int copy_addr(struct sockaddr *dst, socklen_t *len,
 {
 	socklen_t n;
 
-	if (!dst || !len)
+	/* a NULL address with *len 0 asks the size (librspreload does) */
+	if (!len || (*len && !dst))
 		return rsk_err(EFAULT);
 	n = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 	    sizeof(struct sockaddr_in);
-	memcpy(dst, src, UR_MIN(*len, n));
+	if (*len)
+		memcpy(dst, src, UR_MIN(*len, n));
 	*len = n;
 	return 0;
 }
@@ -233,7 +235,7 @@ UR_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *len)
 
 	if (!rs)
 		return rsk_err(EBADF);
-	if (rs->state < RSK_CONNECTED || rs->state == RSK_CONNECT_ERROR)
+	if (rs->state < RSK_ACCEPTING || rs->state == RSK_CONNECT_ERROR)
 		return rsk_err(ENOTCONN);
 	return copy_addr(addr, len, rdma_get_peer_addr(rs->id));
 }

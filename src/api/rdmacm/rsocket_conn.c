@@ -73,6 +73,11 @@ static void on_event(struct rsk *rs, const struct rdma_cm_event *ev)
 			conn_failed(rs, errno);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rs->state == RSK_ACCEPTING) {
+			rs->state = RSK_CONNECTED;
+			rs->readable = rs->writable = true;
+			break;
+		}
 		if (rs->state != RSK_CONNECTING)
 			break;
 		if (ev->param.conn.private_data_len < sizeof(c)) {
@@ -212,9 +217,13 @@ static int accept_request(struct rsk *l, struct rdma_cm_event *ev)
 	p.private_data_len = sizeof(cresp);
 	if (rdma_accept(id, &p))
 		goto fail;
-	/* our QP is in RTS: data may flow before the RTU comes in */
-	rs->state = RSK_CONNECTED;
-	rs->readable = rs->writable = true;
+	/*
+	 * Our QP is in RTS and receives, but sends wait for the RTU (the
+	 * ESTABLISHED event), as with rdma-core's synchronous accept: the
+	 * active QP reaches RTR only with the REP, which may be lost and
+	 * resent after a CM timeout longer than all our RC retries.
+	 */
+	rs->state = RSK_ACCEPTING;
 	if (rsk_publish(rs))
 		goto fail;
 	return rs->fd;

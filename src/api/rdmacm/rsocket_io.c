@@ -362,7 +362,8 @@ int rsk_poll_cq(struct rsk *rs)
 			}
 		}
 	}
-	if (rs->state == RSK_CONNECTED) {
+	/* the passive side receives before its RTU: replenish there too */
+	if (rs->state == RSK_CONNECTED || rs->state == RSK_ACCEPTING) {
 		while (!ret && rcnt--)
 			ret = post_recv(rs);
 		if (ret) {

@@ -84,6 +84,7 @@ enum rsk_state {
 	RSK_RESOLVING_ADDR,
 	RSK_RESOLVING_ROUTE,
 	RSK_CONNECTING,
+	RSK_ACCEPTING,			/* REP sent: sends wait for the RTU */
 	RSK_CONNECTED,			/* readable/writable say what is left */
 	RSK_DISCONNECTED,		/* the peer or the CM ended it */
 	RSK_CONNECT_ERROR,		/* err says why */
