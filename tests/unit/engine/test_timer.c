@@ -138,7 +138,7 @@ static unsigned int expire(struct t_timers *t, uint64_t now)
 	return total;
 }
 
-static void t_timer_model(void **state)
+static void test_timer_model(void **state)
 {
 	struct t_timers *t = *state;
 	uint64_t now = 1000;
@@ -181,7 +181,7 @@ static void t_timer_model(void **state)
 
 /* An expiry with many QPs armed far ahead returns none of them: the cost
  * of a visit follows the QPs due, not the QPs that exist. */
-static void t_timer_only_due(void **state)
+static void test_timer_only_due(void **state)
 {
 	struct t_timers *t = *state;
 	unsigned int i;
@@ -205,8 +205,8 @@ static void t_timer_only_due(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_timer_model, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_timer_only_due, setup,
+		cmocka_unit_test_setup_teardown(test_timer_model, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timer_only_due, setup,
 						teardown),
 	};
 
