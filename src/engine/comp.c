@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_comp_state {
@@ -78,6 +79,7 @@ void ur_comp_drain(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	while (sq->consumer != sq->cursor) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
@@ -434,6 +436,7 @@ bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	struct ur_comp_ctx c = { .qp = qp, .xp = qp->xp, .pkt = pkt };
 	enum ur_comp_state st = UR_COMP_GET_WQE;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
 	c.comp_psn0 = c.xp->comp_psn;
@@ -476,6 +479,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	uint32_t idx = 0;
 	bool timeout;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
 		ur_timer_disarm(&xp->rnr_deadline);
 		ur_timer_disarm(&xp->rto_deadline);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
@@ -58,6 +59,7 @@ void ur_flush_sq(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	while (sq->consumer != sq->producer) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
@@ -112,6 +114,7 @@ void ur_qp_error_locked(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_ERR) {
 		qp->state = IBV_QPS_ERR;
 		qp->attr.qp_state = IBV_QPS_ERR;
@@ -146,6 +149,7 @@ void ur_sqd_check(struct ur_qp *qp)
 		.event_type = IBV_EVENT_SQ_DRAINED,
 	};
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
 		return;
 	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
@@ -161,6 +165,7 @@ void ur_sq_advance(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	sq->cursor++;
 	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
 		xp->sq_high = sq->cursor;
@@ -176,6 +181,7 @@ void ur_sq_advance(struct ur_qp *qp)
 void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 		 enum ibv_wc_status st)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	w->state = UR_WQE_ERROR;
 	w->status = st;
 	qp->xp->req_halted = true;

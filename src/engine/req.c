@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_pos {
@@ -417,6 +418,7 @@ void ur_req_run(struct ur_qp *qp)
 	unsigned int budget = 4096;
 	uint32_t psn0;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	if (qp->state == IBV_QPS_ERR) {
@@ -469,6 +471,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	struct ur_send_wqe *head = NULL;
 	uint32_t i, end = xp->sq_high;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp->req_entered && sq->cursor == end)
 		end++;
 	for (i = sq->consumer; i != end; i++) {
