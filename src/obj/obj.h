@@ -497,6 +497,9 @@ struct ur_qp {
 	struct ur_av av;		/* RC/UC: the connected peer */
 	uint32_t path_mtu_bytes;	/* RC/UC segment size */
 
+	/* ibv_modify_qp from validation to the engine's apply, and
+	 * ibv_destroy_qp's engine teardown (api/ibverbs/verbs_qp.c) */
+	pthread_mutex_t modify_lock;
 	pthread_mutex_t sq_lock;
 	struct ur_wq sq;
 	pthread_spinlock_t rq_lock;
