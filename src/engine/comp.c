@@ -68,9 +68,7 @@ static const uint32_t rnr_usec[32] = {
 
 static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
 {
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return ur_wr_is_rd_atomic(w->opcode);
 }
 
 
@@ -192,7 +190,7 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 		return w->opcode == IBV_WR_RDMA_READ ? UR_COMP_READ :
 						       UR_COMP_DONE;
 	if (pkt->opcode == UR_OPC_RC_ATOMIC_ACK)
-		return wqe_is_rd_atomic(w) && w->opcode != IBV_WR_RDMA_READ ?
+		return ur_wr_has(w->opcode, UR_WR_ATOMIC) ?
 			       UR_COMP_ATOMIC :
 			       UR_COMP_DONE;
 	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;

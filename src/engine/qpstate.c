@@ -16,42 +16,19 @@
 #include "util/lock_assert.h"
 #include "util/time.h"
 
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		    enum ibv_wc_status status)
 {
+	const struct ur_wr_opcode_info *info = ur_wr_opcode_any(wqe->opcode);
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = wqe->wr_id;
 	wc.status = status;
-	wc.opcode = wc_opcode(wqe->opcode);
+	wc.opcode = info ? info->wc_opcode : IBV_WC_SEND;
 	wc.qp_num = ur_qp_num(qp);
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		wc.byte_len = 8;
-	else
-		wc.byte_len = wqe->length;
+	wc.byte_len = info && info->wc_byte_len ? info->wc_byte_len :
+						  wqe->length;
 	return ur_cq_push(qp->send_cq, &wc, false);
 }
 
