@@ -12,7 +12,8 @@
  *  - shutdown: SHUT_WR gives the peer EOF after the data, the other way
  *    still works; rclose gives POLLHUP and EOF, rsend then fails;
  *  - rselect sees a readable rsocket next to an ordinary pipe;
- *  - no listener: a blocking rconnect fails with ECONNREFUSED;
+ *  - no listener: a blocking rconnect fails with ECONNREFUSED; a listener
+ *    closed with a request pending refuses it (POLLERR, ECONNREFUSED);
  *  - riomap/riowrite: bytes land in the peer's mapped buffer;
  *  - 30 connect/close cycles leave no file descriptor behind.
  */
@@ -351,6 +352,29 @@ static void test_no_listener(void **state)
 	assert_int_equal(rclose(c), 0);
 }
 
+/* A listener closed with a request not yet accepted refuses it. */
+static void test_close_listener_pending(void **state)
+{
+	uint16_t port = next_port++;
+	struct sockaddr_in a = lo(port);
+	int l = listener(port, 0), c, err;
+	struct pollfd p = { .fd = l, .events = POLLIN };
+	socklen_t len = sizeof(err);
+
+	c = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(c >= 0);
+	assert_int_equal(rconnect(c, (struct sockaddr *)&a, sizeof(a)), -1);
+	assert_int_equal(errno, EINPROGRESS);
+	assert_int_equal(rpoll(&p, 1, WAIT_MS), 1);
+	assert_int_equal(rclose(l), 0);
+	p = (struct pollfd){ .fd = c, .events = POLLOUT };
+	assert_int_equal(rpoll(&p, 1, WAIT_MS), 1);
+	assert_true(p.revents & POLLERR);
+	assert_int_equal(rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	assert_int_equal(err, ECONNREFUSED);
+	assert_int_equal(rclose(c), 0);
+}
+
 static void test_iomap(void **state)
 {
 	uint16_t port = next_port++;
@@ -444,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_shutdown_close),
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_no_listener),
+		cmocka_unit_test(test_close_listener_pending),
 		cmocka_unit_test(test_iomap),
 		cmocka_unit_test(test_cycles_no_leak),
 	};
