@@ -199,6 +199,25 @@ UR_EXPORT int rshutdown(int socket, int how)
 	return ret;
 }
 
+/*
+ * Requests never raccept'ed: rejected and their ids destroyed, and their
+ * events taken off the channel, which is destroyed next with what it holds.
+ */
+static void refuse_pending(struct rsk *rs)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (!rdma_get_cm_event(rs->chan, &ev)) {
+		id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
+		rdma_ack_cm_event(ev);
+		if (id) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+		}
+	}
+}
+
 UR_EXPORT int rclose(int socket)
 {
 	struct rsk *rs = rsk_get(socket);
@@ -206,6 +225,8 @@ UR_EXPORT int rclose(int socket)
 	if (!rs)
 		return rsk_err(EBADF);
 	pthread_mutex_lock(&rs->lock);
+	if (rs->state == RSK_LISTENING)
+		refuse_pending(rs);
 	shutdown_locked(rs, SHUT_RDWR);
 	pthread_mutex_unlock(&rs->lock);
 	unpublish(rs);
