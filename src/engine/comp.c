@@ -4,13 +4,13 @@
  * the RC requester, completes WQEs in SQ order, and handles the expiry of
  * the retransmit and RNR deadlines. Runs with qp->sq_lock held, called by
  * the send step (send.c) for a response or an expired deadline; it never
- * runs the requester itself (the send step does, afterwards). A failing
- * WQE goes to qpstate.c, which moves the QP to ERR.
+ * runs the requester itself (the send step does, afterwards). A failing WQE
+ * goes to qpstate.c, which moves the QP to ERR.
  *
- * Rules (wire notes §3): ACKs are cumulative; any response with PSN p
- * implicitly completes SEND/WRITE WQEs that end before p; a READ or atomic
- * is never completed implicitly -- a response beyond it means its responses
- * were lost, so the requester goes back to it.
+ * Rules (docs/wire-notes.md §3): ACKs are cumulative; any response with PSN
+ * p implicitly completes SEND/WRITE WQEs that end before p; a READ or
+ * atomic is never completed implicitly -- a response beyond it means its
+ * responses were lost, so the requester goes back to it.
  */
 #include <errno.h>
 #include <string.h>
@@ -59,7 +59,8 @@ struct ur_comp_ctx {
 	enum ibv_wc_status status;
 };
 
-/* RNR timer codes in microseconds (IBA table; wire notes §3.4). */
+/* RNR timer codes in microseconds (the IBA's RNR timer field encoding;
+ * docs/wire-notes.md §3.4). */
 static const uint32_t rnr_usec[32] = {
 	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
 	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,

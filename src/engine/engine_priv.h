@@ -129,7 +129,8 @@ struct ur_nic {
 	struct ur_txb txb;
 };
 
-/* Responder resource: a READ or atomic kept for replay (§3.5). */
+/* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
+ * §3.5). */
 enum ur_res_type {
 	UR_RES_NONE,
 	UR_RES_READ,

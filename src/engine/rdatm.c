@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Responder resources (wire notes §3.5): every READ and atomic executed is
- * remembered in a ring so a duplicate request is answered from it: a READ
- * is replayed from the saved range (the memory is read again, through the
- * rkey), an atomic gets its saved original value and is never re-executed.
- * The oldest entry is overwritten: bounding outstanding requests is the
- * requester's job (max_rd_atomic).
+ * Responder resources (docs/wire-notes.md §3.5): every READ and atomic
+ * executed is remembered in a ring so a duplicate request is answered from
+ * it: a READ is replayed from the saved range (the memory is read again,
+ * through the rkey), an atomic gets its saved original value and is never
+ * re-executed. The oldest entry is overwritten: bounding outstanding
+ * requests is the requester's job (max_rd_atomic).
  */
 #include <string.h>
 

@@ -449,9 +449,9 @@ void ur_req_run(struct ur_qp *qp)
 	}
 }
 
-/* Go-back-N (wire notes §3.3): restart from the oldest unacknowledged PSN;
- * a partially acknowledged head WQE resumes at that packet (a READ asks for
- * the remaining bytes only). */
+/* Go-back-N (docs/wire-notes.md §3.3): restart from the oldest
+ * unacknowledged PSN; a partially acknowledged head WQE resumes at that
+ * packet (a READ asks for the remaining bytes only). */
 void ur_req_rewind(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The responder: executes requests that arrive for a QP (wire notes §1.5,
- * §3). One dispatcher loop walks the states below for each packet; the
- * error states are named after the IBA error they report and map to the
- * NAK classes of §3.7. Runs on the thread that owns the receive path
- * (nic->rx_lock) with dev->obj_lock held for reading, so every key it
- * resolves stays valid while the packet is handled.
+ * The responder: executes requests that arrive for a QP (docs/wire-notes.md
+ * §1.5, §3). One dispatcher loop walks the states below for each packet;
+ * the error states are named after the IBA error they report and map to the
+ * NAK classes of docs/wire-notes.md §3.7. Runs on the thread that owns the
+ * receive path (nic->rx_lock) with dev->obj_lock held for reading, so every
+ * key it resolves stays valid while the packet is handled.
  */
 #include <errno.h>
 #include <string.h>
