@@ -3,8 +3,8 @@
  * What api/ tells the engine about a QP: its creation and destruction
  * (the transport state and its place in the NIC's QP list and timer
  * heap), state changes (RESET clears the transport state, RTR/RTS load
- * PSNs, peer and timers, ERR flushes) and doorbells for the send and
- * receive queues.
+ * PSNs, peer and timers, ERR flushes) and the receive queue's doorbell
+ * (the send queue's is the send step's entry, send.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -168,26 +168,6 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		ur_send_step(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	pthread_mutex_unlock(&nic->rx_lock);
-}
-
-/*
- * Doorbell. An RC QP with packets in flight will hear an ACK (or its
- * timer) soon, and the completer runs the requester then: new WQEs wait for
- * that and leave in one batch with whatever else was posted meanwhile,
- * instead of one sendmmsg per post. An idle QP sends at once, so latency
- * is untouched.
- */
-void ur_engine_sq_kick(struct ur_qp *qp)
-{
-	struct ur_qp_xport *xp = qp->xp;
-
-	UR_ASSERT_HELD(&qp->sq_lock);
-	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
-	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
-	    !xp->need_retry && !xp->rnr_wait &&
-	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
-		return;
-	ur_send_step(qp);
 }
 
 void ur_engine_rq_kick(struct ur_qp *qp)

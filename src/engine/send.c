@@ -2,8 +2,8 @@
 /*
  * The send step of a QP: run the requester, then drain the completer (post
  * the CQEs of whatever finished at the head of the SQ). It is the one way
- * into the requester: a doorbell (post_send), a response the completer
- * took, an expired deadline, a state change. So the requester and the
+ * into the requester: a doorbell (post_send: ur_engine_sq_kick, here), a
+ * response the completer took, an expired deadline, a state change. So the requester and the
  * completer never call each other; each does its part and returns here.
  * Everything runs under qp->sq_lock.
  */
@@ -35,4 +35,24 @@ void ur_send_on_deadline(struct ur_qp *qp, uint64_t now)
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (ur_comp_timer(qp, now))
 		ur_send_step(qp);
+}
+
+/*
+ * Doorbell. An RC QP with packets in flight will hear an ACK (or its
+ * timer) soon, and the send step runs the requester then: new WQEs wait for
+ * that and leave in one batch with whatever else was posted meanwhile,
+ * instead of one sendmmsg per post. An idle QP sends at once, so latency
+ * is untouched.
+ */
+void ur_engine_sq_kick(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
+	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
+	    !xp->need_retry && !xp->rnr_wait &&
+	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+		return;
+	ur_send_step(qp);
 }
