@@ -122,7 +122,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	nic = xp->nic;
 	pthread_mutex_lock(&nic->rx_lock);
 	pthread_mutex_lock(&qp->sq_lock);
-	switch (qp->state) {
+	switch ((enum ibv_qp_state)qp->state) {	/* one atomic load */
 	case IBV_QPS_RESET:
 		xp_reset(qp);
 		break;

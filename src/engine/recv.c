@@ -25,7 +25,7 @@ static unsigned int qp_tclass(const struct ur_qp *qp)
 
 static bool state_accepts(const struct ur_qp *qp, bool request)
 {
-	switch (qp->state) {
+	switch ((enum ibv_qp_state)qp->state) {	/* one atomic load */
 	case IBV_QPS_RTR:
 		return request;
 	case IBV_QPS_RTS:
