@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -70,7 +71,7 @@ int cma_init(void)
 
 	if (cma.inited)
 		return cma.init_err;
-	ur_log_init();
+	(void)ur_config_get();	/* this library's UROCE_LOG */
 	list = ibv_get_device_list(&n);
 	if (!list || n <= 0) {
 		if (list)
@@ -103,13 +104,13 @@ static void dump_stats(void)
 	static const char *const names[] = {
 		"cm_mads_rx", "cm_mads_tx", "cm_retransmits", "cm_mads_dropped",
 	};
-	const char *v = getenv("UROCE_STATS");
+	const struct ur_config *cfg = ur_config_get();
 	FILE *f;
 	int i, k;
 
-	if (!v || !*v || !strcmp(v, "0") || !cma.ndev)
+	if (cfg->stats == UR_STATS_OFF || !cma.ndev)
 		return;
-	f = strcmp(v, "1") ? fopen(v, "a") : stderr;
+	f = cfg->stats_path ? fopen(cfg->stats_path, "a") : stderr;
 	if (!f)
 		return;
 	for (i = 0; i < cma.ndev; i++) {
