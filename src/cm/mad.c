@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CM MAD codec. Offsets are inside the 232 data bytes that follow the
- * 24-byte MAD header (wire notes §5.4); multi-bit fields sharing a byte are
- * MSB first, as IBA draws them.
+ * 24-byte MAD header (docs/wire-notes.md §5.3); multi-bit fields sharing a byte
+ * are MSB first, as IBA draws them.
  */
 #include <errno.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Communication Management MADs (IBA vol 1 ch. 12; wire notes §5.3-5.5) as
- * host-order structs with encoders and decoders for the 256-byte MAD the
- * CM sends on QP1. Pure: no I/O, no state. Decoders reject what a peer may
- * not send (wrong class, version, method, attribute, field values out of
- * range) so the CM above sees only well-formed messages.
+ * Communication Management MADs (IBA vol 1 ch. 12; docs/wire-notes.md §5.3-5.5)
+ * as host-order structs with encoders and decoders for the 256-byte MAD the CM
+ * sends on QP1. Pure: no I/O, no state. Decoders reject what a peer may not
+ * send (wrong class, version, method, attribute, field values out of range) so
+ * the CM above sees only well-formed messages.
  */
 #ifndef UR_CM_MAD_H
 #define UR_CM_MAD_H

@@ -3,7 +3,7 @@
  * QP1 (the GSI QP) for the connection manager. Verbs give applications no
  * way to create QP number 1, so librdmacm creates an ordinary UD QP and asks
  * for it to be renumbered; the engine then treats it as the GSI QP (Q_Key
- * 0x80010000, wire notes §5.2) because of its number alone.
+ * 0x80010000, docs/wire-notes.md §5.2) because of its number alone.
  */
 #include <errno.h>
 

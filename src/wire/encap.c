@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * IPv4/IPv6/UDP header build and parse for RoCEv2 datagrams, the UD GRH
- * image and rxe's UDP source-port hashes (wire notes §2.1, §2.9). Headers
- * are written byte by byte in network order; nothing here does I/O.
+ * image and rxe's UDP source-port hashes (docs/wire-notes.md §2.1, §2.9).
+ * Headers are written byte by byte in network order; nothing here does I/O.
  */
 #include "wire/encap.h"
 #include <arpa/inet.h>
@@ -341,7 +341,7 @@ enum ur_drop_reason ur_frame_parse(const void *frame, size_t len, int linktype,
 }
 
 /* 0xC000 | 14 bits: the low 14 bits of a 20-bit label folded with its
- * top 6 bits (rdma_get_udp_sport() semantics, wire notes §2.1). */
+ * top 6 bits (rdma_get_udp_sport() semantics, docs/wire-notes.md §2.1). */
 uint16_t ur_udp_sport_flow_label(uint32_t flow_label)
 {
 	uint32_t fl = flow_label & 0xfffff;

@@ -196,7 +196,7 @@ UR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return ret ? cma_err(ret) : 0;
 }
 
-/* Fills the path record of a resolved route (wire notes §5.5). */
+/* Fills the path record of a resolved route (docs/wire-notes.md §5.5). */
 static void fill_path(struct cma_id *id)
 {
 	struct ibv_sa_path_rec *p = &id->path;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ibv_modify_qp rules: every (current, next) pair for RC, UC and UD against
- * an independent transcription of the IBA table (roce-wire-notes.md 4.1):
+ * an independent transcription of the IBA table (docs/wire-notes.md §4.1):
  * allowed transitions succeed with exactly the required mask, fail with any
  * required bit missing or any bit outside required|optional, and every
  * optional bit is accepted; transitions not in the table always fail.
