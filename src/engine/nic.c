@@ -19,6 +19,7 @@
 
 #include "engine/engine_priv.h"
 #include "obj/device.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
 #include "util/time.h"
@@ -568,6 +569,7 @@ static int nic_open_link(struct ur_nic *nic)
 		cfg.sndbuf = 4u << 20;
 		cfg.use_gso = nic->use_gso;
 		cfg.use_gro = 1;
+		cfg.fault = ur_config_get()->fault;
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;

@@ -2,8 +2,8 @@
 /*
  * Fault injection between the engine and the socket, for tests.
  *
- * Configured at ur_link_open() from the environment, or later with
- * ur_link_set_fault():
+ * Configured at ur_link_open() (ur_link_config.fault: the engine passes
+ * UROCE_FAULT from util/config), or later with ur_link_set_fault():
  *
  *   UROCE_FAULT="seed=42,drop=0.05,dup=0.01,reorder=0.02,corrupt=0.001,
  *                delay_us=200,delay=0.1,dir=both"
@@ -31,7 +31,7 @@
  * drop; else corrupt, then dup (the copy goes out at once), then reorder,
  * else delay. Held datagrams are released by later ur_link_send()/recv()
  * calls and by ur_link_recv()'s wait, which wakes up when one is due; with
- * UROCE_FAULT set at open, ur_link_fd() is an epoll fd over the socket and
+ * a spec at open, ur_link_fd() is an epoll fd over the socket and
  * a release timerfd, so a caller sleeping in poll() wakes up for them too.
  *
  * This is the slow path: with injection on, everything runs under one

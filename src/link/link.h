@@ -27,6 +27,8 @@ struct ur_link_config {
 	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = default */
 	int use_gso;			/* allow UDP_SEGMENT on send */
 	int use_gro;			/* enable UDP_GRO on receive */
+	const char *fault;		/* fault injection spec (fault.c) or
+					 * NULL; the engine passes UROCE_FAULT */
 };
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
@@ -90,9 +92,9 @@ void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
 
 /*
  * Replaces the fault injection config (syntax in fault.c; NULL or "" turns
- * it off). UROCE_FAULT sets it at ur_link_open(). For tests; call it while
- * no other thread sends. Returns 0 or -EINVAL (bad spec, old one kept).
- * With UROCE_FAULT set at open, ur_link_fd() is an epoll fd that also turns
+ * it off); ur_link_config.fault sets it at ur_link_open(). For tests; call
+ * it while no other thread sends. Returns 0 or -EINVAL (bad spec, old one
+ * kept). With a fault spec at open, ur_link_fd() is an epoll fd that also turns
  * readable when a delayed/reordered datagram is due (call ur_link_recv() to
  * let it out); after a later ur_link_set_fault() only ur_link_send/recv
  * calls release held datagrams.

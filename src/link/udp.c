@@ -206,7 +206,7 @@ static int rx_setup(struct ur_link *l)
 }
 
 /*
- * With UROCE_FAULT set, ur_link_fd() is an epoll fd over the socket and a
+ * With a fault spec at open, ur_link_fd() is an epoll fd over the socket and a
  * timerfd that fires when a held (delayed/reordered) datagram is due, so a
  * caller sleeping in poll() on it comes back to release it.
  */
@@ -229,7 +229,7 @@ static int fault_fds(struct ur_link *l)
 
 int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 {
-	const char *spec = getenv("UROCE_FAULT");
+	const char *spec = cfg->fault;
 	int family = cfg->bind.sa.sa_family;
 	struct ur_link *l;
 	int rc;
