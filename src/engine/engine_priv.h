@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "link/link.h"
 #include "obj/obj.h"
+#include "util/iba.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
@@ -253,11 +254,6 @@ struct ur_qp_xport {
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {
 	return qp->ibqp_ex.qp_base.qp_num;
-}
-
-static inline uint32_t ur_mtu_bytes(enum ibv_mtu mtu)
-{
-	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
 }
 
 /* nic.c */

@@ -82,13 +82,6 @@ static void set_buf(int fd, int force_name, int name, unsigned int bytes)
 		setopt(fd, SOL_SOCKET, name, v);
 }
 
-static bool addr_is_loopback(const union ur_sockaddr *a)
-{
-	if (a->sa.sa_family == AF_INET)
-		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
-}
-
 static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
 {
 	const struct sockaddr *s = ifa->ifa_addr;
@@ -129,7 +122,7 @@ static int bound_mtu(int fd, const union ur_sockaddr *a)
 		freeifaddrs(ifs);
 	}
 	/* 127.0.0.0/8 is routed to lo but only 127.0.0.1 is listed */
-	if (mtu < 0 && addr_is_loopback(a))
+	if (mtu < 0 && ur_addr_is_loopback(a))
 		mtu = if_mtu(fd, "lo");
 	return mtu > 0 ? mtu : 1500;
 }

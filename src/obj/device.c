@@ -63,13 +63,6 @@ static uint64_t guid_from_gid(const union ibv_gid *gid)
 	return be;
 }
 
-static bool addr_is_loopback(const union ur_sockaddr *a)
-{
-	if (a->sa.sa_family == AF_INET)
-		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
-}
-
 static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
 {
 	if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family)
@@ -88,7 +81,7 @@ static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
 static void addr_link(const union ur_sockaddr *a, uint32_t *mtu,
 		      unsigned int *ifindex)
 {
-	bool loop = addr_is_loopback(a);
+	bool loop = ur_addr_is_loopback(a);
 	struct ifaddrs *ifs, *ifa;
 	struct ifreq ifr;
 	int fd;

@@ -14,6 +14,9 @@
 #include <sys/socket.h>
 
 #define UR_ROCEV2_PORT 4791
+/* IPv4 TTL / IPv6 hop limit when the verbs give none (0 would be dropped
+ * by the first router): Linux's default, net.ipv4.ip_default_ttl. */
+#define UR_DEFAULT_HOP_LIMIT 64
 
 union ur_sockaddr {
 	struct sockaddr sa;
@@ -63,6 +66,18 @@ static inline void ur_sockaddr_to_gid(const union ur_sockaddr *sa,
 	} else {
 		memcpy(gid, &sa->in6.sin6_addr, 16);
 	}
+}
+
+/* 127.0.0.0/8, ::1, or ::ffff:127.x.y.z: routed to the loopback interface. */
+static inline bool ur_addr_is_loopback(const union ur_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET)
+		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
+	if (a->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr) &&
+			a->in6.sin6_addr.s6_addr[12] == 127);
+	return false;
 }
 
 /* Same host address (ports ignored). */

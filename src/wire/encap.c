@@ -151,7 +151,7 @@ int ur_ipv4_hdr_build(void *buf, const struct ur_ip_flow *flow,
 	put16(h + 2, (uint16_t)tot);
 	put16(h + 4, flow->ip_id);
 	put16(h + 6, 0x4000); /* DF, offset 0 */
-	h[8] = flow->ttl ? flow->ttl : UR_DEFAULT_TTL;
+	h[8] = flow->ttl ? flow->ttl : UR_DEFAULT_HOP_LIMIT;
 	h[9] = IPPROTO_UDP_NUM;
 	put16(h + 10, 0);
 	memcpy(h + 12, &flow->src.v4, 4);
@@ -176,7 +176,7 @@ int ur_ipv6_hdr_build(void *buf, const struct ur_ip_flow *flow,
 	h[3] = w;
 	put16(h + 4, (uint16_t)plen);
 	h[6] = IPPROTO_UDP_NUM;
-	h[7] = flow->ttl ? flow->ttl : UR_DEFAULT_TTL;
+	h[7] = flow->ttl ? flow->ttl : UR_DEFAULT_HOP_LIMIT;
 	memcpy(h + 8, &flow->src.v6, 16);
 	memcpy(h + 24, &flow->dst.v6, 16);
 	return UR_IPV6_HDR_BYTES;

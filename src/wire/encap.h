@@ -9,6 +9,7 @@
 #define UR_WIRE_ENCAP_H
 
 #include "util/addr.h"
+#include "util/iba.h"
 #include "wire/pkt.h"
 #include <netinet/in.h>
 #include <sys/uio.h>
@@ -18,9 +19,7 @@
 #define UR_IPV4_HDR_BYTES 20
 #define UR_IPV6_HDR_BYTES 40
 #define UR_UDP_HDR_BYTES 8
-#define UR_GRH_BYTES 40
 #define UR_ETH_HDR_BYTES 14
-#define UR_DEFAULT_TTL 64
 
 /* The IP/UDP view of one RoCEv2 datagram. Ports are host order. */
 struct ur_ip_flow {

@@ -10,6 +10,7 @@
 #define UR_WIRE_HDR_H
 
 #include "util/compiler.h"
+#include "util/iba.h"
 #include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -81,11 +82,6 @@ static_assert(sizeof(struct ur_cnp_rsvd) == 16, "CNP reserved is 16 bytes");
 #define UR_BTH_BYTES 12
 #define UR_ICRC_BYTES 4
 #define UR_PSN_BITS 24
-#define UR_QPN_MASK 0xffffffu
-#define UR_QPN_GSI 1u
-#define UR_QPN_MCAST 0xffffffu
-#define UR_PKEY_DEFAULT 0xffffu
-#define UR_GSI_QKEY 0x80010000u
 
 /* AETH syndrome (docs/wire-notes.md §2.4) */
 #define UR_AETH_TYPE_MASK 0x60

@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define UR_PSN_MASK 0xffffffu
+#include "util/iba.h"
+
 #define UR_PSN_HALF 0x800000u
 
 static inline uint32_t ur_psn_add(uint32_t psn, int32_t n)

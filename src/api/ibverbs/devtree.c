@@ -294,7 +294,7 @@ static int write_port(struct ur_device *dev)
 		char name[16];
 
 		snprintf(name, sizeof(name), "%d", i);
-		put(d, name, "0x%04x", UR_DEFAULT_PKEY);
+		put(d, name, "0x%04x", UR_PKEY_DEFAULT);
 	}
 
 	pathf(d, sizeof(d), "%s/gids", port);

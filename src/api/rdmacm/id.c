@@ -150,7 +150,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	memcpy(&sa, addr, len);
 	if (!cma_addr_is_any(&sa)) {
 		dev = cma_dev_by_addr(&sa);
-		if (!dev && cma_addr_is_loopback(&sa) && cma.ndev)
+		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev)
 			dev = &cma.devs[0];	/* rendezvous (rendezvous.c) */
 		if (!dev)
 			return EADDRNOTAVAIL;
@@ -207,8 +207,8 @@ static void fill_path(struct cma_id *id)
 	p->slid = p->dlid = htobe16(0xFFFF);
 	p->reversible = 1;
 	p->numb_path = 1;
-	p->pkey = htobe16(0xFFFF);
-	p->hop_limit = UR_CM_HOP_LIMIT;
+	p->pkey = htobe16(UR_PKEY_DEFAULT);
+	p->hop_limit = UR_DEFAULT_HOP_LIMIT;
 	p->traffic_class = id->tos;
 	p->mtu_selector = 2;	/* exactly */
 	p->mtu = id->dev->mtu;
@@ -220,7 +220,7 @@ static void fill_path(struct cma_id *id)
 	id->id.route.num_paths = 1;
 	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gid, 16);
 	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
-	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 }
 
 /*
@@ -240,7 +240,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 		memcpy(id->dgid, own->gid, 16);
 		return 0;
 	}
-	if (cma_addr_is_loopback(dst)) {
+	if (ur_addr_is_loopback(dst)) {
 		id->loop_dst = true;
 		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
 			return 0;
@@ -321,7 +321,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		cid->state = CMA_ADDR_RESOLVED;
 		memcpy(id->route.addr.addr.ibaddr.sgid.raw, cid->dev->gid, 16);
 		memcpy(id->route.addr.addr.ibaddr.dgid.raw, cid->dgid, 16);
-		id->route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+		id->route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 		cma_event_post(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0,
 			       NULL, NULL);
 	}
@@ -524,7 +524,7 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		a->ah_attr.port_num = 1;
 		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
 		a->ah_attr.grh.sgid_index = 0;
-		a->ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
+		a->ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 		a->ah_attr.grh.traffic_class = id->tos;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -667,7 +667,7 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	cid->srq = attr->srq != NULL;
 	ret = cma_modify_qp(cid, IBV_QPS_INIT);
 	if (!ret && id->qp_type == IBV_QPT_UD) {
-		cid->sq_psn = ur_random_u32() & 0xFFFFFF;
+		cid->sq_psn = ur_random_u32() & UR_PSN_MASK;
 		ret = cma_modify_qp(cid, IBV_QPS_RTR);
 		if (!ret)
 			ret = cma_modify_qp(cid, IBV_QPS_RTS);

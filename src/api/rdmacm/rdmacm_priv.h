@@ -21,6 +21,7 @@
 #include "cm/mad.h"
 #include "util/addr.h"
 #include "util/compiler.h"
+#include "util/iba.h"
 #include "util/list.h"
 
 /* CM timing (docs/design.md, "Connection manager"). */
@@ -29,9 +30,7 @@
 #define UR_CM_MRA_TIMEOUT 24		/* what our MRA asks for: 68.7 s */
 #define UR_CM_ACK_TIMEOUT 14		/* RC local ACK timeout: 67 ms */
 #define UR_CM_TARGET_ACK_DELAY 10	/* REP: what our responder adds, 4 ms */
-#define UR_CM_HOP_LIMIT 64
 #define UR_CM_RECV_BUFS 64
-#define UR_GRH_SIZE 40
 #define UR_CM_RV_WAIT_NS (500ULL * 1000000)	/* see conn.c, rdma_connect */
 #define UR_CM_RV_POLL_NS (20ULL * 1000000)
 
@@ -189,7 +188,6 @@ static inline struct cma_chan *to_cma_chan(struct rdma_event_channel *ch)
 int cma_init(void);			/* 0 or errno; opens devices, agents */
 struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
 struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa);
-bool cma_addr_is_loopback(const union ur_sockaddr *sa);
 bool cma_addr_is_any(const union ur_sockaddr *sa);
 uint16_t cma_addr_port(const struct sockaddr *sa);
 void cma_addr_set_port(struct sockaddr *sa, uint16_t port);

@@ -92,7 +92,7 @@ int cma_rv_publish(struct cma_id *id)
 	int fd, ret, tries;
 
 	if (!cma_addr_is_any(sa) &&
-	    !(cma_addr_is_loopback(sa) && !cma_dev_by_addr(sa)))
+	    !(ur_addr_is_loopback(sa) && !cma_dev_by_addr(sa)))
 		return 0;	/* a device address: reachable as it is */
 	if (!cma.ndev)
 		return ENODEV;

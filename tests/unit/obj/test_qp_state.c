@@ -431,9 +431,9 @@ static void test_names(void **state)
 	(void)state;
 	assert_string_equal(ur_qp_state_name(IBV_QPS_SQE), "SQE");
 	assert_string_equal(ur_qp_state_name(IBV_QPS_UNKNOWN), "UNKNOWN");
-	assert_int_equal(ur_mtu_enum_bytes(IBV_MTU_4096), 4096);
-	assert_int_equal(ur_mtu_enum_bytes(IBV_MTU_256), 256);
-	assert_int_equal(ur_mtu_enum_bytes(0), 0);
+	assert_int_equal(ur_mtu_bytes(IBV_MTU_4096), 4096);
+	assert_int_equal(ur_mtu_bytes(IBV_MTU_256), 256);
+	assert_int_equal(ur_mtu_bytes(0), 0);
 }
 
 int main(void)
