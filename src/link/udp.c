@@ -29,8 +29,6 @@
  * last message is out, so earlier pointers stay valid as link.h promises).
  */
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -38,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -48,6 +45,7 @@
 
 #include "link/link_priv.h"
 #include "util/log.h"
+#include "util/netif.h"
 #include "util/time.h"
 
 #ifndef UDP_SEGMENT
@@ -82,55 +80,11 @@ static void set_buf(int fd, int force_name, int name, unsigned int bytes)
 		setopt(fd, SOL_SOCKET, name, v);
 }
 
-static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
+static uint32_t compute_max_payload(const union ur_sockaddr *a)
 {
-	const struct sockaddr *s = ifa->ifa_addr;
+	uint32_t mtu;
 
-	if (!s || s->sa_family != a->sa.sa_family)
-		return false;
-	if (s->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)s)->sin_addr.s_addr ==
-		       a->in.sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)s)->sin6_addr,
-		       &a->in6.sin6_addr, 16);
-}
-
-static int if_mtu(int fd, const char *name)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
-	if (ioctl(fd, SIOCGIFMTU, &ifr))
-		return -1;
-	return ifr.ifr_mtu;
-}
-
-/* Interface MTU of the bound address; 1500 when we cannot tell (wildcard
- * or unknown address). */
-static int bound_mtu(int fd, const union ur_sockaddr *a)
-{
-	struct ifaddrs *ifs, *ifa;
-	int mtu = -1;
-
-	if (!getifaddrs(&ifs)) {
-		for (ifa = ifs; ifa; ifa = ifa->ifa_next)
-			if (ifa_matches(ifa, a)) {
-				mtu = if_mtu(fd, ifa->ifa_name);
-				break;
-			}
-		freeifaddrs(ifs);
-	}
-	/* 127.0.0.0/8 is routed to lo but only 127.0.0.1 is listed */
-	if (mtu < 0 && ur_addr_is_loopback(a))
-		mtu = if_mtu(fd, "lo");
-	return mtu > 0 ? mtu : 1500;
-}
-
-static uint32_t compute_max_payload(int fd, const union ur_sockaddr *a)
-{
-	int mtu = bound_mtu(fd, a);
-
+	ur_netif_of_addr(a, &mtu, NULL);	/* an assumed MTU if none */
 	/* IP + UDP headers, and the 16-bit IP length limits */
 	if (a->sa.sa_family == AF_INET)
 		return (uint32_t)UR_MIN(mtu - 28, 65535 - 28);
@@ -259,7 +213,7 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 		/* learn the port when the caller asked for an ephemeral one */
 		getsockname(l->fd, &l->local.sa, &sl);
 	}
-	l->max_payload = compute_max_payload(l->fd, &cfg->bind);
+	l->max_payload = compute_max_payload(&cfg->bind);
 	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (l->wake_fd < 0) {
 		rc = -errno;
