@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -66,6 +67,21 @@ static inline void ur_sockaddr_to_gid(const union ur_sockaddr *sa,
 	} else {
 		memcpy(gid, &sa->in6.sin6_addr, 16);
 	}
+}
+
+/* A numeric IPv4 or IPv6 address (port 0). false if s is neither. */
+static inline bool ur_addr_parse(const char *s, union ur_sockaddr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, &out->in.sin_addr) == 1) {
+		out->in.sin_family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, &out->in6.sin6_addr) == 1) {
+		out->in6.sin6_family = AF_INET6;
+		return true;
+	}
+	return false;
 }
 
 /* 127.0.0.0/8, ::1, or ::ffff:127.x.y.z: routed to the loopback interface. */

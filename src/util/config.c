@@ -16,20 +16,6 @@
 static struct ur_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static bool parse_one(const char *s, union ur_sockaddr *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, s, &out->in.sin_addr) == 1) {
-		out->in.sin_family = AF_INET;
-		return true;
-	}
-	if (inet_pton(AF_INET6, s, &out->in6.sin6_addr) == 1) {
-		out->in6.sin6_family = AF_INET6;
-		return true;
-	}
-	return false;
-}
-
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 				   unsigned int max)
 {
@@ -51,7 +37,7 @@ unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 		if (len && len < sizeof(buf)) {
 			memcpy(buf, p, len);
 			buf[len] = '\0';
-			if (parse_one(buf, &out[n]))
+			if (ur_addr_parse(buf, &out[n]))
 				n++;
 			else
 				ur_warn("UROCE_ADDRS: ignoring '%s'", buf);

@@ -16,14 +16,9 @@
 
 static union ur_sockaddr addr(const char *s)
 {
-	union ur_sockaddr a = { 0 };
+	union ur_sockaddr a;
 
-	if (inet_pton(AF_INET, s, &a.in.sin_addr) == 1) {
-		a.in.sin_family = AF_INET;
-	} else {
-		assert_int_equal(inet_pton(AF_INET6, s, &a.in6.sin6_addr), 1);
-		a.in6.sin6_family = AF_INET6;
-	}
+	assert_true(ur_addr_parse(s, &a));
 	return a;
 }
 
