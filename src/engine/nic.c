@@ -368,7 +368,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 	int n, i, total = 0;
 
 	do {
-		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH, 0);
+		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH);
 		if (n <= 0)
 			break;
 		ur_cnt_stat(&nic->cnt, UR_STAT_RX_PKTS, (unsigned int)n);

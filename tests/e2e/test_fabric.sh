@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # libfabric (Debian's libfabric-bin, unmodified) over uroce: fi_pingpong
 # with the verbs provider, RDM endpoints (libfabric layers them on verbs
-# datagrams: ofi_rxd), with -v: every received byte is checked. Not here:
-# MSG and DGRAM endpoints (the verbs provider's event queue needs
-# librdmacm), and 64 KiB RDM messages (they time out: to be looked into).
+# datagrams: ofi_rxd), with -v: every received byte is checked. MSG and
+# DGRAM endpoints (through librdmacm) are in test_fabric_cm.sh. Not here:
+# 64 KiB RDM messages over ofi_rxd (they time out: to be looked into).
 # About 10 s.
 set -u
 . "$(dirname "$0")/lib.sh"

@@ -29,6 +29,46 @@ static int gai_errno(int e)
 	}
 }
 
+static int copy_sockaddr(struct sockaddr **dst, socklen_t *dst_len,
+			 const struct sockaddr *src, socklen_t len)
+{
+	if (!src || !len)
+		return 0;
+	*dst = malloc(len);
+	if (!*dst)
+		return -1;
+	memcpy(*dst, src, len);
+	*dst_len = len;
+	return 0;
+}
+
+/*
+ * No node and no service: the answer is the hints' own addresses, as
+ * rdma-core gives it (libfabric's verbs provider resolves a binary
+ * destination address this way).
+ */
+static int addrinfo_from_hints(const struct rdma_addrinfo *hints,
+			       struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return cma_err(ENOMEM);
+	r->ai_flags = hints->ai_flags;
+	r->ai_family = hints->ai_family;
+	r->ai_qp_type = hints->ai_qp_type;
+	r->ai_port_space = hints->ai_port_space;
+	if (copy_sockaddr(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr,
+			  hints->ai_dst_len) ||
+	    copy_sockaddr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+			  hints->ai_src_len)) {
+		rdma_freeaddrinfo(r);
+		return cma_err(ENOMEM);
+	}
+	*res = r;
+	return 0;
+}
+
 UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints,
 			       struct rdma_addrinfo **res)
@@ -38,11 +78,13 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct sockaddr *sa;
 	int e;
 
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return cma_err(EINVAL);
 	if (hints) {
 		if (hints->ai_family == AF_IB)
 			return cma_err(EAFNOSUPPORT);
+		if (!node && !service)
+			return addrinfo_from_hints(hints, res);
 		h.ai_family = hints->ai_family;
 		if (hints->ai_flags & RAI_PASSIVE)
 			h.ai_flags |= AI_PASSIVE;

@@ -76,37 +76,6 @@ UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 	return 0;
 }
 
-UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
-{
-	struct cma_id *cid;
-
-	if (!id)
-		return cma_err(EINVAL);
-	cid = to_cma_id(id);
-	pthread_mutex_lock(&cma.lock);
-	cid->destroying = true;
-	cma_conn_teardown(cid);
-	cma_rv_withdraw(cid);
-	if (cid->sync && id->event) {
-		struct rdma_cm_event *ev = id->event;
-
-		id->event = NULL;
-		pthread_mutex_unlock(&cma.lock);
-		rdma_ack_cm_event(ev);
-		pthread_mutex_lock(&cma.lock);
-	}
-	cma_chan_drop_events(cid);
-	/* rdma-core's rule: wait until every event handed out is acked */
-	while (cid->events_out > 0)
-		pthread_cond_wait(&cma.cond, &cma.lock);
-	ur_list_del(&cid->node);
-	pthread_mutex_unlock(&cma.lock);
-	if (cid->sync)
-		cma_chan_free(cid->chan);
-	free(cid);
-	return 0;
-}
-
 static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
 		       const union ur_sockaddr *sa, uint16_t port)
 {
@@ -179,7 +148,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 		id->dev = dev;
 		id->id.verbs = dev->verbs;
 		id->id.port_num = 1;
-		id->id.pd = NULL;
+		id->id.pd = dev->pd;	/* rdma-core: the device's PD */
 	}
 	return 0;
 }
@@ -298,6 +267,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 			goto out;
 		}
 		id->verbs = cid->dev->verbs;
+		id->pd = cid->dev->pd;
 		id->port_num = 1;
 	}
 	/* an unspecified source becomes the device's own address */
@@ -462,6 +432,7 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 {
 	struct cma_id *cid;
 	struct cma_chan *to, *old;
+	struct rdma_cm_event *held = NULL;
 	bool was_sync;
 
 	if (!id)
@@ -473,10 +444,16 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	pthread_mutex_lock(&cma.lock);
 	old = cid->chan;
 	was_sync = cid->sync;
+	if (was_sync) {	/* rdma-core acks the event a sync id still holds */
+		held = id->event;
+		id->event = NULL;
+	}
 	cma_event_move(cid, to);
 	id->channel = &to->ch;
 	cid->sync = to->internal;
 	pthread_mutex_unlock(&cma.lock);
+	if (held)
+		rdma_ack_cm_event(held);
 	if (was_sync && old != to)
 		cma_chan_free(old);
 	return 0;

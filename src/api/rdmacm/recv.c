@@ -135,6 +135,7 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->listener = l;
 	c->dev = dev;
 	c->id.verbs = dev->verbs;
+	c->id.pd = dev->pd;
 	c->id.port_num = 1;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
@@ -149,6 +150,8 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->tid = m->hdr.tid;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
+	/* drawn now, not at accept: rdma_init_qp_attr(RTR) may come first */
+	c->rq_psn = ur_random_u32() & UR_PSN_MASK;
 	c->path_mtu = r->path_mtu < dev->mtu && r->path_mtu ?
 			      (enum ibv_mtu)r->path_mtu : dev->mtu;
 	c->retry_count = r->retry_count;
@@ -232,6 +235,7 @@ static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->listener = l;
 	c->dev = dev;
 	c->id.verbs = dev->verbs;
+	c->id.pd = dev->pd;
 	c->id.port_num = 1;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
@@ -372,8 +376,8 @@ static void linger_done(struct cma_dev *dev, const struct ur_cm_dreq *drep)
 	}
 }
 
-void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
-		    const uint8_t *mad, size_t len)
+static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
+		       const uint8_t *mad, size_t len)
 {
 	struct ur_cm_msg m;
 	struct cma_id *id;
@@ -513,7 +517,7 @@ static void gave_up(struct cma_dev *dev, struct cma_id *id)
 	}
 }
 
-uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
+static uint64_t run_timers(struct cma_dev *dev, uint64_t now)
 {
 	struct ur_list *pos, *tmp;
 	uint64_t next = 0;
@@ -562,3 +566,7 @@ uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 	return next;
 }
 
+const struct cma_agent_handlers cma_cm_handlers = {
+	.mad = handle_mad,
+	.timers = run_timers,
+};

@@ -2,7 +2,7 @@
 /*
  * The per-process device tree through the public API, as a sysfs reader
  * sees it: paths, the values the verbs queries return, live hw_counters
- * while traffic flows, removal at exit, removal of a SIGKILLed process's
+ * while traffic flows, next to no CPU while idle, removal at exit, removal of a SIGKILLed process's
  * tree by the next process, no trampling between a parent and its child,
  * and the trees of live processes left alone.
  */
@@ -14,6 +14,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -329,6 +330,51 @@ static void t_fork_exit_and_kill(void **state)
 	assert_true(exists(mine));
 }
 
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * An open device with no traffic costs (next to) no CPU: the refresher
+ * sleeps between rounds and a round with unchanged counters writes
+ * nothing. (Its timed wait once used CLOCK_MONOTONIC deadlines on a
+ * CLOCK_REALTIME condition variable and never slept: half a core per
+ * process with a device open.)
+ */
+static void t_idle_is_cheap(void **state)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	char path[PATH_MAX];
+	struct stat before, after;
+	uint64_t cpu0, cpu;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	ctx = ibv_open_device(list[0]);
+	assert_non_null(ctx);
+	snprintf(path, sizeof(path), "%s/ports/1/hw_counters/rcvd_pkts",
+		 list[0]->ibdev_path);
+	usleep(150 * 1000);	/* the refresher's first rounds */
+	assert_int_equal(stat(path, &before), 0);
+	cpu0 = cpu_ns();
+	usleep(1000 * 1000);
+	cpu = cpu_ns() - cpu0;
+	/* 20 rounds: a spinning refresher burns hundreds of ms here */
+	print_message("idle second: %" PRIu64 " us of CPU\n", cpu / 1000);
+	assert_true(cpu < 50 * 1000000ull);
+	/* still the file written before (a rewrite renames a new one in) */
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+}
+
 static int setup(void **state)
 {
 	char tmpl[] = "/tmp/uroce-devtree-XXXXXX";
@@ -359,6 +405,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_layout_and_values),
 		cmocka_unit_test(t_live_counters),
+		cmocka_unit_test(t_idle_is_cheap),
 		cmocka_unit_test(t_fork_exit_and_kill),
 	};
 
