@@ -24,8 +24,8 @@ struct ur_link;
 
 struct ur_link_config {
 	union ur_sockaddr bind;		/* address and port to bind */
-	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = default */
-	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = default */
+	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = link/params.h */
+	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = link/params.h */
 	int use_gso;			/* allow UDP_SEGMENT on send */
 	int use_gro;			/* enable UDP_GRO on receive */
 	const char *fault;		/* fault injection spec (fault.c) or

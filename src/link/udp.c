@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "link/params.h"
 #include "link/udp.h"
 #include "util/log.h"
 #include "util/netif.h"
@@ -52,19 +53,6 @@
 #ifndef UDP_GRO
 #define UDP_GRO 104
 #endif
-
-#define UR_LINK_DEF_BUF (4u << 20)
-#define UR_LINK_TX_RETRIES 16
-#define UR_LINK_MAX_IOV 64		/* iovecs per datagram, split path */
-
-/* Receive buffers: one per recvmmsg slot. With GRO a slot may hold a whole
- * 64 KiB train; without it a jumbo datagram is the largest we expect. */
-#define UR_LINK_RX_SLOTS 64
-#define UR_LINK_RX_SLOTS_GRO 32
-#define UR_LINK_RX_BUF 9216u
-#define UR_LINK_RX_BUF_GRO 65536u
-#define UR_LINK_TX_CHUNK 64		/* messages per sendmmsg() */
-#define UR_LINK_CMSG_SPACE 128		/* per received message */
 
 /* What we parsed from one received message (a datagram or a GRO train). */
 struct udp_rxmeta {
@@ -117,7 +105,7 @@ static int setopt(int fd, int level, int name, int val)
 
 static void set_buf(int fd, int force_name, int name, unsigned int bytes)
 {
-	int v = (int)(bytes ? bytes : UR_LINK_DEF_BUF);
+	int v = (int)bytes;
 
 	/* FORCE works with CAP_NET_ADMIN only; the plain one is capped by
 	 * net.core.[rw]mem_max. */
@@ -141,8 +129,10 @@ static int sock_setup(struct ur_udp *u, const struct ur_link_config *cfg)
 {
 	int fd = u->fd, rc;
 
-	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg->rcvbuf);
-	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg->sndbuf);
+	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF,
+		cfg->rcvbuf ? cfg->rcvbuf : UR_LINK_RCVBUF);
+	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF,
+		cfg->sndbuf ? cfg->sndbuf : UR_LINK_SNDBUF);
 	if (u->family == AF_INET) {
 		rc = setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
 		rc = rc ?: setopt(fd, IPPROTO_IP, IP_PKTINFO, 1);
