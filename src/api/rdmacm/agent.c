@@ -21,7 +21,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define AGENT_SEND_DEPTH 128
 #define BUF_SIZE (UR_GRH_BYTES + UR_MAD_SIZE)
 
 static int post_recv(struct cma_dev *d, unsigned int i)
@@ -159,7 +158,7 @@ int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_UD,
 		.cap = {
-			.max_send_wr = AGENT_SEND_DEPTH,
+			.max_send_wr = UR_CM_AGENT_SEND_DEPTH,
 			.max_recv_wr = UR_CM_RECV_BUFS,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -181,7 +180,7 @@ int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 	if (fcntl(d->cch->fd, F_SETFL,
 		  fcntl(d->cch->fd, F_GETFL) | O_NONBLOCK) < 0)
 		goto err;
-	d->cq = ibv_create_cq(d->verbs, AGENT_SEND_DEPTH + UR_CM_RECV_BUFS,
+	d->cq = ibv_create_cq(d->verbs, UR_CM_AGENT_SEND_DEPTH + UR_CM_RECV_BUFS,
 			      NULL, d->cch, 0);
 	d->mr = ibv_reg_mr(d->agent_pd, d->bufs,
 			   (size_t)UR_CM_RECV_BUFS * BUF_SIZE,

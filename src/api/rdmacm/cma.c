@@ -124,11 +124,9 @@ static void dump_stats(void)
 		fclose(f);
 }
 
-#define LINGER_MAX_NS (3ULL * 1000000000ULL)
-
 __attribute__((destructor)) static void cma_fini(void)
 {
-	uint64_t until = ur_now_ns() + LINGER_MAX_NS;
+	uint64_t until = ur_now_ns() + UR_CM_LINGER_MAX_NS;
 	int i;
 
 	/* let the last DREQs be answered (struct cma_linger) */
