@@ -13,14 +13,15 @@
 #    client's uroce counters carry the bytes, so TCP was not used;
 #  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
 #    every byte right, and the counters show drops and retransmissions.
-# riostream needs riomap (not offered): reported as skipped.
+#  - riostream: riomap/riowrite (zero copy into the peer's mapped buffer),
+#    with -T v;
 # Takes about 25 s here.
 set -u
 cd "$(dirname "$0")"
 . ./lib.sh
 e2e_libdir "${1:-}"
 
-for p in rstream rcopy; do
+for p in rstream riostream rcopy; do
 	if ! command -v $p >/dev/null; then
 		echo "FAIL: $p missing (apt-get install rdmacm-utils)"
 		exit 1
@@ -112,8 +113,16 @@ fi
 kill -TERM $sp 2>/dev/null
 wait $sp 2>/dev/null
 
-# riostream moves its data with riomap/riowrite, which we do not offer.
-e2e_skip riostream "riomap/riowrite not implemented (README)"
+# riostream: riomap on both sides, riowrite into the peer's buffer, -T v.
+P=$((P + 1))
+pair riostream_10k 60 $P "riostream -b 127.0.0.1 -p $P -S 10000 -C 20 -T v" \
+	"riostream -s 127.0.0.1 -p $P -S 10000 -C 20 -T v" \
+	"^custom +[0-9.kmg]+ +20 "
+P=$((P + 1))
+pair riostream_1m_async 60 $P \
+	"riostream -b 127.0.0.1 -p $P -S 1000000 -C 3 -T a -T v" \
+	"riostream -s 127.0.0.1 -p $P -S 1000000 -C 3 -T a -T v" \
+	"^custom +[0-9.kmg]+ +3 "
 
 # no_kernel_listener PORT NAME: under librspreload a listener is an rsocket,
 # so the kernel has no TCP listener on the port.

@@ -2,8 +2,9 @@
 /*
  * rsockets (rdma/rsocket.h): the socket table, rsocket, rshutdown, rclose,
  * names, options and rfcntl. rsocket_conn.c sets connections up,
- * rsocket_io.c moves the data, rsocket_poll.c is rpoll and rselect.
- * SOCK_DGRAM and the iomap calls are not offered (README, "What works").
+ * rsocket_io.c moves the data, rsocket_iomap.c is riomap and riowrite,
+ * rsocket_poll.c is rpoll and rselect. SOCK_DGRAM is not offered (README,
+ * "What works").
  *
  * A socket is found by its number without a reference count: like a
  * kernel fd, an rsocket closed by one thread while another uses it is the
@@ -99,6 +100,7 @@ struct rsk *rsk_new(const struct rsk *parent)
 		rs->sq_size = parent->sq_size;
 		rs->rq_size = parent->rq_size;
 		rs->sq_inline = parent->sq_inline;
+		rs->target_iomap_size = parent->target_iomap_size;
 		rs->fs_flags = parent->fs_flags;
 		rs->fd_flags = parent->fd_flags;
 		rs->so_opts = parent->so_opts;
@@ -197,6 +199,25 @@ UR_EXPORT int rshutdown(int socket, int how)
 	return ret;
 }
 
+/*
+ * Requests never raccept'ed: rejected and their ids destroyed, and their
+ * events taken off the channel, which is destroyed next with what it holds.
+ */
+static void refuse_pending(struct rsk *rs)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (!rdma_get_cm_event(rs->chan, &ev)) {
+		id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
+		rdma_ack_cm_event(ev);
+		if (id) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+		}
+	}
+}
+
 UR_EXPORT int rclose(int socket)
 {
 	struct rsk *rs = rsk_get(socket);
@@ -204,6 +225,8 @@ UR_EXPORT int rclose(int socket)
 	if (!rs)
 		return rsk_err(EBADF);
 	pthread_mutex_lock(&rs->lock);
+	if (rs->state == RSK_LISTENING)
+		refuse_pending(rs);
 	shutdown_locked(rs, SHUT_RDWR);
 	pthread_mutex_unlock(&rs->lock);
 	unpublish(rs);
@@ -362,7 +385,10 @@ static int setsockopt_locked(struct rsk *rs, int level, int optname,
 			rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
 			return 0;
 		case RDMA_IOMAPSIZE:
-			return v ? rsk_err(ENOTSUP) : 0;	/* no iomap */
+			/* rounded to what the connect data can say */
+			rs->target_iomap_size = (uint16_t)rsk_iomap_unscale(
+				rsk_iomap_scale(UR_MIN(v, 0x7F00)));
+			return 0;
 		}
 		break;
 	}
@@ -459,7 +485,7 @@ static int getsockopt_locked(struct rsk *rs, int level, int optname,
 			v = rs->sq_inline;
 			goto out;
 		case RDMA_IOMAPSIZE:
-			v = 0;
+			v = rs->target_iomap_size;
 			goto out;
 		}
 		break;
@@ -521,24 +547,4 @@ UR_EXPORT int rfcntl(int socket, int cmd, ...)
 	pthread_mutex_unlock(&rs->lock);
 	va_end(ap);
 	return ret;
-}
-
-/* Zero-copy iomap transfers: not offered; we announce no iomap entries, so
- * a peer never writes into our memory through them either. */
-UR_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
-		       off_t offset)
-{
-	return rsk_err(ENOSYS);
-}
-
-UR_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	return rsk_err(ENOSYS);
-}
-
-UR_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
-			  off_t offset, int flags)
-{
-	errno = ENOSYS;
-	return 0;
 }

@@ -53,7 +53,7 @@ int rsk_create_ep(struct rsk *rs)
 	struct ibv_qp_init_attr qa;
 	struct ibv_device_attr da;
 	uint32_t max = RSK_QP_MAX;
-	size_t slen;
+	size_t slen, tlen;
 	int i, ret;
 
 	if (!ibv_query_device(rs->id->verbs, &da) && (uint32_t)da.max_qp_wr < max)
@@ -90,7 +90,9 @@ int rsk_create_ep(struct rsk *rs)
 	slen = rs->sbuf_size + sizeof(struct rsk_sge) * RSK_CTRL_SLOTS;
 	rs->sbuf = rsk_alloc_buf(slen);
 	rs->rbuf = rsk_alloc_buf(rs->rbuf_size);
-	rs->target_sgl = rsk_alloc_buf(sizeof(struct rsk_sge) * RSK_SGL_SIZE);
+	tlen = sizeof(struct rsk_sge) * RSK_SGL_SIZE +
+	       sizeof(struct rsk_iomap) * rs->target_iomap_size;
+	rs->target_sgl = rsk_alloc_buf(tlen);
 	if (!rs->rmsg || !rs->sbuf || !rs->rbuf || !rs->target_sgl) {
 		errno = ENOMEM;
 		return -1;
@@ -98,9 +100,10 @@ int rsk_create_ep(struct rsk *rs)
 	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, slen, IBV_ACCESS_LOCAL_WRITE);
 	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	rs->tmr = ibv_reg_mr(rs->id->pd, (void *)rs->target_sgl,
-			     sizeof(struct rsk_sge) * RSK_SGL_SIZE,
+	rs->tmr = ibv_reg_mr(rs->id->pd, (void *)rs->target_sgl, tlen,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rs->target_iomap = (volatile struct rsk_iomap *)
+			   (rs->target_sgl + RSK_SGL_SIZE);
 	if (!rs->smr || !rs->rmr || !rs->tmr)
 		return -1;
 
@@ -124,6 +127,7 @@ int rsk_create_ep(struct rsk *rs)
 /* Frees what rsk_create_ep made; the id and its QP go with rdma_destroy_*. */
 void rsk_free_ep(struct rsk *rs)
 {
+	rsk_free_maps(rs);
 	if (rs->id && rs->id->qp)
 		rdma_destroy_qp(rs->id);
 	if (rs->smr)
@@ -147,6 +151,7 @@ void rsk_free_ep(struct rsk *rs)
 	rs->cch = NULL;
 	rs->sbuf = rs->rbuf = NULL;
 	rs->target_sgl = NULL;
+	rs->target_iomap = NULL;
 	rs->rmsg = NULL;
 }
 
@@ -162,8 +167,10 @@ void rsk_format_conn(struct rsk *rs, struct rsk_conn_data *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->version = RSK_CONN_VERSION;
-	c->flags = __BYTE_ORDER == __BIG_ENDIAN ? RSK_CONN_FLAG_NET : 0;
+	c->flags = RSK_CONN_FLAG_IOMAP |
+		   (__BYTE_ORDER == __BIG_ENDIAN ? RSK_CONN_FLAG_NET : 0);
 	c->credits = htobe16(rs->rq_size);
+	c->target_iomap_size = (uint8_t)rsk_iomap_scale(rs->target_iomap_size);
 	sge_to_be(&c->target_sgl, (uintptr_t)rs->target_sgl, rs->tmr->rkey,
 		  RSK_SGL_SIZE);
 	sge_to_be(&c->data_buf, (uintptr_t)rs->rbuf, rs->rmr->rkey,
@@ -179,6 +186,15 @@ void rsk_save_conn(struct rsk *rs, const struct rsk_conn_data *c)
 	rs->remote_sgl.length = be32toh(c->target_sgl.length);
 	rs->remote_sge = 1;	/* entry 0 is the data_buf below */
 	rs->swap = net != (__BYTE_ORDER == __BIG_ENDIAN);
+	memset(&rs->remote_iomap, 0, sizeof(rs->remote_iomap));
+	if (c->flags & RSK_CONN_FLAG_IOMAP) {
+		/* the peer's target iomap follows its target SGL */
+		rs->remote_iomap.addr = rs->remote_sgl.addr +
+			sizeof(struct rsk_sge) * rs->remote_sgl.length;
+		rs->remote_iomap.length =
+			(uint32_t)rsk_iomap_unscale(c->target_iomap_size);
+		rs->remote_iomap.key = rs->remote_sgl.key;
+	}
 	rs->target_sgl[0].addr = be64toh(c->data_buf.addr);
 	rs->target_sgl[0].key = be32toh(c->data_buf.key);
 	rs->target_sgl[0].length = be32toh(c->data_buf.length);
@@ -186,9 +202,8 @@ void rsk_save_conn(struct rsk *rs, const struct rsk_conn_data *c)
 	rs->sseq_comp = be16toh(c->credits);
 }
 
-static int post_write_imm(struct rsk *rs, struct ibv_sge *sgl, int n,
-			  uint32_t msg, unsigned int flags, uint64_t addr,
-			  uint32_t rkey)
+int rsk_post_write(struct rsk *rs, struct ibv_sge *sgl, int n, uint32_t msg,
+		   unsigned int flags, uint64_t addr, uint32_t rkey, bool imm)
 {
 	struct ibv_send_wr wr, *bad;
 
@@ -196,12 +211,20 @@ static int post_write_imm(struct rsk *rs, struct ibv_sge *sgl, int n,
 	wr.wr_id = msg;
 	wr.sg_list = sgl;
 	wr.num_sge = n;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
 	wr.send_flags = flags;
-	wr.imm_data = htobe32(msg);
+	if (imm)
+		wr.imm_data = htobe32(msg);
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(rs->id->qp, &wr, &bad);
+}
+
+static int post_write_imm(struct rsk *rs, struct ibv_sge *sgl, int n,
+			  uint32_t msg, unsigned int flags, uint64_t addr,
+			  uint32_t rkey)
+{
+	return rsk_post_write(rs, sgl, n, msg, flags, addr, rkey, true);
 }
 
 static bool ctrl_avail(struct rsk *rs)
@@ -316,7 +339,13 @@ static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
 		if (++rs->rmsg_tail == rs->rq_size + 1)
 			rs->rmsg_tail = 0;
 		break;
-	default:		/* iomap updates: we offer no iomap */
+	case RSK_OP_IOMAP_SGL:
+		/* the entry is in our target iomap already; this message's
+		 * receive is posted again, so its credit goes back (rdma-core
+		 * keeps it, which is only more cautious) */
+		rs->rseq_no++;
+		break;
+	default:
 		break;
 	}
 }
@@ -332,6 +361,10 @@ static void handle_send(struct rsk *rs, const struct ibv_wc *wc)
 		if (msg == RSK_MSG(RSK_OP_CTRL, RSK_CTRL_DISCONNECT) &&
 		    rs->state == RSK_CONNECTED)
 			rs->state = RSK_DISCONNECTED;
+		break;
+	case RSK_OP_IOMAP_SGL:		/* the argument is the entry's index */
+		rs->sqe_avail++;
+		rs->sbuf_avail += sizeof(struct rsk_iomap);
 		break;
 	default:
 		rs->sqe_avail++;
@@ -508,11 +541,57 @@ static void gather(uint8_t *dst, const struct iovec **iov, size_t *off,
 	}
 }
 
+int rsk_wait_send(struct rsk *rs, int flags)
+{
+	if (rsk_can_send(rs))
+		return 0;
+	if (rsk_process(rs, nonblocking(rs, flags), can_send_or_closed))
+		return -1;
+	if (!rs->writable || rs->state != RSK_CONNECTED)
+		return rsk_err(rs->state == RSK_ERROR ? rs->err : ECONNRESET);
+	return 0;
+}
+
+int rsk_stage(struct rsk *rs, const struct iovec **cur, size_t *off,
+	      size_t len, struct ibv_sge sg[2])
+{
+	size_t first = UR_MIN(len, (size_t)(rs->sbuf_size - rs->sbuf_head));
+	int n = 1;
+
+	gather(rs->sbuf + rs->sbuf_head, cur, off, first);
+	sg[0].addr = (uintptr_t)rs->sbuf + rs->sbuf_head;
+	sg[0].length = (uint32_t)first;
+	sg[0].lkey = rs->smr->lkey;
+	if (len > first) {
+		gather(rs->sbuf, cur, off, len - first);
+		sg[1].addr = (uintptr_t)rs->sbuf;
+		sg[1].length = (uint32_t)(len - first);
+		sg[1].lkey = rs->smr->lkey;
+		n = 2;
+	}
+	rs->sbuf_head = (uint32_t)((rs->sbuf_head + len) % rs->sbuf_size);
+	rs->sqe_avail--;
+	rs->sbuf_avail -= (uint32_t)len;
+	return n;
+}
+
+size_t rsk_next_xfer(uint32_t *olen, size_t left)
+{
+	size_t xfer = left;
+
+	if (*olen < left) {
+		xfer = *olen;
+		if (*olen < RSK_MAX_XFER)
+			*olen <<= 1;
+	}
+	return xfer;
+}
+
 static ssize_t sendv_locked(struct rsk *rs, const struct iovec *iov,
 			    int iovcnt, int flags)
 {
 	const struct iovec *cur = iov;
-	size_t len = 0, left, off = 0, xfer, first;
+	size_t len = 0, left, off = 0, xfer;
 	uint32_t olen = RSK_FIRST_XFER, dst_len;
 	struct ibv_sge sg[2];
 	uint64_t addr;
@@ -522,47 +601,16 @@ static ssize_t sendv_locked(struct rsk *rs, const struct iovec *iov,
 
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
-	while (cur - iov < iovcnt && cur->iov_len == 0)
-		cur++;
 	for (left = len; left; left -= xfer) {
-		if (!rsk_can_send(rs)) {
-			ret = rsk_process(rs, nonblocking(rs, flags),
-				      can_send_or_closed);
-			if (ret)
-				break;
-			if (!rs->writable || rs->state != RSK_CONNECTED) {
-				ret = rsk_err(rs->state == RSK_ERROR ? rs->err :
-					      ECONNRESET);
-				break;
-			}
-		}
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RSK_MAX_XFER)
-				olen <<= 1;
-		} else {
-			xfer = left;
-		}
+		ret = rsk_wait_send(rs, flags);
+		if (ret)
+			break;
 		t = &rs->target_sgl[rs->target_sge];
 		dst_len = t->length;
+		xfer = rsk_next_xfer(&olen, left);
 		xfer = UR_MIN(xfer, (size_t)rs->sbuf_avail);
 		xfer = UR_MIN(xfer, (size_t)dst_len);
-
-		/* copy into the send ring, in two pieces where it wraps */
-		first = UR_MIN(xfer, (size_t)(rs->sbuf_size - rs->sbuf_head));
-		gather(rs->sbuf + rs->sbuf_head, &cur, &off, first);
-		sg[0].addr = (uintptr_t)rs->sbuf + rs->sbuf_head;
-		sg[0].length = (uint32_t)first;
-		sg[0].lkey = rs->smr->lkey;
-		n = 1;
-		if (xfer > first) {
-			gather(rs->sbuf, &cur, &off, xfer - first);
-			sg[1].addr = (uintptr_t)rs->sbuf;
-			sg[1].length = (uint32_t)(xfer - first);
-			sg[1].lkey = rs->smr->lkey;
-			n = 2;
-		}
-		rs->sbuf_head = (uint32_t)((rs->sbuf_head + xfer) % rs->sbuf_size);
+		n = rsk_stage(rs, &cur, &off, xfer, sg);
 
 		/* move our view of the target before the peer may reuse it */
 		addr = t->addr;
@@ -572,8 +620,6 @@ static ssize_t sendv_locked(struct rsk *rs, const struct iovec *iov,
 		if (!t->length && ++rs->target_sge == RSK_SGL_SIZE)
 			rs->target_sge = 0;
 		rs->sseq_no++;
-		rs->sqe_avail--;
-		rs->sbuf_avail -= (uint32_t)xfer;
 		ret = post_write_imm(rs, sg, n, RSK_MSG(RSK_OP_DATA, xfer),
 				     xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0,
 				     addr, rkey);
@@ -663,6 +709,8 @@ static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
 		if (!rs->writable)
 			ret = rsk_err(EPIPE);
 		else
+			ret = rsk_send_iomaps(rs, flags);
+		if (!ret)
 			ret = sendv_locked(rs, iov, iovcnt, flags);
 	}
 	pthread_mutex_unlock(&rs->lock);

@@ -28,6 +28,7 @@
 /* Message types (bits 31:29 of the immediate) */
 enum {
 	RSK_OP_DATA = 0,		/* argument: bytes written */
+	RSK_OP_WRITE = 2,		/* riowrite (local wr_id only, no imm) */
 	RSK_OP_SGL = 4,			/* argument: new credit limit (sseq) */
 	RSK_OP_IOMAP_SGL = 6,
 	RSK_OP_CTRL = 7,		/* argument: RSK_CTRL_* */
@@ -63,6 +64,19 @@ struct rsk_sge {
 	uint64_t addr;
 	uint32_t key;
 	uint32_t length;
+};
+
+/* An iomap entry: where the peer lets us write its buffer at offset */
+struct rsk_iomap {
+	uint64_t offset;
+	struct rsk_sge sge;
+};
+
+/* A buffer of ours that riomap exposed, in the peer's target iomap */
+struct rsk_map {
+	uint64_t offset;
+	struct ibv_mr *mr;		/* NULL: the slot is free */
+	bool sent;			/* written into the peer's iomap */
 };
 
 /* The REQ's and REP's private data (all big-endian) */
@@ -118,12 +132,17 @@ struct rsk {
 	struct ibv_mr *smr, *rmr, *tmr;
 	uint8_t *sbuf, *rbuf;
 	volatile struct rsk_sge *target_sgl;	/* written by the peer */
+	volatile struct rsk_iomap *target_iomap;	/* after it, same MR */
+	uint16_t target_iomap_size;	/* entries we offer the peer */
 	bool swap;			/* peer's byte order differs */
 
 	/* sending */
 	int target_sge;			/* the entry we write into next */
 	struct rsk_sge remote_sgl;	/* the peer's target SGL */
 	int remote_sge;			/* its entry we update next */
+	struct rsk_sge remote_iomap;	/* the peer's target iomap (entries) */
+	struct rsk_map *maps;		/* remote_iomap.length slots */
+	bool maps_pending;		/* a riomap not yet sent */
 	uint16_t sseq_no, sseq_comp;	/* data messages sent / allowed */
 	uint32_t ctrl_seqno, ctrl_max_seqno;
 	int sqe_avail;
@@ -165,6 +184,21 @@ bool rsk_sends_done(struct rsk *rs);
 int rsk_process(struct rsk *rs, bool nonblock, bool (*test)(struct rsk *));
 int rsk_post_ctrl(struct rsk *rs, uint32_t ctrl);
 bool rsk_ctrl_avail_or_closed(struct rsk *rs);
+int rsk_post_write(struct rsk *rs, struct ibv_sge *sgl, int n, uint32_t msg,
+		   unsigned int flags, uint64_t addr, uint32_t rkey, bool imm);
+/* Waits (or EWOULDBLOCK) until a message may be sent: 0 or -1. */
+int rsk_wait_send(struct rsk *rs, int flags);
+/* Copies len bytes from the iovecs into the send ring: the SGEs (1 or 2). */
+int rsk_stage(struct rsk *rs, const struct iovec **cur, size_t *off,
+	      size_t len, struct ibv_sge sg[2]);
+size_t rsk_next_xfer(uint32_t *olen, size_t left);	/* 2 KiB doubling */
+
+/* rsocket_iomap.c (lock held) */
+int rsk_send_iomaps(struct rsk *rs, int flags);	/* queued riomaps */
+void rsk_free_maps(struct rsk *rs);
+int rsk_iomap_scale(int value);		/* the size's 8-bit encoding */
+int rsk_iomap_unscale(int scale);
+
 /* Sleeps (lock dropped) until the CQ or the CM channel has something, or
  * ms elapse (-1: no bound). 0, or -1 with errno. */
 int rsk_wait(struct rsk *rs, int ms);
