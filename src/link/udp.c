@@ -119,10 +119,13 @@ static uint32_t compute_max_payload(const union ur_sockaddr *a)
 
 	ur_netif_of_addr(a, &mtu, NULL);	/* an assumed MTU if none */
 
-	/* IP + UDP headers, and the 16-bit IP length limits */
+	/* IP + UDP headers, and the 16-bit length limits: IPv4's total
+	 * length counts its header, IPv6's payload length does not */
 	if (a->sa.sa_family == AF_INET)
-		return (uint32_t)UR_MIN(mtu - 28, 65535 - 28);
-	return (uint32_t)UR_MIN(mtu - 48, 65535 - 8);
+		return UR_MIN(mtu, UR_IP_LEN_MAX) - UR_IPV4_HDR_BYTES -
+		       UR_UDP_HDR_BYTES;
+	return UR_MIN(mtu - UR_IPV6_HDR_BYTES, UR_IP_LEN_MAX) -
+	       UR_UDP_HDR_BYTES;
 }
 
 static int sock_setup(struct ur_udp *u, const struct ur_link_config *cfg)

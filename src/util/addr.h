@@ -15,6 +15,11 @@
 #include <sys/socket.h>
 
 #define UR_ROCEV2_PORT 4791
+/* Header sizes (IPv4 without options) and the 16-bit IP length field. */
+#define UR_IPV4_HDR_BYTES 20
+#define UR_IPV6_HDR_BYTES 40
+#define UR_UDP_HDR_BYTES 8
+#define UR_IP_LEN_MAX 65535u
 /* IPv4 TTL / IPv6 hop limit when the verbs give none (0 would be dropped
  * by the first router): Linux's default, net.ipv4.ip_default_ttl. */
 #define UR_DEFAULT_HOP_LIMIT 64

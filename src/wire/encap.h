@@ -16,9 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UR_IPV4_HDR_BYTES 20
-#define UR_IPV6_HDR_BYTES 40
-#define UR_UDP_HDR_BYTES 8
 #define UR_ETH_HDR_BYTES 14
 
 /* The IP/UDP view of one RoCEv2 datagram. Ports are host order. */
