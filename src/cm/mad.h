@@ -255,10 +255,4 @@ static inline uint64_t ur_cm_service_id(uint16_t ps, uint16_t port)
 	return ((uint64_t)ps << 16) | port;
 }
 
-/* 4.096 us * 2^t, in microseconds (t <= 31). */
-static inline uint64_t ur_cm_timeout_us(unsigned int t)
-{
-	return (4096ULL << (t > 31 ? 31 : t)) / 1000;
-}
-
 #endif /* UR_CM_MAD_H */

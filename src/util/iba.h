@@ -28,6 +28,16 @@
 #define UR_FLOW_LABEL_MASK 0xfffffu
 
 /*
+ * The IBA's timeout encoding, 4.096 us * 2^t, in ns (t above 31 is taken
+ * as 31): the QP's local ACK timeout, the CM's response and service
+ * timeouts. What 0 means is the caller's (for a QP: no timeout).
+ */
+static inline uint64_t ur_iba_timeout_ns(unsigned int t)
+{
+	return 4096ull << (t > 31 ? 31 : t);
+}
+
+/*
  * Bytes of an IB MTU code (PortInfo's encoding, which enum ibv_mtu copies:
  * 1 = 256 ... 5 = 4096); 0 for anything else, which callers must have
  * refused (a path MTU from modify_qp is checked by obj/qp_state.c).

@@ -17,7 +17,7 @@
 
 uint64_t cma_interval_ns(void)
 {
-	return ur_cm_timeout_us(UR_CM_RESPONSE_TIMEOUT) * 1000;
+	return ur_iba_timeout_ns(UR_CM_RESPONSE_TIMEOUT);
 }
 
 uint32_t cma_new_comm_id(void)

@@ -433,7 +433,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 			/* the peer is alive but slow: wait, do not resend */
 			id->retries_left = 0;
 			id->deadline_ns = ur_now_ns() + cma_interval_ns() +
-				ur_cm_timeout_us(m.mra.service_timeout) * 1000;
+				ur_iba_timeout_ns(m.mra.service_timeout);
 		}
 		return;
 	case UR_CM_ATTR_REJ:

@@ -25,6 +25,18 @@ static void mtu_codes(void **state)
 	assert_int_equal(ur_mtu_bytes(-1), 0);
 }
 
+/* 4.096 us * 2^t: the QP's ACK timeout (engine) and the CM's timeouts
+ * (librdmacm) had one formula each. */
+static void timeouts(void **state)
+{
+	assert_int_equal(ur_iba_timeout_ns(0), 4096);
+	assert_int_equal(ur_iba_timeout_ns(14), 67108864);	/* 67 ms */
+	assert_int_equal(ur_iba_timeout_ns(18), 1073741824);	/* 1.07 s */
+	assert_int_equal(ur_iba_timeout_ns(31), 4096ull << 31);
+	assert_int_equal(ur_iba_timeout_ns(32), 4096ull << 31);
+	assert_int_equal(ur_iba_timeout_ns(255), 4096ull << 31);
+}
+
 static union ur_sockaddr addr(const char *s)
 {
 	union ur_sockaddr a;
@@ -62,6 +74,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mtu_codes),
+		cmocka_unit_test(timeouts),
 		cmocka_unit_test(loopback),
 	};
 
