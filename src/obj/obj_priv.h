@@ -279,9 +279,6 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 void ur_qp_attr_defaults(struct ur_qp *qp);
 void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 		     struct ur_av *av);
-/* IBV_MTU_256..4096 -> bytes, 0 for anything else. */
-uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu);
-
 /* wr_opcode.c: obj/wr_opcode.h (the engine reads the same table) */
 
 /* ------------------------------------------------------------------ */

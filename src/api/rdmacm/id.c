@@ -117,7 +117,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	memcpy(&sa, addr, len);
 	if (!cma_addr_is_any(&sa)) {
 		dev = cma_dev_by_addr(&sa);
-		if (!dev && cma_addr_is_loopback(&sa) && cma.ndev)
+		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev)
 			dev = &cma.devs[0];	/* rendezvous (rendezvous.c) */
 		if (!dev)
 			return EADDRNOTAVAIL;
@@ -163,7 +163,7 @@ UR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return ret ? cma_err(ret) : 0;
 }
 
-/* Fills the path record of a resolved route (wire notes §5.5). */
+/* Fills the path record of a resolved route (docs/wire-notes.md §5.5). */
 static void fill_path(struct cma_id *id)
 {
 	struct ibv_sa_path_rec *p = &id->path;
@@ -174,8 +174,8 @@ static void fill_path(struct cma_id *id)
 	p->slid = p->dlid = htobe16(0xFFFF);
 	p->reversible = 1;
 	p->numb_path = 1;
-	p->pkey = htobe16(0xFFFF);
-	p->hop_limit = UR_CM_HOP_LIMIT;
+	p->pkey = htobe16(UR_PKEY_DEFAULT);
+	p->hop_limit = UR_DEFAULT_HOP_LIMIT;
 	p->traffic_class = id->tos;
 	p->mtu_selector = 2;	/* exactly */
 	p->mtu = id->dev->mtu;
@@ -187,7 +187,7 @@ static void fill_path(struct cma_id *id)
 	id->id.route.num_paths = 1;
 	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gid, 16);
 	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
-	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 }
 
 /*
@@ -207,7 +207,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 		memcpy(id->dgid, own->gid, 16);
 		return 0;
 	}
-	if (cma_addr_is_loopback(dst)) {
+	if (ur_addr_is_loopback(dst)) {
 		id->loop_dst = true;
 		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
 			return 0;
@@ -289,7 +289,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		cid->state = CMA_ADDR_RESOLVED;
 		memcpy(id->route.addr.addr.ibaddr.sgid.raw, cid->dev->gid, 16);
 		memcpy(id->route.addr.addr.ibaddr.dgid.raw, cid->dgid, 16);
-		id->route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+		id->route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 		cma_event_post(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0,
 			       NULL, NULL);
 	}

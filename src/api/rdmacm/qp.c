@@ -54,7 +54,7 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		a->ah_attr.port_num = 1;
 		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
 		a->ah_attr.grh.sgid_index = 0;
-		a->ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
+		a->ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 		a->ah_attr.grh.traffic_class = id->tos;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -197,7 +197,7 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	cid->srq = attr->srq != NULL;
 	ret = cma_modify_qp(cid, IBV_QPS_INIT);
 	if (!ret && id->qp_type == IBV_QPT_UD) {
-		cid->sq_psn = ur_random_u32() & 0xFFFFFF;
+		cid->sq_psn = ur_random_u32() & UR_PSN_MASK;
 		ret = cma_modify_qp(cid, IBV_QPS_RTR);
 		if (!ret)
 			ret = cma_modify_qp(cid, IBV_QPS_RTS);

@@ -12,10 +12,9 @@
 #include <string.h>
 #include <rdma/rsocket.h>
 
+#include "api/rdmacm/params.h"
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
-
-#define RSK_RESOLVE_MS 2000
 
 static void conn_failed(struct rsk *rs, int err)
 {
@@ -62,7 +61,7 @@ static void on_event(struct rsk *rs, const struct rdma_cm_event *ev)
 		if (rs->state != RSK_RESOLVING_ADDR)
 			break;
 		rs->state = RSK_RESOLVING_ROUTE;
-		if (rdma_resolve_route(rs->id, RSK_RESOLVE_MS))
+		if (rdma_resolve_route(rs->id, UR_CM_RESOLVE_MS))
 			conn_failed(rs, errno);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
@@ -290,7 +289,7 @@ UR_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t len)
 		rs->state = RSK_RESOLVING_ADDR;
 		rs->err = 0;
 		if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)addr,
-				      RSK_RESOLVE_MS)) {
+				      UR_CM_RESOLVE_MS)) {
 			conn_failed(rs, errno);
 			ret = rsk_err(rs->err);
 			break;

@@ -19,6 +19,7 @@
 #include <endian.h>
 #include <rdma/rsocket.h>
 
+#include "api/rdmacm/params.h"
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
 
@@ -452,10 +453,6 @@ void rsk_cq_event(struct rsk *rs)
 	}
 }
 
-/* Bounded sleeps: another thread of the same socket may take the CQ event
- * this one waits for, so nobody sleeps longer than this without looking. */
-#define RSK_WAKE_MS 200
-
 int rsk_wait(struct rsk *rs, int ms)
 {
 	struct pollfd p[2];
@@ -464,8 +461,8 @@ int rsk_wait(struct rsk *rs, int ms)
 	p[n++] = (struct pollfd){ .fd = rs->chan->fd, .events = POLLIN };
 	if (rs->cch)
 		p[n++] = (struct pollfd){ .fd = rs->cch->fd, .events = POLLIN };
-	if (ms < 0 || ms > RSK_WAKE_MS)
-		ms = RSK_WAKE_MS;
+	if (ms < 0 || ms > UR_RSK_WAKE_MS)
+		ms = UR_RSK_WAKE_MS;
 	pthread_mutex_unlock(&rs->lock);
 	ret = poll(p, (nfds_t)n, ms);
 	pthread_mutex_lock(&rs->lock);
