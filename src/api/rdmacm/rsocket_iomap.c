@@ -21,29 +21,6 @@
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
 
-int rsk_iomap_scale(int value)
-{
-	return value <= 128 ? value : 128 | (value >> 8);
-}
-
-int rsk_iomap_unscale(int scale)
-{
-	return scale <= 128 ? scale : (scale & ~128) << 8;
-}
-
-void rsk_free_maps(struct rsk *rs)
-{
-	uint32_t i;
-
-	if (!rs->maps)
-		return;
-	for (i = 0; i < rs->remote_iomap.length; i++)
-		if (rs->maps[i].mr)
-			ibv_dereg_mr(rs->maps[i].mr);
-	free(rs->maps);
-	rs->maps = NULL;
-}
-
 int rsk_send_iomaps(struct rsk *rs, int flags)
 {
 	const struct iovec *cur;
