@@ -288,6 +288,8 @@ void refresher_start(void)
 	refresher_stopping = false;
 	refresher_running = !pthread_create(&refresher, NULL, refresher_main,
 					    NULL);
+	if (refresher_running)	/* for top -H, and for the tests */
+		pthread_setname_np(refresher, "uroce-devtree");
 }
 
 int refresh_reset(unsigned int ndev)
