@@ -78,14 +78,21 @@ pair() {
 # rstream NAME "options": a server and a client with the same options; both
 # print the run's line ("custom BYTES XFERS ..."), which must show XFERS
 # (below 1000: rstream prints 1000 as 1k).
+# On a failure the non-zero uroce counters of both ends are shown (CM MADs,
+# retransmissions, timeouts: what went wrong on the wire).
 rstream_case() {
-	local name=$1 opts=$2 xfers
+	local name=$1 opts=$2 xfers f0=$E2E_FAIL
 	xfers=$(sed -nE 's/.*-C ([0-9]+).*/\1/p' <<<"$opts")
 	P=$((P + 1))
 	pair "$name" 60 $P \
-		"rstream -b 127.0.0.1 -p $P $opts" \
-		"rstream -s 127.0.0.1 -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.srv.stats rstream -b 127.0.0.1 -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.cli.stats rstream -s 127.0.0.1 -p $P $opts" \
 		"^custom +[0-9.kmg]+ +$xfers "
+	if ((E2E_FAIL > f0)); then
+		echo "--- counters (non-zero), client then server:"
+		grep -hv ' 0$' "$E2E_TMP/$name".*.stats 2>/dev/null | tr '\n' ' '
+		echo
+	fi
 }
 
 P=$(e2e_port)
