@@ -50,7 +50,7 @@ static ssize_t sendv_locked(struct rsk *rs, const struct iovec *iov,
 	uint64_t addr;
 	uint32_t rkey;
 	int i, n, ret = 0;
-	volatile struct rsk_sge *t;
+	struct rsk_sge *t;
 
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
@@ -58,7 +58,7 @@ static ssize_t sendv_locked(struct rsk *rs, const struct iovec *iov,
 		ret = rsk_wait_send(rs, flags);
 		if (ret)
 			break;
-		t = &rs->target_sgl[rs->target_sge];
+		t = &rs->tsge[rs->target_sge];
 		dst_len = t->length;
 		xfer = rsk_next_xfer(&olen, left);
 		xfer = UR_MIN(xfer, (size_t)rs->sbuf_avail);

@@ -139,6 +139,11 @@ struct rsk {
 	bool swap;			/* peer's byte order differs */
 
 	/* sending */
+	/* The offered halves as we use them: an entry of target_sgl is taken
+	 * in (and zeroed there) when a credit message has completed, so the
+	 * peer's RDMA WRITE of it is over, and the peer writes that entry
+	 * again only once we have filled the half it named. */
+	struct rsk_sge tsge[RSK_SGL_SIZE];
 	int target_sge;			/* the entry we write into next */
 	struct rsk_sge remote_sgl;	/* the peer's target SGL */
 	int remote_sge;			/* its entry we update next */

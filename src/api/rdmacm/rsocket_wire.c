@@ -218,9 +218,10 @@ void rsk_save_conn(struct rsk *rs, const struct rsk_conn_data *c)
 			(uint32_t)rsk_iomap_unscale(c->target_iomap_size);
 		rs->remote_iomap.key = rs->remote_sgl.key;
 	}
-	rs->target_sgl[0].addr = be64toh(c->data_buf.addr);
-	rs->target_sgl[0].key = be32toh(c->data_buf.key);
-	rs->target_sgl[0].length = be32toh(c->data_buf.length);
+	memset(rs->tsge, 0, sizeof(rs->tsge));
+	rs->tsge[0].addr = be64toh(c->data_buf.addr);
+	rs->tsge[0].key = be32toh(c->data_buf.key);
+	rs->tsge[0].length = be32toh(c->data_buf.length);
 	rs->target_sge = 0;
 	rs->sseq_comp = be16toh(c->credits);
 }
@@ -336,6 +337,21 @@ void rsk_update_credits(struct rsk *rs)
 		send_credits(rs);
 }
 
+/* New halves the peer wrote into our target SGL (see struct rsk). */
+static void take_sges(struct rsk *rs)
+{
+	int i;
+
+	for (i = 0; i < RSK_SGL_SIZE; i++) {
+		if (rs->tsge[i].length || !rs->target_sgl[i].length)
+			continue;
+		rs->tsge[i].addr = rs->target_sgl[i].addr;
+		rs->tsge[i].key = rs->target_sgl[i].key;
+		rs->tsge[i].length = rs->target_sgl[i].length;
+		rs->target_sgl[i].length = 0;
+	}
+}
+
 static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
 {
 	uint32_t msg;
@@ -346,6 +362,7 @@ static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
 	switch (RSK_MSG_OP(msg)) {
 	case RSK_OP_SGL:
 		rs->sseq_comp = (uint16_t)RSK_MSG_ARG(msg);
+		take_sges(rs);
 		break;
 	case RSK_OP_CTRL:
 		if (RSK_MSG_ARG(msg) == RSK_CTRL_DISCONNECT) {
@@ -438,7 +455,7 @@ bool rsk_can_send(struct rsk *rs)
 {
 	return rs->state == RSK_CONNECTED && rs->sqe_avail &&
 	       rs->sbuf_avail >= RSK_SNDLOWAT && rs->sseq_no != rs->sseq_comp &&
-	       rs->target_sgl[rs->target_sge].length != 0;
+	       rs->tsge[rs->target_sge].length != 0;
 }
 
 bool rsk_have_rdata(struct rsk *rs)
