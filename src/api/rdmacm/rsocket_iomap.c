@@ -137,16 +137,13 @@ UR_EXPORT int riounmap(int socket, void *buf, size_t len)
 	return ret;
 }
 
-/* The peer's entry holding offset, read as the peer wrote it. */
+/* The peer's entry holding offset, as its message brought it. */
 static bool find_iomap(struct rsk *rs, uint64_t offset, struct rsk_iomap *out)
 {
 	uint16_t i;
 
 	for (i = 0; i < rs->target_iomap_size; i++) {
-		out->offset = rs->target_iomap[i].offset;
-		out->sge.addr = rs->target_iomap[i].sge.addr;
-		out->sge.key = rs->target_iomap[i].sge.key;
-		out->sge.length = rs->target_iomap[i].sge.length;
+		*out = rs->tiomap[i];
 		if (out->sge.length && offset >= out->offset &&
 		    offset - out->offset < out->sge.length)
 			return true;

@@ -136,6 +136,7 @@ struct rsk {
 	volatile struct rsk_sge *target_sgl;	/* written by the peer */
 	volatile struct rsk_iomap *target_iomap;	/* after it, same MR */
 	uint16_t target_iomap_size;	/* entries we offer the peer */
+	struct rsk_iomap *tiomap;	/* ours, taken in as for tsge */
 	bool swap;			/* peer's byte order differs */
 
 	/* sending */

@@ -116,7 +116,9 @@ int rsk_create_ep(struct rsk *rs)
 	tlen = sizeof(struct rsk_sge) * RSK_SGL_SIZE +
 	       sizeof(struct rsk_iomap) * rs->target_iomap_size;
 	rs->target_sgl = rsk_alloc_buf(tlen);
-	if (!rs->rmsg || !rs->sbuf || !rs->rbuf || !rs->target_sgl) {
+	rs->tiomap = calloc(rs->target_iomap_size + 1u, sizeof(*rs->tiomap));
+	if (!rs->rmsg || !rs->sbuf || !rs->rbuf || !rs->target_sgl ||
+	    !rs->tiomap) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -175,6 +177,8 @@ void rsk_free_ep(struct rsk *rs)
 	rs->sbuf = rs->rbuf = NULL;
 	rs->target_sgl = NULL;
 	rs->target_iomap = NULL;
+	free(rs->tiomap);
+	rs->tiomap = NULL;
 	rs->rmsg = NULL;
 }
 
@@ -380,6 +384,15 @@ static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
 			rs->rmsg_tail = 0;
 		break;
 	case RSK_OP_IOMAP_SGL:
+		if (RSK_MSG_ARG(msg) < rs->target_iomap_size) {
+			volatile struct rsk_iomap *e =
+				&rs->target_iomap[RSK_MSG_ARG(msg)];
+
+			rs->tiomap[RSK_MSG_ARG(msg)].offset = e->offset;
+			rs->tiomap[RSK_MSG_ARG(msg)].sge.addr = e->sge.addr;
+			rs->tiomap[RSK_MSG_ARG(msg)].sge.key = e->sge.key;
+			rs->tiomap[RSK_MSG_ARG(msg)].sge.length = e->sge.length;
+		}
 		/* the entry is in our target iomap already; this message's
 		 * receive is posted again, so its credit goes back (rdma-core
 		 * keeps it, which is only more cautious) */
