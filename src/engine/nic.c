@@ -63,8 +63,8 @@ static int nic_open_link(struct ur_nic *nic)
 			cfg.bind.in.sin_port = htons(UR_ROCEV2_PORT);
 		else
 			cfg.bind.in6.sin6_port = htons(UR_ROCEV2_PORT);
-		cfg.rcvbuf = 8u << 20;
-		cfg.sndbuf = 4u << 20;
+		cfg.rcvbuf = UR_SOCK_RCVBUF;
+		cfg.sndbuf = UR_SOCK_SNDBUF;
 		cfg.use_gso = nic->use_gso;
 		cfg.use_gro = 1;
 		rc = ur_link_open(&cfg, &nic->link);
