@@ -15,6 +15,7 @@ PKGS=(
 	ibverbs-utils rdmacm-utils perftest python3-pyverbs
 	ucx-utils libfabric-bin
 	openmpi-bin libopenmpi-dev	# mpirun + mpicc: Open MPI over UCX (test_ompi.sh)
+	qperf fio			# rdma_cm consumers (test_qperf.sh, test_fio.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
 )
