@@ -69,13 +69,16 @@ static int send1(struct ur_link *l, const union ur_sockaddr *dst, void *buf,
 	return ur_link_send(l, &d, 1);
 }
 
-static int recv1(struct ur_link *l, struct ur_rxd *d, bool busy)
+/* Waits in poll() on the link's fd between empty receives (or spins). */
+static int recv_wait(struct ur_link *l, struct ur_rxd *d, unsigned int max,
+		     bool busy)
 {
+	struct pollfd p = { .fd = ur_link_fd(l), .events = POLLIN };
 	int n;
 
-	do
-		n = ur_link_recv(l, d, 1, busy ? 0 : -1);
-	while (n == 0);
+	while ((n = ur_link_recv(l, d, max)) == 0)
+		if (!busy)
+			poll(&p, 1, -1);
 	return n;
 }
 
@@ -96,7 +99,7 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 		die("fork", errno);
 	if (!pid) {
 		for (;;) {
-			if (recv1(lb, &d, busy) < 0 || d.data[0] == 'q')
+			if (recv_wait(lb, &d, 1, busy) < 0 || d.data[0] == 'q')
 				_exit(0);
 			send1(lb, &a, d.data, d.len, 0);
 		}
@@ -106,13 +109,13 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 	memset(buf, 'p', sizeof(buf));
 	for (i = 0; i < 1000; i++) {
 		send1(la, &b, buf, sizeof(buf), 0);
-		recv1(la, &d, busy);
+		recv_wait(la, &d, 1, busy);
 	}
 	end = bench_now_s() + secs;
 	for (i = 0; i < iters; i++) {
 		t0 = bench_now_s();
 		send1(la, &b, buf, sizeof(buf), 0);
-		if (recv1(la, &d, busy) < 0)
+		if (recv_wait(la, &d, 1, busy) < 0)
 			die("recv", EIO);
 		t1 = bench_now_s();
 		rtt[n++] = (t1 - t0) / 2 * 1e6;
@@ -143,7 +146,7 @@ static void tput_receiver(struct ur_link *l, int out)
 	int n, i;
 
 	while (!done) {
-		n = ur_link_recv(l, d, 64, -1);
+		n = recv_wait(l, d, 64, false);
 		if (n < 0)
 			die("ur_link_recv", n);
 		for (i = 0; i < n; i++) {

@@ -181,5 +181,5 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	if (ur_op_is_request(pkt.opcode))
 		ur_resp_rx(qp, &pkt, d, &flow);
 	else
-		ur_comp_rx(qp, &pkt);
+		ur_send_on_response(qp, &pkt);
 }

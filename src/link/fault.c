@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Fault injection between the engine and the socket, for tests.
+ * Fault injection between the link facade (link.c) and the socket backend
+ * (udp.c), for tests. It calls only the backend's interface (udp.h).
  *
  * Configured at ur_link_open() from the environment, or later with
  * ur_link_set_fault():
@@ -30,9 +31,9 @@
  * decisions depend only on the seed and the datagram order. Precedence:
  * drop; else corrupt, then dup (the copy goes out at once), then reorder,
  * else delay. Held datagrams are released by later ur_link_send()/recv()
- * calls and by ur_link_recv()'s wait, which wakes up when one is due; with
- * UROCE_FAULT set at open, ur_link_fd() is an epoll fd over the socket and
- * a release timerfd, so a caller sleeping in poll() wakes up for them too.
+ * calls; with UROCE_FAULT set at open, ur_link_fd() is an epoll fd over
+ * the socket and a release timerfd, so a caller sleeping in poll() on it
+ * wakes up when one is due and lets it out with ur_link_recv().
  *
  * This is the slow path: with injection on, everything runs under one
  * mutex and datagrams are copied.
@@ -40,12 +41,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
-#include "link/link_priv.h"
+#include "link/fault.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -73,6 +77,9 @@ struct fi_cfg {
 };
 
 struct ur_fault {
+	struct ur_udp *udp;		/* the backend: not owned */
+	int tm_fd;			/* release timerfd or -1 */
+	int ep_fd;			/* epoll(socket, tm_fd) or -1 */
 	pthread_mutex_t lock;
 	struct fi_cfg cfg;
 	uint64_t rng;
@@ -177,21 +184,47 @@ static void fi_free_list(struct fi_pkt **q)
 	}
 }
 
-int ur_fault_create(struct ur_fault **out)
+/* The epoll fd over the socket and the release timer (ur_fault_fd()). */
+static int fi_pollable(struct ur_fault *f)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	f->tm_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	f->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (f->tm_fd < 0 || f->ep_fd < 0)
+		return -errno;
+	ev.data.fd = ur_udp_fd(f->udp);
+	if (epoll_ctl(f->ep_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		return -errno;
+	ev.data.fd = f->tm_fd;
+	if (epoll_ctl(f->ep_fd, EPOLL_CTL_ADD, f->tm_fd, &ev))
+		return -errno;
+	return 0;
+}
+
+int ur_fault_create(struct ur_udp *udp, bool pollable, struct ur_fault **out)
 {
 	struct ur_fault *f = calloc(1, sizeof(*f));
+	int rc;
 
+	*out = NULL;
 	if (!f)
 		return -ENOMEM;
-	f->scratch = malloc(FI_SCRATCH);
-	if (!f->scratch) {
-		free(f);
-		return -ENOMEM;
-	}
+	f->udp = udp;
+	f->tm_fd = -1;
+	f->ep_fd = -1;
 	pthread_mutex_init(&f->lock, NULL);
 	f->cfg.seed = 1;
 	f->cfg.dir = FI_DIR_TX;
 	f->rng = 1;
+	f->scratch = malloc(FI_SCRATCH);
+	rc = f->scratch ? 0 : -ENOMEM;
+	if (!rc && pollable)
+		rc = fi_pollable(f);
+	if (rc) {
+		ur_fault_destroy(f);
+		return rc;
+	}
 	*out = f;
 	return 0;
 }
@@ -202,8 +235,17 @@ void ur_fault_destroy(struct ur_fault *f)
 	fi_free_list(&f->rxq);
 	fi_free_list(&f->rx_out);
 	pthread_mutex_destroy(&f->lock);
+	if (f->tm_fd >= 0)
+		close(f->tm_fd);
+	if (f->ep_fd >= 0)
+		close(f->ep_fd);
 	free(f->scratch);
 	free(f);
+}
+
+int ur_fault_fd(const struct ur_fault *f)
+{
+	return f->ep_fd;
 }
 
 static int fi_prob(const char *key, const char *v, double *out)
@@ -332,7 +374,7 @@ static bool fi_active(const struct fi_cfg *c)
 }
 
 /* lock held: sends every held tx datagram that is due (all if force). */
-static void fi_tx_release(struct ur_link *l, struct ur_fault *f, bool force,
+static void fi_tx_release(struct ur_fault *f, bool force,
 			  bool after_next)
 {
 	uint64_t now = ur_now_ns();
@@ -341,7 +383,7 @@ static void fi_tx_release(struct ur_link *l, struct ur_fault *f, bool force,
 	while ((p = *q)) {
 		if (force || p->due <= now || (after_next && p->after_next)) {
 			*q = p->next;
-			ur_link_sendto_raw(l, &p->dst, p->data, p->len);
+			ur_udp_sendto(f->udp, &p->dst, p->data, p->len);
 			free(p);
 		} else {
 			q = &p->next;
@@ -362,38 +404,37 @@ static uint64_t fi_next_due(const struct ur_fault *f)
 	return next == UINT64_MAX ? 0 : UR_MAX(next, 1);
 }
 
-/* Re-arms the release timer (when ur_link_fd() is an epoll fd watching
+/* Re-arms the release timer (when ur_fault_fd() is an epoll fd watching
  * it, so a sleeping engine wakes up to call ur_link_recv()), then drops
  * the lock. Setting a timerfd also clears its pending expirations. */
-static void fi_unlock(struct ur_link *l, struct ur_fault *f)
+static void fi_unlock(struct ur_fault *f)
 {
 	struct itimerspec its;
 	uint64_t due;
 
-	if (l->tm_fd >= 0) {
+	if (f->tm_fd >= 0) {
 		due = fi_next_due(f);
 		memset(&its, 0, sizeof(its));
 		its.it_value.tv_sec = (time_t)(due / 1000000000ull);
 		its.it_value.tv_nsec = (long)(due % 1000000000ull);
-		timerfd_settime(l->tm_fd, TFD_TIMER_ABSTIME, &its, NULL);
+		timerfd_settime(f->tm_fd, TFD_TIMER_ABSTIME, &its, NULL);
 	}
 	pthread_mutex_unlock(&f->lock);
 }
 
-int ur_fault_configure(struct ur_link *l, const char *spec)
+int ur_fault_configure(struct ur_fault *f, const char *spec)
 {
-	struct ur_fault *f = l->fi;
 	struct fi_cfg c;
 	int rc = fi_parse(spec, &c);
 
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&f->lock);
-	fi_tx_release(l, f, true, false);
+	fi_tx_release(f, true, false);
 	fi_free_list(&f->rxq);
 	f->cfg = c;
 	f->rng = c.seed;
-	fi_unlock(l, f);
+	fi_unlock(f);
 	if (fi_active(&c))
 		ur_info("link: fault injection: seed=%" PRIu64
 			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
@@ -405,7 +446,7 @@ int ur_fault_configure(struct ur_link *l, const char *spec)
 }
 
 /* lock held: one flat tx datagram through the fault decisions. */
-static int fi_tx_one(struct ur_link *l, struct ur_fault *f,
+static int fi_tx_one(struct ur_fault *f,
 		     const union ur_sockaddr *dst, uint8_t *buf, uint32_t len)
 {
 	struct fi_action a;
@@ -422,7 +463,7 @@ static int fi_tx_one(struct ur_link *l, struct ur_fault *f,
 		f->corrupted++;
 	}
 	if (a.dup) {
-		ur_link_sendto_raw(l, dst, buf, len);
+		ur_udp_sendto(f->udp, dst, buf, len);
 		f->duplicated++;
 	}
 	if (a.reorder || a.delay) {
@@ -441,13 +482,13 @@ static int fi_tx_one(struct ur_link *l, struct ur_fault *f,
 		fi_append(&f->txq, p);
 		return 0;
 	}
-	rc = ur_link_sendto_raw(l, dst, buf, len);
-	fi_tx_release(l, f, false, true);
+	rc = ur_udp_sendto(f->udp, dst, buf, len);
+	fi_tx_release(f, false, true);
 	return rc;
 }
 
 /* lock held: flattens descriptor d and feeds its datagram(s) through. */
-static int fi_tx_desc(struct ur_link *l, struct ur_fault *f,
+static int fi_tx_desc(struct ur_fault *f,
 		      const struct ur_txd *d)
 {
 	size_t total = 0, off, seg;
@@ -463,36 +504,35 @@ static int fi_tx_desc(struct ur_link *l, struct ur_fault *f,
 	}
 	seg = d->gso_size ? d->gso_size : total;
 	if (!seg)
-		return fi_tx_one(l, f, d->dst, f->scratch, 0);
+		return fi_tx_one(f, d->dst, f->scratch, 0);
 	for (off = 0; off < total; off += seg) {
-		r = fi_tx_one(l, f, d->dst, f->scratch + off,
+		r = fi_tx_one(f, d->dst, f->scratch + off,
 			      (uint32_t)UR_MIN(seg, total - off));
 		rc = rc ?: r;
 	}
 	return rc;
 }
 
-int ur_fault_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
+int ur_fault_send(struct ur_fault *f, const struct ur_txd *d, unsigned int n)
 {
-	struct ur_fault *f = l->fi;
 	unsigned int i, sent = 0;
 	int rc, err = -EIO;
 
 	pthread_mutex_lock(&f->lock);
 	if (!(f->cfg.dir & FI_DIR_TX)) {
-		fi_tx_release(l, f, false, false);
-		fi_unlock(l, f);
-		return ur_link_send_raw(l, d, n);
+		fi_tx_release(f, false, false);
+		fi_unlock(f);
+		return ur_udp_send(f->udp, d, n);
 	}
 	for (i = 0; i < n; i++) {
-		rc = fi_tx_desc(l, f, &d[i]);
+		rc = fi_tx_desc(f, &d[i]);
 		if (rc)
 			err = rc;
 		else
 			sent++;
 	}
-	fi_tx_release(l, f, false, false);
-	fi_unlock(l, f);
+	fi_tx_release(f, false, false);
+	fi_unlock(f);
 	return sent ? (int)sent : err;
 }
 
@@ -561,28 +601,27 @@ static void fi_rx_hold(struct ur_fault *f, const struct ur_rxd *x,
 	fi_append(&f->rxq, p);
 }
 
-int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
+int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 {
-	struct ur_fault *f = l->fi;
 	struct fi_action a;
 	unsigned int out, i;
 	int n;
 
 	pthread_mutex_lock(&f->lock);
 	fi_free_list(&f->rx_out);
-	fi_tx_release(l, f, false, false);
+	fi_tx_release(f, false, false);
 	if (!(f->cfg.dir & FI_DIR_RX)) {
 		out = fi_rx_release(f, d, 0, max, true);
-		fi_unlock(l, f);
+		fi_unlock(f);
 		if (out)
 			return (int)out;
-		return ur_link_recv_raw(l, d, max);
+		return ur_udp_recv(f->udp, d, max);
 	}
 	out = fi_rx_release(f, d, 0, max, false);
-	n = out < max ? ur_link_recv_raw(l, f->raw,
+	n = out < max ? ur_udp_recv(f->udp, f->raw,
 					 UR_MIN(max - out, FI_RAW_BATCH)) : 0;
 	if (n < 0 && !out) {
-		fi_unlock(l, f);
+		fi_unlock(f);
 		return n;
 	}
 	for (i = 0; i < (unsigned int)UR_MAX(n, 0); i++) {
@@ -618,37 +657,8 @@ int ur_fault_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 			fi_rx_hold(f, x, 0, false);
 		out = fi_rx_release(f, d, out, max, true);
 	}
-	fi_unlock(l, f);
+	fi_unlock(f);
 	return (int)out;
-}
-
-int ur_fault_poll(struct ur_link *l)
-{
-	struct ur_fault *f = l->fi;
-	uint64_t now, next;
-
-	pthread_mutex_lock(&f->lock);
-	fi_tx_release(l, f, false, false);
-	next = fi_next_due(f);
-	fi_unlock(l, f);
-	if (!next)
-		return -1;
-	now = ur_now_ns();
-	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-}
-
-bool ur_fault_rx_ready(struct ur_link *l)
-{
-	struct ur_fault *f = l->fi;
-	uint64_t now = ur_now_ns();
-	struct fi_pkt *p;
-	bool ready = false;
-
-	pthread_mutex_lock(&f->lock);
-	for (p = f->rxq; p && !ready; p = p->next)
-		ready = p->due <= now;
-	pthread_mutex_unlock(&f->lock);
-	return ready;
 }
 
 void ur_fault_stats(const struct ur_fault *f, struct ur_link_stats *st)

@@ -3,9 +3,9 @@
  * link/: datagrams in and out. The engine hands the link complete RoCEv2
  * UDP payloads (BTH .. ICRC) and gets them back; the link knows nothing of
  * their contents. Today's link is a UDP socket bound to <ip>:4791 with
- * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive, plus a fault
- * injection stage (drop, duplicate, reorder, corrupt, delay) configured from
- * the environment.
+ * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive (udp.c), plus a
+ * fault injection filter (drop, duplicate, reorder, corrupt, delay;
+ * fault.c) configured from the environment; link.c joins the two.
  *
  * Threads: ur_link_send() may be called from any thread concurrently.
  * ur_link_recv() is called by one thread at a time (the engine serialises
@@ -72,13 +72,10 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n);
 
 /*
  * Receives up to max datagrams (GRO trains are split into datagrams here).
- * Waits up to timeout_ms (-1 forever, 0 not at all). Returns the count, 0 on
- * timeout, or -errno. Can be woken early by ur_link_wake().
+ * Never blocks: returns the count, 0 when nothing is there, or -errno. To
+ * wait, poll ur_link_fd() for POLLIN.
  */
-int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		 int timeout_ms);
-/* Makes a blocked ur_link_recv() return 0 soon (for shutdown, timers). */
-void ur_link_wake(struct ur_link *l);
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max);
 
 struct ur_link_stats {
 	uint64_t tx_pkts, tx_bytes, tx_errors;
@@ -95,7 +92,7 @@ void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
  * With UROCE_FAULT set at open, ur_link_fd() is an epoll fd that also turns
  * readable when a delayed/reordered datagram is due (call ur_link_recv() to
  * let it out); after a later ur_link_set_fault() only ur_link_send/recv
- * calls release held datagrams.
+ * calls release held datagrams (poll with a timeout and call again).
  */
 int ur_link_set_fault(struct ur_link *l, const char *spec);
 

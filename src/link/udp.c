@@ -25,7 +25,7 @@
  *
  * Receive buffers are one mmap'd arena of slots; a slot holds one datagram,
  * or with GRO a train that is handed out as separate datagrams (possibly
- * across several ur_link_recv() calls; the arena is not refilled until the
+ * across several ur_udp_recv() calls; the arena is not refilled until the
  * last message is out, so earlier pointers stay valid as link.h promises).
  */
 #include <errno.h>
@@ -34,21 +34,19 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
-#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "link/link_priv.h"
+#include "link/udp.h"
 #include "util/log.h"
-#include "util/time.h"
+#include "util/compiler.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -60,6 +58,53 @@
 #define UR_LINK_DEF_BUF (4u << 20)
 #define UR_LINK_TX_RETRIES 16
 #define UR_LINK_MAX_IOV 64		/* iovecs per datagram, split path */
+
+/* Receive buffers: one per recvmmsg slot. With GRO a slot may hold a whole
+ * 64 KiB train; without it a jumbo datagram is the largest we expect. */
+#define UR_LINK_RX_SLOTS 64
+#define UR_LINK_RX_SLOTS_GRO 32
+#define UR_LINK_RX_BUF 9216u
+#define UR_LINK_RX_BUF_GRO 65536u
+#define UR_LINK_TX_CHUNK 64		/* messages per sendmmsg() */
+#define UR_LINK_CMSG_SPACE 128		/* per received message */
+
+/* What we parsed from one received message (a datagram or a GRO train). */
+struct udp_rxmeta {
+	uint32_t len;			/* bytes in the slot */
+	uint16_t seg;			/* GRO segment size, 0 = one datagram */
+	uint8_t tos, ttl;
+	union ur_sockaddr src, dst;
+};
+
+struct ur_udp {
+	int fd;
+	int family;
+	uint32_t max_payload;
+	bool gso_ok;			/* kernel accepts UDP_SEGMENT */
+	bool gro_on;			/* UDP_GRO enabled on the socket */
+	union ur_sockaddr local;
+
+	/* receive side: one thread at a time (link.h) */
+	unsigned int nslots;
+	size_t slot_size;
+	size_t arena_size;
+	uint8_t *arena;			/* nslots * slot_size, mmap'd */
+	struct mmsghdr *rx_msgs;
+	struct iovec *rx_iov;
+	uint8_t *rx_cmsg;		/* nslots * UR_LINK_CMSG_SPACE */
+	struct udp_rxmeta *rx_meta;
+	unsigned int pend_cnt;		/* messages of the last recvmmsg */
+	unsigned int pend_idx;		/* next message to hand out */
+	uint32_t pend_off;		/* offset inside that message */
+
+	_Atomic uint64_t tx_pkts, tx_bytes, tx_errors;
+	_Atomic uint64_t rx_pkts, rx_bytes, rx_truncated;
+};
+
+static inline void udp_count(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
 
 static socklen_t sa_len(const union ur_sockaddr *a)
 {
@@ -144,13 +189,13 @@ static uint32_t compute_max_payload(int fd, const union ur_sockaddr *a)
 	return (uint32_t)UR_MIN(mtu - 48, 65535 - 8);
 }
 
-static int sock_setup(struct ur_link *l, const struct ur_link_config *cfg)
+static int sock_setup(struct ur_udp *u, const struct ur_link_config *cfg)
 {
-	int fd = l->fd, rc;
+	int fd = u->fd, rc;
 
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg->rcvbuf);
 	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg->sndbuf);
-	if (l->family == AF_INET) {
+	if (u->family == AF_INET) {
 		rc = setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
 		rc = rc ?: setopt(fd, IPPROTO_IP, IP_PKTINFO, 1);
 		rc = rc ?: setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
@@ -170,175 +215,115 @@ static int sock_setup(struct ur_link *l, const struct ur_link_config *cfg)
 	/* GSO: probe by setting a socket-wide segment size, then clear it
 	 * (we pass the size per message as a cmsg). */
 	if (cfg->use_gso && !setopt(fd, SOL_UDP, UDP_SEGMENT, 1024)) {
-		l->gso_ok = true;
+		u->gso_ok = true;
 		setopt(fd, SOL_UDP, UDP_SEGMENT, 0);
 	}
 	if (cfg->use_gro && !setopt(fd, SOL_UDP, UDP_GRO, 1))
-		l->gro_on = true;
+		u->gro_on = true;
 	return 0;
 }
 
-static int rx_setup(struct ur_link *l)
+static int rx_setup(struct ur_udp *u)
 {
 	unsigned int i;
 
-	l->nslots = l->gro_on ? UR_LINK_RX_SLOTS_GRO : UR_LINK_RX_SLOTS;
-	l->slot_size = l->gro_on ? UR_LINK_RX_BUF_GRO : UR_LINK_RX_BUF;
-	l->arena_size = (size_t)l->nslots * l->slot_size;
+	u->nslots = u->gro_on ? UR_LINK_RX_SLOTS_GRO : UR_LINK_RX_SLOTS;
+	u->slot_size = u->gro_on ? UR_LINK_RX_BUF_GRO : UR_LINK_RX_BUF;
+	u->arena_size = (size_t)u->nslots * u->slot_size;
 	/* mmap: pages stay unbacked until a datagram that large arrives */
-	l->arena = mmap(NULL, l->arena_size, PROT_READ | PROT_WRITE,
+	u->arena = mmap(NULL, u->arena_size, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (l->arena == MAP_FAILED) {
-		l->arena = NULL;
+	if (u->arena == MAP_FAILED) {
+		u->arena = NULL;
 		return -ENOMEM;
 	}
-	l->rx_msgs = calloc(l->nslots, sizeof(*l->rx_msgs));
-	l->rx_iov = calloc(l->nslots, sizeof(*l->rx_iov));
-	l->rx_cmsg = calloc(l->nslots, UR_LINK_CMSG_SPACE);
-	l->rx_meta = calloc(l->nslots, sizeof(*l->rx_meta));
-	if (!l->rx_msgs || !l->rx_iov || !l->rx_cmsg || !l->rx_meta)
+	u->rx_msgs = calloc(u->nslots, sizeof(*u->rx_msgs));
+	u->rx_iov = calloc(u->nslots, sizeof(*u->rx_iov));
+	u->rx_cmsg = calloc(u->nslots, UR_LINK_CMSG_SPACE);
+	u->rx_meta = calloc(u->nslots, sizeof(*u->rx_meta));
+	if (!u->rx_msgs || !u->rx_iov || !u->rx_cmsg || !u->rx_meta)
 		return -ENOMEM;
-	for (i = 0; i < l->nslots; i++) {
-		l->rx_iov[i].iov_base = l->arena + (size_t)i * l->slot_size;
-		l->rx_iov[i].iov_len = l->slot_size;
+	for (i = 0; i < u->nslots; i++) {
+		u->rx_iov[i].iov_base = u->arena + (size_t)i * u->slot_size;
+		u->rx_iov[i].iov_len = u->slot_size;
 	}
 	return 0;
 }
 
-/*
- * With UROCE_FAULT set, ur_link_fd() is an epoll fd over the socket and a
- * timerfd that fires when a held (delayed/reordered) datagram is due, so a
- * caller sleeping in poll() on it comes back to release it.
- */
-static int fault_fds(struct ur_link *l)
+int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	l->tm_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	l->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->tm_fd < 0 || l->ep_fd < 0)
-		return -errno;
-	ev.data.fd = l->fd;
-	if (epoll_ctl(l->ep_fd, EPOLL_CTL_ADD, l->fd, &ev))
-		return -errno;
-	ev.data.fd = l->tm_fd;
-	if (epoll_ctl(l->ep_fd, EPOLL_CTL_ADD, l->tm_fd, &ev))
-		return -errno;
-	return 0;
-}
-
-int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
-{
-	const char *spec = getenv("UROCE_FAULT");
 	int family = cfg->bind.sa.sa_family;
-	struct ur_link *l;
+	struct ur_udp *u;
+	socklen_t sl;
 	int rc;
 
 	*out = NULL;
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
-	l = calloc(1, sizeof(*l));
-	if (!l)
+	u = calloc(1, sizeof(*u));
+	if (!u)
 		return -ENOMEM;
-	l->family = family;
-	l->wake_fd = -1;
-	l->tm_fd = -1;
-	l->ep_fd = -1;
-	l->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	u->family = family;
+	u->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		       IPPROTO_UDP);
-	if (l->fd < 0) {
+	if (u->fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	rc = sock_setup(l, cfg);
+	rc = sock_setup(u, cfg);
 	if (rc)
 		goto fail;
-	if (bind(l->fd, &cfg->bind.sa, sa_len(&cfg->bind))) {
+	if (bind(u->fd, &cfg->bind.sa, sa_len(&cfg->bind))) {
 		rc = -errno;
 		if (rc != -EADDRINUSE)
 			ur_err("link: bind: %s", strerror(-rc));
 		goto fail;
 	}
-	l->local = cfg->bind;
-	{
-		socklen_t sl = sizeof(l->local);
-
-		/* learn the port when the caller asked for an ephemeral one */
-		getsockname(l->fd, &l->local.sa, &sl);
-	}
-	l->max_payload = compute_max_payload(l->fd, &cfg->bind);
-	l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (l->wake_fd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = rx_setup(l);
+	u->local = cfg->bind;
+	sl = sizeof(u->local);
+	/* learn the port when the caller asked for an ephemeral one */
+	getsockname(u->fd, &u->local.sa, &sl);
+	u->max_payload = compute_max_payload(u->fd, &cfg->bind);
+	rc = rx_setup(u);
 	if (rc)
 		goto fail;
-	rc = ur_fault_create(&l->fi);
-	if (rc)
-		goto fail;
-	if (spec && *spec) {
-		rc = fault_fds(l);
-		rc = rc ?: ur_link_set_fault(l, spec);
-		if (rc)
-			goto fail;
-	}
-	ur_info("link: bound fd %d, max payload %u, gso %d, gro %d", l->fd,
-		l->max_payload, l->gso_ok, l->gro_on);
-	*out = l;
+	ur_info("link: bound fd %d, max payload %u, gso %d, gro %d", u->fd,
+		u->max_payload, u->gso_ok, u->gro_on);
+	*out = u;
 	return 0;
 fail:
-	ur_link_close(l);
+	ur_udp_close(u);
 	return rc;
 }
 
-void ur_link_close(struct ur_link *l)
+void ur_udp_close(struct ur_udp *u)
 {
-	if (!l)
+	if (!u)
 		return;
-	if (l->fd >= 0)
-		close(l->fd);
-	if (l->wake_fd >= 0)
-		close(l->wake_fd);
-	if (l->tm_fd >= 0)
-		close(l->tm_fd);
-	if (l->ep_fd >= 0)
-		close(l->ep_fd);
-	if (l->arena)
-		munmap(l->arena, l->arena_size);
-	free(l->rx_msgs);
-	free(l->rx_iov);
-	free(l->rx_cmsg);
-	free(l->rx_meta);
-	if (l->fi)
-		ur_fault_destroy(l->fi);
-	free(l);
+	if (u->fd >= 0)
+		close(u->fd);
+	if (u->arena)
+		munmap(u->arena, u->arena_size);
+	free(u->rx_msgs);
+	free(u->rx_iov);
+	free(u->rx_cmsg);
+	free(u->rx_meta);
+	free(u);
 }
 
-int ur_link_fd(const struct ur_link *l)
+int ur_udp_fd(const struct ur_udp *u)
 {
-	return l->ep_fd >= 0 ? l->ep_fd : l->fd;
+	return u->fd;
 }
 
-uint32_t ur_link_max_payload(const struct ur_link *l)
+uint32_t ur_udp_max_payload(const struct ur_udp *u)
 {
-	return l->max_payload;
+	return u->max_payload;
 }
 
-void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+void ur_udp_local_addr(const struct ur_udp *u, union ur_sockaddr *out)
 {
-	*out = l->local;
-}
-
-int ur_link_set_fault(struct ur_link *l, const char *spec)
-{
-	int rc = ur_fault_configure(l, spec);
-
-	if (rc < 0)
-		return rc;
-	atomic_store(&l->fi_on, rc > 0);
-	return 0;
+	*out = u->local;
 }
 
 /* ------------------------------------------------------------------ */
@@ -362,9 +347,9 @@ static unsigned int txd_segments(const struct ur_txd *d, size_t len)
 }
 
 /* Waits a little for the socket to drain after EAGAIN/ENOBUFS. */
-static void tx_backoff(struct ur_link *l, int err)
+static void tx_backoff(struct ur_udp *u, int err)
 {
-	struct pollfd p = { .fd = l->fd, .events = POLLOUT };
+	struct pollfd p = { .fd = u->fd, .events = POLLOUT };
 	struct timespec ts = { 0, 20000 };
 
 	if (err == EAGAIN)
@@ -399,7 +384,7 @@ static void tx_add_tclass(struct msghdr *m, char *cbuf,
 }
 
 /* Sends one datagram built from the iovecs; retries transient errors. */
-static int send_one(struct ur_link *l, const union ur_sockaddr *dst,
+static int send_one(struct ur_udp *u, const union ur_sockaddr *dst,
 		    struct iovec *iov, unsigned int iovcnt, uint8_t tos)
 {
 	union {
@@ -417,17 +402,17 @@ static int send_one(struct ur_link *l, const union ur_sockaddr *dst,
 	tx_add_tclass(&m, cb.buf, dst, tos);
 
 	for (tries = 0; tries <= UR_LINK_TX_RETRIES; tries++) {
-		if (sendmsg(l->fd, &m, 0) >= 0)
+		if (sendmsg(u->fd, &m, 0) >= 0)
 			return 0;
 		if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
 			return -errno;
-		tx_backoff(l, errno);
+		tx_backoff(u, errno);
 	}
 	return -EAGAIN;
 }
 
 /* No UDP_SEGMENT: cut the train into datagrams here. 0 or -errno. */
-static int send_split(struct ur_link *l, const struct ur_txd *d)
+static int send_split(struct ur_udp *u, const struct ur_txd *d)
 {
 	struct iovec seg[UR_LINK_MAX_IOV];
 	unsigned int i = 0, n;
@@ -452,7 +437,7 @@ static int send_split(struct ur_link *l, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(l, d->dst, seg, n, d->tos);
+		rc = send_one(u, d->dst, seg, n, d->tos);
 		if (rc)
 			return rc;
 	}
@@ -461,7 +446,7 @@ static int send_split(struct ur_link *l, const struct ur_txd *d)
 
 /* Builds the message for descriptor d; cbuf (UR_TX_CMSG_SPACE bytes) gets
  * the UDP_SEGMENT and traffic class cmsgs. */
-static void tx_msg(struct ur_link *l, const struct ur_txd *d, size_t len,
+static void tx_msg(struct ur_udp *u, const struct ur_txd *d, size_t len,
 		   struct msghdr *m, char *cbuf)
 {
 	struct cmsghdr *c;
@@ -471,7 +456,7 @@ static void tx_msg(struct ur_link *l, const struct ur_txd *d, size_t len,
 	m->msg_namelen = sa_len(d->dst);
 	m->msg_iov = (struct iovec *)d->iov;
 	m->msg_iovlen = d->iovcnt;
-	if (d->gso_size && len > d->gso_size && l->gso_ok) {
+	if (d->gso_size && len > d->gso_size && u->gso_ok) {
 		m->msg_control = cbuf;
 		m->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
 		c = CMSG_FIRSTHDR(m);
@@ -488,7 +473,7 @@ static void tx_msg(struct ur_link *l, const struct ur_txd *d, size_t len,
  * handed to the kernel (not necessarily a prefix: a descriptor the kernel
  * refuses for good is skipped and counted in tx_errors).
  */
-static unsigned int send_chunk(struct ur_link *l, const struct ur_txd *d,
+static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 			       unsigned int n, int *err)
 {
 	union {
@@ -503,16 +488,16 @@ static unsigned int send_chunk(struct ur_link *l, const struct ur_txd *d,
 
 	for (i = 0; i < n; i++) {
 		len[i] = iov_total(d[i].iov, d[i].iovcnt);
-		tx_msg(l, &d[i], len[i], &mm[i].msg_hdr, cb[i].buf);
+		tx_msg(u, &d[i], len[i], &mm[i].msg_hdr, cb[i].buf);
 	}
 	i = 0;
 	while (i < n) {
 		/* a train without kernel GSO goes out on its own */
-		if (!l->gso_ok && txd_segments(&d[i], len[i]) > 1) {
-			r = send_split(l, &d[i]);
+		if (!u->gso_ok && txd_segments(&d[i], len[i]) > 1) {
+			r = send_split(u, &d[i]);
 			if (r) {
 				*err = r;
-				ur_link_add(&l->tx_errors, 1);
+				udp_count(&u->tx_errors, 1);
 			} else {
 				sent++;
 				pkts += txd_segments(&d[i], len[i]);
@@ -522,9 +507,9 @@ static unsigned int send_chunk(struct ur_link *l, const struct ur_txd *d,
 			continue;
 		}
 		for (k = i + 1; k < n; k++)
-			if (!l->gso_ok && txd_segments(&d[k], len[k]) > 1)
+			if (!u->gso_ok && txd_segments(&d[k], len[k]) > 1)
 				break;
-		r = sendmmsg(l->fd, mm + i, k - i, 0);
+		r = sendmmsg(u->fd, mm + i, k - i, 0);
 		if (r > 0) {
 			for (k = i; k < i + (unsigned int)r; k++) {
 				pkts += txd_segments(&d[k], len[k]);
@@ -537,80 +522,66 @@ static unsigned int send_chunk(struct ur_link *l, const struct ur_txd *d,
 		}
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS ||
 			      errno == EINTR) && tries++ < UR_LINK_TX_RETRIES) {
-			tx_backoff(l, errno);
+			tx_backoff(u, errno);
 			continue;
 		}
 		/* hard error (or out of retries) on message i: skip it */
 		*err = r < 0 ? -errno : -EIO;
 		ur_dbg_dp("link: send failed: %d", *err);
-		ur_link_add(&l->tx_errors, 1);
+		udp_count(&u->tx_errors, 1);
 		i++;
 		tries = 0;
 	}
-	ur_link_add(&l->tx_pkts, pkts);
-	ur_link_add(&l->tx_bytes, bytes);
+	udp_count(&u->tx_pkts, pkts);
+	udp_count(&u->tx_bytes, bytes);
 	return sent;
 }
 
-int ur_link_send_raw(struct ur_link *l, const struct ur_txd *d, unsigned int n)
+int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 {
 	unsigned int done = 0, sent = 0, k;
 	int err = -EIO;
 
 	while (done < n) {
 		k = UR_MIN(n - done, (unsigned int)UR_LINK_TX_CHUNK);
-		sent += send_chunk(l, d + done, k, &err);
+		sent += send_chunk(u, d + done, k, &err);
 		done += k;
 	}
 	return sent || !n ? (int)sent : err;
 }
 
-/* One flat datagram (the fault stage's path). 0 or -errno. */
-int ur_link_sendto_raw(struct ur_link *l, const union ur_sockaddr *dst,
-		       const void *buf, size_t len)
+int ur_udp_sendto(struct ur_udp *u, const union ur_sockaddr *dst,
+		  const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int rc = send_one(l, dst, &iov, 1, 0);	/* fault stage: class lost */
+	int rc = send_one(u, dst, &iov, 1, 0);	/* fault stage: class lost */
 
 	if (rc) {
-		ur_link_add(&l->tx_errors, 1);
+		udp_count(&u->tx_errors, 1);
 		return rc;
 	}
-	ur_link_add(&l->tx_pkts, 1);
-	ur_link_add(&l->tx_bytes, len);
+	udp_count(&u->tx_pkts, 1);
+	udp_count(&u->tx_bytes, len);
 	return 0;
-}
-
-int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
-{
-	int sent;
-
-	if (!n)
-		return 0;
-	if (unlikely(atomic_load_explicit(&l->fi_on, memory_order_relaxed)))
-		sent = ur_fault_send(l, d, n);
-	else
-		sent = ur_link_send_raw(l, d, n);
-	return sent;
 }
 
 /* ------------------------------------------------------------------ */
 /* Receive                                                             */
 /* ------------------------------------------------------------------ */
 
-static void rx_parse(struct ur_link *l, unsigned int i)
+static void rx_parse(struct ur_udp *u, unsigned int i)
 {
-	struct msghdr *m = &l->rx_msgs[i].msg_hdr;
-	struct ur_link_rxmeta *mt = &l->rx_meta[i];
+	struct msghdr *m = &u->rx_msgs[i].msg_hdr;
+	struct udp_rxmeta *mt = &u->rx_meta[i];
 	struct cmsghdr *c;
 	int v;
 
-	mt->len = l->rx_msgs[i].msg_len;
+	mt->len = u->rx_msgs[i].msg_len;
 	mt->seg = 0;
 	mt->tos = 0;
 	mt->ttl = 0;
 	memset(&mt->dst, 0, sizeof(mt->dst));
-	mt->dst.sa.sa_family = (sa_family_t)l->family;
+	mt->dst.sa.sa_family = (sa_family_t)u->family;
 	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			struct in_pktinfo pi;
@@ -644,171 +615,112 @@ static void rx_parse(struct ur_link *l, unsigned int i)
 		}
 	}
 	/* mt->src was filled by the kernel (msg_name points at it) */
-	if (l->family == AF_INET)
-		mt->dst.in.sin_port = l->local.in.sin_port;
+	if (u->family == AF_INET)
+		mt->dst.in.sin_port = u->local.in.sin_port;
 	else
-		mt->dst.in6.sin6_port = l->local.in6.sin6_port;
+		mt->dst.in6.sin6_port = u->local.in6.sin6_port;
 }
 
 /* One recvmmsg of up to want messages; returns the count or -errno. */
-static int rx_fill(struct ur_link *l, unsigned int want)
+static int rx_fill(struct ur_udp *u, unsigned int want)
 {
-	unsigned int i, n = UR_MIN(want, l->nslots), good = 0;
+	unsigned int i, n = UR_MIN(want, u->nslots), good = 0;
 	int r;
 
 	for (i = 0; i < n; i++) {
-		struct msghdr *m = &l->rx_msgs[i].msg_hdr;
+		struct msghdr *m = &u->rx_msgs[i].msg_hdr;
 
-		m->msg_name = &l->rx_meta[i].src;
+		m->msg_name = &u->rx_meta[i].src;
 		m->msg_namelen = sizeof(union ur_sockaddr);
-		m->msg_iov = &l->rx_iov[i];
+		m->msg_iov = &u->rx_iov[i];
 		m->msg_iovlen = 1;
-		m->msg_control = l->rx_cmsg + (size_t)i * UR_LINK_CMSG_SPACE;
+		m->msg_control = u->rx_cmsg + (size_t)i * UR_LINK_CMSG_SPACE;
 		m->msg_controllen = UR_LINK_CMSG_SPACE;
 		m->msg_flags = 0;
 	}
-	r = recvmmsg(l->fd, l->rx_msgs, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(u->fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0)
 		return -errno;
 	for (i = 0; i < (unsigned int)r; i++) {
-		if (l->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-			ur_link_add(&l->rx_truncated, 1);
+		if (u->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			udp_count(&u->rx_truncated, 1);
 			continue;
 		}
 		/* msg_name points at rx_meta[i].src: parse before compacting */
-		rx_parse(l, i);
+		rx_parse(u, i);
 		if (good != i) {
 			/* keep the slot bases a permutation of the arena */
-			void *b = l->rx_iov[good].iov_base;
+			void *b = u->rx_iov[good].iov_base;
 
-			l->rx_meta[good] = l->rx_meta[i];
-			l->rx_iov[good].iov_base = l->rx_iov[i].iov_base;
-			l->rx_iov[i].iov_base = b;
+			u->rx_meta[good] = u->rx_meta[i];
+			u->rx_iov[good].iov_base = u->rx_iov[i].iov_base;
+			u->rx_iov[i].iov_base = b;
 		}
 		good++;
 	}
-	l->pend_cnt = good;
-	l->pend_idx = 0;
-	l->pend_off = 0;
+	u->pend_cnt = good;
+	u->pend_idx = 0;
+	u->pend_off = 0;
 	return (int)good;
 }
 
 /* Hands out pending datagrams (GRO trains split at seg). */
-static unsigned int rx_emit(struct ur_link *l, struct ur_rxd *d,
+static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
 			    unsigned int max)
 {
 	unsigned int out = 0;
 	uint64_t bytes = 0;
 
-	while (out < max && l->pend_idx < l->pend_cnt) {
-		const struct ur_link_rxmeta *mt = &l->rx_meta[l->pend_idx];
+	while (out < max && u->pend_idx < u->pend_cnt) {
+		const struct udp_rxmeta *mt = &u->rx_meta[u->pend_idx];
 		uint32_t seg = mt->seg ? mt->seg : mt->len;
-		uint32_t chunk = UR_MIN(seg, mt->len - l->pend_off);
+		uint32_t chunk = UR_MIN(seg, mt->len - u->pend_off);
 		struct ur_rxd *x = &d[out++];
 
-		x->data = (uint8_t *)l->rx_iov[l->pend_idx].iov_base +
-			  l->pend_off;
+		x->data = (uint8_t *)u->rx_iov[u->pend_idx].iov_base +
+			  u->pend_off;
 		x->len = chunk;
 		x->src = mt->src;
 		x->dst = mt->dst;
 		x->tos = mt->tos;
 		x->ttl = mt->ttl;
 		bytes += chunk;
-		l->pend_off += chunk;
-		if (l->pend_off >= mt->len || !chunk) {
-			l->pend_idx++;
-			l->pend_off = 0;
+		u->pend_off += chunk;
+		if (u->pend_off >= mt->len || !chunk) {
+			u->pend_idx++;
+			u->pend_off = 0;
 		}
 	}
-	ur_link_add(&l->rx_pkts, out);
-	ur_link_add(&l->rx_bytes, bytes);
+	udp_count(&u->rx_pkts, out);
+	udp_count(&u->rx_bytes, bytes);
 	return out;
 }
 
-int ur_link_recv_raw(struct ur_link *l, struct ur_rxd *d, unsigned int max)
+int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
 {
 	int r;
 
 	if (!max)
 		return 0;
-	if (l->pend_idx >= l->pend_cnt) {
+	if (u->pend_idx >= u->pend_cnt) {
 		/* slots are free again only once everything is out */
 		do {
-			r = rx_fill(l, max);
+			r = rx_fill(u, max);
 		} while (r == 0);	/* all truncated: try again */
 		if (r < 0)
 			return r == -EAGAIN || r == -EWOULDBLOCK ? 0 : r;
 	}
-	return (int)rx_emit(l, d, max);
+	return (int)rx_emit(u, d, max);
 }
 
-static void drain_wake(struct ur_link *l)
+void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st)
 {
-	uint64_t v;
-	ssize_t r = read(l->wake_fd, &v, sizeof(v));
+	struct ur_udp *m = (struct ur_udp *)u;
 
-	(void)r;
-}
-
-int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		 int timeout_ms)
-{
-	uint64_t deadline = 0, now;
-	struct pollfd p[2];
-	bool fi;
-	int n, wait, fwait;
-
-	if (timeout_ms > 0)
-		deadline = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		fi = atomic_load_explicit(&l->fi_on, memory_order_relaxed);
-		n = fi ? ur_fault_recv(l, d, max) : ur_link_recv_raw(l, d, max);
-		if (n != 0 || timeout_ms == 0)
-			return n;
-		wait = -1;
-		if (timeout_ms > 0) {
-			now = ur_now_ns();
-			if (now >= deadline)
-				return 0;
-			wait = (int)((deadline - now + 999999) / 1000000);
-		}
-		if (fi) {
-			fwait = ur_fault_poll(l);
-			if (ur_fault_rx_ready(l))
-				continue;
-			if (fwait >= 0 && (wait < 0 || fwait < wait))
-				wait = fwait;
-		}
-		p[0] = (struct pollfd){ .fd = l->fd, .events = POLLIN };
-		p[1] = (struct pollfd){ .fd = l->wake_fd, .events = POLLIN };
-		n = poll(p, 2, wait);
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			drain_wake(l);
-			return 0;
-		}
-	}
-}
-
-void ur_link_wake(struct ur_link *l)
-{
-	uint64_t one = 1;
-	ssize_t r = write(l->wake_fd, &one, sizeof(one));
-
-	(void)r;
-}
-
-void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
-{
-	struct ur_link *m = (struct ur_link *)l;
-
-	memset(st, 0, sizeof(*st));
 	st->tx_pkts = atomic_load(&m->tx_pkts);
 	st->tx_bytes = atomic_load(&m->tx_bytes);
 	st->tx_errors = atomic_load(&m->tx_errors);
 	st->rx_pkts = atomic_load(&m->rx_pkts);
 	st->rx_bytes = atomic_load(&m->rx_bytes);
 	st->rx_truncated = atomic_load(&m->rx_truncated);
-	ur_fault_stats(l->fi, st);
 }

@@ -19,19 +19,9 @@
 #define UR_QPN_RECENT 1024
 #define UR_QPN_TRIES 256
 
-struct ur_qp_hooks ur_qp_hooks;
-
-/* srq.c (mem); also in obj.h once that lands */
-int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
-
 static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t recent_qpns[UR_QPN_RECENT];
 static unsigned int recent_pos;
-
-void ur_qp_set_hooks(const struct ur_qp_hooks *hooks)
-{
-	ur_qp_hooks = *hooks;
-}
 
 static uint32_t pow2_at_least(uint32_t v)
 {

@@ -179,7 +179,23 @@ static void memguard_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
-#if defined(__x86_64__)
+#if defined(__SANITIZE_THREAD__)
+#define UR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UR_TSAN 1
+#endif
+#endif
+
+#if defined(__x86_64__) && defined(UR_TSAN)
+/* ThreadSanitizer's x86-64 layout keeps the program below 2^47 and its
+ * mmap interceptor kills the process when a mapping lands outside that
+ * layout, which the probe below would do on a 5-level-paging kernel. */
+static void find_va_top(void)
+{
+	va_top = UR_VA_NONCANONICAL;
+}
+#elif defined(__x86_64__)
 /* 5-level paging gives user space 2^56 bytes, and then (only then) a page
  * just above 2^47 can be mapped on request. */
 static void find_va_top(void)
@@ -241,6 +257,26 @@ int ur_memguard_copy(void *dst, const void *src, size_t n)
 	return 0;
 }
 
+/*
+ * Under ThreadSanitizer an instrumented atomic runs inside its runtime
+ * with the runtime's own locks held, so a fault there, left through
+ * siglongjmp, would leave them held. These two run uninstrumented: TSan
+ * does not see them as synchronisation, which nothing relies on (a remote
+ * atomic's result reaches the program through a completion).
+ */
+__attribute__((no_sanitize("thread"), noinline))
+static uint64_t fetch_add(uint64_t *p, uint64_t add)
+{
+	return __atomic_fetch_add(p, add, __ATOMIC_SEQ_CST);
+}
+
+__attribute__((no_sanitize("thread"), noinline))
+static void cmp_swap(uint64_t *p, uint64_t *expect, uint64_t swap)
+{
+	__atomic_compare_exchange_n(p, expect, swap, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+}
+
 int ur_memguard_fetch_add(uint64_t *p, uint64_t add, uint64_t *orig)
 {
 	struct ur_memguard g;
@@ -251,7 +287,7 @@ int ur_memguard_fetch_add(uint64_t *p, uint64_t add, uint64_t *orig)
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);
-	*orig = __atomic_fetch_add(p, add, __ATOMIC_SEQ_CST);
+	*orig = fetch_add(p, add);
 	guard_disarm();
 	return 0;
 }
@@ -268,8 +304,7 @@ int ur_memguard_cmp_swap(uint64_t *p, uint64_t cmp, uint64_t swap,
 	if (sigsetjmp(g.env, 0))
 		return -EFAULT;
 	guard_arm(&g);
-	__atomic_compare_exchange_n(p, &expect, swap, false, __ATOMIC_SEQ_CST,
-				    __ATOMIC_SEQ_CST);
+	cmp_swap(p, &expect, swap);
 	guard_disarm();
 	*orig = expect;
 	return 0;

@@ -225,8 +225,7 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 	return (int)n;
 }
 
-int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		 int timeout_ms)
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 {
 	unsigned int n = 0;
 
@@ -250,10 +249,6 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
 	}
 	l->st.rx_pkts += n;
 	return (int)n;
-}
-
-void ur_link_wake(struct ur_link *l)
-{
 }
 
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)

@@ -249,6 +249,20 @@ run_case rping_hs hs "rping -s -a $HOST_IP -p $p $ropts" \
 	"rping -c -p $p $ropts -a" \
 	"100 4 12 16 10 17" "ping data: rdma-ping-4"
 
+# rsockets: uroce's rsocket against rdma-core's (the guest's librdmacm on
+# the kernel rdma_cm), both directions: the connect private data, credits
+# and buffer offers, RDMA WRITE WITH IMMEDIATE (first/middle/last-with-imm/
+# only-with-imm) carrying the data, -T v checking every byte on each side.
+sopts="-S 100000 -C 10 -T b -T v"
+p=$(port)
+run_case rstream_gs gs "rstream -p $p $sopts -s" \
+	"rstream -b $GUEST_IP -p $p $sopts" \
+	"100 6 9 11 17" "^custom +[0-9.kmg]+ +10 "
+p=$(port)
+run_case rstream_hs hs "rstream -b $HOST_IP -p $p $sopts" \
+	"rstream -p $p $sopts -s" \
+	"100 6 9 11 17" "^custom +[0-9.kmg]+ +10 "
+
 echo "run_rxe: $PASS passed, $FAIL failed  (captures and logs in $OUT)"
 ((FAIL == 0))
 exit

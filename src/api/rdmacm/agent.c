@@ -100,7 +100,7 @@ static void agent_drain(struct cma_dev *d)
 			pthread_mutex_lock(&cma.lock);
 			d->stats[CMA_STAT_RX]++;
 			if (wc[i].byte_len >= BUF_SIZE)
-				cma_handle_mad(d, gid, b + UR_GRH_SIZE,
+				d->handlers->mad(d, gid, b + UR_GRH_SIZE,
 					       wc[i].byte_len - UR_GRH_SIZE);
 			else
 				d->stats[CMA_STAT_DROP]++;
@@ -130,7 +130,7 @@ static void *agent_main(void *arg)
 			break;
 		}
 		now = ur_now_ns();
-		next = cma_timers(d, now);
+		next = d->handlers->timers(d, now);
 		pthread_mutex_unlock(&cma.lock);
 		if (next) {
 			now = ur_now_ns();
@@ -155,7 +155,7 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
-int cma_agent_start(struct cma_dev *d)
+int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_UD,
@@ -171,6 +171,7 @@ int cma_agent_start(struct cma_dev *d)
 	unsigned int i;
 	int ret = ENOMEM;
 
+	d->handlers = h;
 	d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->agent_pd = ibv_alloc_pd(d->verbs);
 	d->cch = ibv_create_comp_channel(d->verbs);

@@ -44,4 +44,8 @@ int cma_qp_connect(struct cma_id *id);
 void cma_established(struct cma_id *id);	/* + ESTABLISHED event */
 void cma_disconnected(struct cma_id *id);	/* + DISCONNECTED event */
 
+/* recv.c: what each device's agent hands received MADs and its timer
+ * ticks to (cma.c starts the agents with it). */
+extern const struct cma_agent_handlers cma_cm_handlers;
+
 #endif /* UR_API_RDMACM_CM_PRIV_H */

@@ -2,16 +2,16 @@
 /*
  * Process-wide state: the devices librdmacm opened (each once, as
  * rdma-core does, so every id of a device shares one ibv_context), their
- * CM agents, and small address helpers.
+ * CM agents (started with the CM state machine as their handler), and
+ * which device owns an address.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "api/rdmacm/rdmacm_priv.h"
+#include "api/rdmacm/cm_priv.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -50,7 +50,7 @@ static int dev_open(struct cma_dev *d, struct ibv_device *ibdev)
 		ret = errno ? errno : ENOMEM;
 		goto err;
 	}
-	ret = cma_agent_start(d);
+	ret = cma_agent_start(d, &cma_cm_handlers);
 	if (ret)
 		goto err;
 	return 0;
@@ -169,52 +169,6 @@ struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa)
 		if (ur_sockaddr_same_host(&cma.devs[i].addr, sa))
 			return &cma.devs[i];
 	return NULL;
-}
-
-bool cma_addr_is_loopback(const union ur_sockaddr *sa)
-{
-	if (sa->sa.sa_family == AF_INET)
-		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa.sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
-		       (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) &&
-			sa->in6.sin6_addr.s6_addr[12] == 127);
-	return false;
-}
-
-bool cma_addr_is_any(const union ur_sockaddr *sa)
-{
-	if (sa->sa.sa_family == AF_INET)
-		return sa->in.sin_addr.s_addr == htonl(INADDR_ANY);
-	if (sa->sa.sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&sa->in6.sin6_addr);
-	return false;
-}
-
-uint16_t cma_addr_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	return 0;
-}
-
-void cma_addr_set_port(struct sockaddr *sa, uint16_t port)
-{
-	if (sa->sa_family == AF_INET)
-		((struct sockaddr_in *)sa)->sin_port = htons(port);
-	else if (sa->sa_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
-}
-
-socklen_t cma_addr_len(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return sizeof(struct sockaddr_in);
-	if (sa->sa_family == AF_INET6)
-		return sizeof(struct sockaddr_in6);
-	return 0;
 }
 
 UR_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connection calls of rdma_cma.h: rdma_connect, rdma_accept,
- * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and what
- * rdma_destroy_id tells the peer. The protocol they start is described in
- * recv.c, which handles the answers.
+ * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and
+ * rdma_destroy_id, which starts with what the connection tells the peer.
+ * The protocol they start is described in recv.c, which handles the
+ * answers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,40 +45,75 @@ static void addr_to16(const struct sockaddr *sa, uint8_t out[16])
 
 static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p);
 
-UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
-			   struct rdma_conn_param *p)
+/*
+ * What rdma_connect and rdma_accept do first: check the arguments (*p
+ * becomes given, or rdma-core's defaults none when given is NULL; private
+ * data up to max_pdata bytes), take cma.lock, check that the id is in state want and, for RC
+ * and UC, settle the RDMA read depths (pick_rd: from the device when
+ * connecting, from the REQ when accepting). Returns 0 with the lock held,
+ * or an errno without it.
+ */
+static int conn_prologue(struct rdma_cm_id *id,
+			 const struct rdma_conn_param *given,
+			 const struct rdma_conn_param *none,
+			 const struct rdma_conn_param **p,
+			 unsigned int max_pdata, enum cma_state want)
 {
-	struct rdma_conn_param none = { .retry_count = 7,
-					.rnr_retry_count = 7 };
-	const struct rdma_conn_param *given = p;
+	bool accepting = want == CMA_REQ_RCVD;
+	struct cma_id *cid;
+
+	if (!id)
+		return EINVAL;
+	*p = given ? given : none;
+	if ((*p)->private_data_len > max_pdata ||
+	    ((*p)->private_data_len && !(*p)->private_data))
+		return EINVAL;
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	if (cid->state != want)
+		goto invalid;
+	if (id->qp_type == IBV_QPT_UD)
+		return 0;
+	if (pick_rd(cid->dev, given, (*p)->responder_resources,
+		    accepting ? cid->resp_res : 0xFF, &cid->resp_res) ||
+	    pick_rd(cid->dev, given, (*p)->initiator_depth,
+		    accepting ? cid->init_depth : 0xFF, &cid->init_depth))
+		goto invalid;
+	return 0;
+invalid:
+	pthread_mutex_unlock(&cma.lock);
+	return EINVAL;
+}
+
+/* ... and last: drop the lock, report ret the rdma-core way, and on a
+ * synchronous id wait for ESTABLISHED. */
+static int conn_epilogue(struct cma_id *cid, int ret)
+{
+	pthread_mutex_unlock(&cma.lock);
+	if (ret)
+		return cma_err(ret);
+	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
+			   struct rdma_conn_param *given)
+{
+	const struct rdma_conn_param none = { .retry_count = 7,
+					      .rnr_retry_count = 7 };
+	const struct rdma_conn_param *p;
 	struct ur_cma_hdr h;
 	struct ur_cm_msg m;
 	struct ur_cm_req *r = &m.req;
 	struct cma_id *cid;
-	int ret = 0;
+	int ret;
 
-	if (!id)
-		return cma_err(EINVAL);
-	if (!p)
-		p = &none;
-	if (p->private_data_len > CMA_REQ_USER_PDATA ||
-	    (p->private_data_len && !p->private_data))
-		return cma_err(EINVAL);
+	ret = conn_prologue(id, given, &none, &p, CMA_REQ_USER_PDATA,
+			    CMA_ROUTE_RESOLVED);
+	if (ret)
+		return cma_err(ret);
 	cid = to_cma_id(id);
-	pthread_mutex_lock(&cma.lock);
-	if (cid->state != CMA_ROUTE_RESOLVED) {
-		ret = EINVAL;
-		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		ret = sidr_connect(cid, p);
-		goto out;
-	}
-	if (pick_rd(cid->dev, given, p->responder_resources, 0xFF,
-		    &cid->resp_res) ||
-	    pick_rd(cid->dev, given, p->initiator_depth, 0xFF,
-		    &cid->init_depth)) {
-		ret = EINVAL;
 		goto out;
 	}
 	if (cid->loop_dst) {	/* a listener may have appeared since */
@@ -143,10 +179,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	cid->state = CMA_REQ_SENT;
 	ret = cma_send_req(cid, &m);
 out:
-	pthread_mutex_unlock(&cma.lock);
-	if (ret)
-		return cma_err(ret);
-	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ESTABLISHED) : 0;
+	return conn_epilogue(cid, ret);
 }
 
 /*
@@ -193,28 +226,21 @@ static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 	return cma_send_req(cid, &m);
 }
 
-UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
+UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
+			  struct rdma_conn_param *given)
 {
-	struct rdma_conn_param none = { .rnr_retry_count = 7 };
-	const struct rdma_conn_param *given = p;
+	const struct rdma_conn_param none = { .rnr_retry_count = 7 };
+	const struct rdma_conn_param *p;
 	struct ur_cm_msg m;
 	struct ur_cm_rep *r = &m.rep;
 	struct cma_id *cid;
-	int ret = 0;
+	int ret;
 
-	if (!id)
-		return cma_err(EINVAL);
-	if (!p)
-		p = &none;
-	if (p->private_data_len > UR_CM_REP_PDATA ||
-	    (p->private_data_len && !p->private_data))
-		return cma_err(EINVAL);
+	ret = conn_prologue(id, given, &none, &p, UR_CM_REP_PDATA,
+			    CMA_REQ_RCVD);
+	if (ret)
+		return cma_err(ret);
 	cid = to_cma_id(id);
-	pthread_mutex_lock(&cma.lock);
-	if (cid->state != CMA_REQ_RCVD) {
-		ret = EINVAL;
-		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		if (p->private_data_len > UR_CM_SIDR_REP_PDATA) {
 			ret = EINVAL;
@@ -229,13 +255,6 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		cid->state = CMA_ESTABLISHED;	/* no event on this side */
 		pthread_mutex_unlock(&cma.lock);
 		return 0;
-	}
-	if (pick_rd(cid->dev, given, p->responder_resources, cid->resp_res,
-		    &cid->resp_res) ||
-	    pick_rd(cid->dev, given, p->initiator_depth, cid->init_depth,
-		    &cid->init_depth)) {
-		ret = EINVAL;
-		goto out;
 	}
 	cid->qp_num = id->qp ? id->qp->qp_num : p->qp_num;
 	cid->srq = id->qp ? id->qp->srq != NULL : p->srq;
@@ -262,10 +281,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
 	cma_send_msg(cid, &m, true);
 out:
-	pthread_mutex_unlock(&cma.lock);
-	if (ret)
-		return cma_err(ret);
-	return cid->sync ? cma_sync_wait(cid, RDMA_CM_EVENT_ESTABLISHED) : 0;
+	return conn_epilogue(cid, ret);
 }
 
 static int reject_locked(struct cma_id *cid, const void *pdata, uint8_t len,
@@ -427,7 +443,7 @@ static void linger(struct cma_id *id)
 }
 
 /* rdma_destroy_id: tell the peer; only a DREQ is retransmitted after. */
-void cma_conn_teardown(struct cma_id *id)
+static void conn_teardown(struct cma_id *id)
 {
 	struct ur_list *pos;
 
@@ -479,3 +495,35 @@ children:
 /* Receive                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Here rather than in id.c: an id's end starts with what its connection
+ * tells the peer (conn_teardown), and id.c sits below this file. */
+UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct cma_id *cid;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	cid->destroying = true;
+	conn_teardown(cid);
+	cma_rv_withdraw(cid);
+	if (cid->sync && id->event) {
+		struct rdma_cm_event *ev = id->event;
+
+		id->event = NULL;
+		pthread_mutex_unlock(&cma.lock);
+		rdma_ack_cm_event(ev);
+		pthread_mutex_lock(&cma.lock);
+	}
+	cma_chan_drop_events(cid);
+	/* rdma-core's rule: wait until every event handed out is acked */
+	while (cid->events_out > 0)
+		pthread_cond_wait(&cma.cond, &cma.lock);
+	ur_list_del(&cid->node);
+	pthread_mutex_unlock(&cma.lock);
+	if (cid->sync)
+		cma_chan_free(cid->chan);
+	free(cid);
+	return 0;
+}

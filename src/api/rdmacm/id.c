@@ -76,37 +76,6 @@ UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 	return 0;
 }
 
-UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
-{
-	struct cma_id *cid;
-
-	if (!id)
-		return cma_err(EINVAL);
-	cid = to_cma_id(id);
-	pthread_mutex_lock(&cma.lock);
-	cid->destroying = true;
-	cma_conn_teardown(cid);
-	cma_rv_withdraw(cid);
-	if (cid->sync && id->event) {
-		struct rdma_cm_event *ev = id->event;
-
-		id->event = NULL;
-		pthread_mutex_unlock(&cma.lock);
-		rdma_ack_cm_event(ev);
-		pthread_mutex_lock(&cma.lock);
-	}
-	cma_chan_drop_events(cid);
-	/* rdma-core's rule: wait until every event handed out is acked */
-	while (cid->events_out > 0)
-		pthread_cond_wait(&cma.cond, &cma.lock);
-	ur_list_del(&cid->node);
-	pthread_mutex_unlock(&cma.lock);
-	if (cid->sync)
-		cma_chan_free(cid->chan);
-	free(cid);
-	return 0;
-}
-
 static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
 		       const union ur_sockaddr *sa, uint16_t port)
 {

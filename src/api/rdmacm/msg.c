@@ -168,7 +168,7 @@ int cma_send_req(struct cma_id *cid, struct ur_cm_msg *m)
 		 * A server that is about to listen (perftest listens again
 		 * for its test connection right after its handshake) gets
 		 * the time a kernel would spend resolving the address: the
-		 * REQ waits while the directory is read again (cma_timers);
+		 * REQ waits while the directory is read again (run_timers);
 		 * after UR_CM_RV_WAIT_NS it goes to our own device, which
 		 * refuses it (REJ 8) as a host without a listener does.
 		 */

@@ -7,8 +7,12 @@
  *
  * Per device one agent (agent.c) owns QP1: a UD QP renumbered to 1 through
  * libibverbs' private uroce_gsi_claim(), a thread that receives CM MADs and
- * runs the retransmission timers. conn.c is the CM protocol, id.c addresses,
- * routes and QPs, channel.c events, rendezvous.c the loopback directory.
+ * runs the retransmission timers, handing both to the CM state machine
+ * through struct cma_agent_handlers. Bottom to top: addr.c (address
+ * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
+ * directory), channel.c (events), id.c (addresses, routes, QPs), msg.c
+ * (CM messages out) and recv.c (CM messages in, timers), conn.c (the
+ * application's connect/accept/disconnect calls and rdma_destroy_id).
  */
 #ifndef UR_API_RDMACM_PRIV_H
 #define UR_API_RDMACM_PRIV_H
@@ -54,6 +58,7 @@ struct cma_dev {
 	pthread_t thread;
 	bool thread_started;
 	int wake_fd;			/* eventfd: stop, or a nearer deadline */
+	const struct cma_agent_handlers *handlers;	/* the CM above */
 	bool stop;
 	uint64_t stats[4];		/* see enum cma_stat */
 	struct cma_ah {			/* address handles of recent peers */
@@ -189,6 +194,8 @@ static inline struct cma_chan *to_cma_chan(struct rdma_event_channel *ch)
 int cma_init(void);			/* 0 or errno; opens devices, agents */
 struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
 struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa);
+
+/* addr.c */
 bool cma_addr_is_loopback(const union ur_sockaddr *sa);
 bool cma_addr_is_any(const union ur_sockaddr *sa);
 uint16_t cma_addr_port(const struct sockaddr *sa);
@@ -233,15 +240,18 @@ void cma_fill_path(struct cma_id *id);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
 
-/* conn.c (lock held) */
-void cma_conn_teardown(struct cma_id *id);	/* on rdma_destroy_id */
-void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
+/*
+ * agent.c. The agent sits below the CM state machine and calls it only
+ * through these handlers, with cma.lock held (recv.c's cma_cm_handlers).
+ */
+struct cma_agent_handlers {
+	/* One received MAD of len bytes from the port at src_gid. */
+	void (*mad)(struct cma_dev *dev, const uint8_t src_gid[16],
 		    const uint8_t *mad, size_t len);
-/* Runs due timers; returns the next deadline (0 none). */
-uint64_t cma_timers(struct cma_dev *dev, uint64_t now);
-
-/* agent.c */
-int cma_agent_start(struct cma_dev *dev);
+	/* Runs due timers; returns the next deadline (0 none). */
+	uint64_t (*timers)(struct cma_dev *dev, uint64_t now);
+};
+int cma_agent_start(struct cma_dev *dev, const struct cma_agent_handlers *h);
 void cma_agent_stop(struct cma_dev *dev);
 /* Sends one 256-byte MAD to the QP1 at gid (lock held). 0 or errno. */
 int cma_agent_send(struct cma_dev *dev, const uint8_t gid[16],

@@ -376,8 +376,8 @@ static void linger_done(struct cma_dev *dev, const struct ur_cm_dreq *drep)
 	}
 }
 
-void cma_handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
-		    const uint8_t *mad, size_t len)
+static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
+		       const uint8_t *mad, size_t len)
 {
 	struct ur_cm_msg m;
 	struct cma_id *id;
@@ -517,7 +517,7 @@ static void gave_up(struct cma_dev *dev, struct cma_id *id)
 	}
 }
 
-uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
+static uint64_t run_timers(struct cma_dev *dev, uint64_t now)
 {
 	struct ur_list *pos, *tmp;
 	uint64_t next = 0;
@@ -566,3 +566,7 @@ uint64_t cma_timers(struct cma_dev *dev, uint64_t now)
 	return next;
 }
 
+const struct cma_agent_handlers cma_cm_handlers = {
+	.mad = handle_mad,
+	.timers = run_timers,
+};

@@ -267,7 +267,11 @@ static void test_cma_hdr(void **state)
 	ur_cma_hdr_encode(&h, b);
 	assert_int_equal(b[1], 0x60);
 	assert_int_equal(ur_cma_hdr_decode(b, &d), 0);
-	assert_memory_equal(&d, &h, sizeof(h));
+	/* field by field: the padding after ip_version is not data */
+	assert_int_equal(d.ip_version, h.ip_version);
+	assert_int_equal(d.src_port, h.src_port);
+	assert_memory_equal(d.src_addr, h.src_addr, 16);
+	assert_memory_equal(d.dst_addr, h.dst_addr, 16);
 	b[1] = 0x50;
 	assert_int_equal(ur_cma_hdr_decode(b, &d), -EPROTO);
 	assert_true(ur_cm_service_id(0x0106, 7174) == 0x0000000001061c06ULL);

@@ -13,11 +13,46 @@
 #include "obj/device.h"
 #include "util/time.h"
 
-struct fe_fault fe_fault;
-void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
-bool (*fe_filter)(int to_dev, const uint8_t *data, uint32_t len);
-unsigned int fe_filtered;
+/*
+ * The network: both NIC threads send through it and the test reprograms it
+ * while they run, so the hooks, the fault settings and every enqueue are
+ * under fe_net_lock (one datagram crosses the fake network at a time, and
+ * a hook's records are the test's to read once it unset the hook).
+ */
+static pthread_mutex_t fe_net_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fe_fault fe_fault;
+static fe_tap_fn *fe_tap;
+static fe_filter_fn *fe_filter;
+static unsigned int fe_filtered;
 static struct fe_counts fe_cnt;
+
+void fe_set_fault(const struct fe_fault *f)
+{
+	static const struct fe_fault none;
+
+	pthread_mutex_lock(&fe_net_lock);
+	fe_fault = f ? *f : none;
+	pthread_mutex_unlock(&fe_net_lock);
+}
+
+void fe_set_tap(fe_tap_fn *tap)
+{
+	pthread_mutex_lock(&fe_net_lock);
+	fe_tap = tap;
+	pthread_mutex_unlock(&fe_net_lock);
+}
+
+unsigned int fe_set_filter(fe_filter_fn *filter)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&fe_net_lock);
+	fe_filter = filter;
+	n = fe_filtered;
+	fe_filtered = 0;
+	pthread_mutex_unlock(&fe_net_lock);
+	return n;
+}
 
 /* ------------------------------------------------------------------ */
 /* Fake link                                                           */
@@ -141,6 +176,9 @@ static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
 	(void)r;
 }
 
+static void fe_deliver_locked(struct ur_link *from, struct ur_link *to,
+			      const uint8_t *data, uint32_t len);
+
 static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 		       const uint8_t *data, uint32_t len)
 {
@@ -155,11 +193,19 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 		from->st.tx_errors++;
 		return;
 	}
+	pthread_mutex_lock(&fe_net_lock);
+	fe_deliver_locked(from, to, data, len);
+	pthread_mutex_unlock(&fe_net_lock);
+}
+
+static void fe_deliver_locked(struct ur_link *from, struct ur_link *to,
+			      const uint8_t *data, uint32_t len)
+{
 	if (fe_tap)
 		fe_tap(to == fe_links[0] ? 0 : 1, data, len);
 	if (fe_filter && len >= 12 &&
 	    fe_filter(to == fe_links[0] ? 0 : 1, data, len)) {
-		__atomic_fetch_add(&fe_filtered, 1, __ATOMIC_RELAXED);
+		fe_filtered++;
 		return;
 	}
 	if (fe_fault.drop_opcode_once && data[0] ==
@@ -219,12 +265,16 @@ void fe_debug(void)
 void fe_inject_from(int to_dev, const union ur_sockaddr *src,
 		    const uint8_t *data, uint32_t len)
 {
+	pthread_mutex_lock(&fe_net_lock);
 	fe_enqueue_src(fe_links[to_dev], src, data, len);
+	pthread_mutex_unlock(&fe_net_lock);
 }
 
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len)
 {
+	pthread_mutex_lock(&fe_net_lock);
 	fe_enqueue(fe_links[to_dev], fe_links[!to_dev], data, len);
+	pthread_mutex_unlock(&fe_net_lock);
 }
 
 int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
@@ -251,8 +301,7 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 	return (int)n;
 }
 
-int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		 int timeout_ms)
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 {
 	unsigned int n = 0;
 	uint64_t v;
@@ -281,10 +330,6 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max,
 	pthread_mutex_unlock(&l->lock);
 	l->st.rx_pkts += n;
 	return (int)n;
-}
-
-void ur_link_wake(struct ur_link *l)
-{
 }
 
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
@@ -516,18 +561,24 @@ void fe_qp_destroy(struct ur_qp *qp)
 	free(qp);
 }
 
+/* As obj/'s ur_qp_modify: the state is read and written under sq_lock
+ * (the engine's progress thread moves a QP to ERR under it), and the engine
+ * hears of the change after the lock is released. */
 void fe_qp_modify(struct ur_qp *qp, enum ibv_qp_state st, int mask)
 {
-	enum ibv_qp_state old = qp->state;
+	enum ibv_qp_state old;
 
+	pthread_mutex_lock(&qp->sq_lock);
+	old = qp->state;
 	if (st == IBV_QPS_RESET) {
-		pthread_mutex_lock(&qp->sq_lock);
 		qp->sq.producer = qp->sq.consumer = qp->sq.cursor = 0;
-		pthread_mutex_unlock(&qp->sq_lock);
+		pthread_spin_lock(&qp->rq_lock);
 		qp->rq.producer = qp->rq.consumer = 0;
+		pthread_spin_unlock(&qp->rq_lock);
 	}
 	qp->state = st;
 	qp->attr.qp_state = st;
+	pthread_mutex_unlock(&qp->sq_lock);
 	ur_engine_qp_modified(qp, old, mask | IBV_QP_STATE);
 }
 

@@ -18,12 +18,15 @@ struct fe_fault {
 					 * opcode + 1 (0 = off) */
 };
 
-extern struct fe_fault fe_fault;
+/* The faults from now on (NULL: none). The NIC threads are running: the
+ * settings, hooks and counts below are only reached through these calls. */
+void fe_set_fault(const struct fe_fault *f);
 
 /* Scripted faults: called for every datagram before the random ones;
- * returns true to drop it (counted in fe_filtered). */
-extern bool (*fe_filter)(int to_dev, const uint8_t *data, uint32_t len);
-extern unsigned int fe_filtered;
+ * returns true to drop it. fe_set_filter() installs one (NULL: none) and
+ * returns how many datagrams the previous one dropped. */
+typedef bool fe_filter_fn(int to_dev, const uint8_t *data, uint32_t len);
+unsigned int fe_set_filter(fe_filter_fn *filter);
 /* Datagrams the random faults dropped, duplicated and reordered so far. */
 struct fe_counts {
 	unsigned long dropped, duplicated, reordered;
@@ -42,8 +45,10 @@ static inline uint32_t fe_pkt_psn(const uint8_t *d)
 	return (uint32_t)d[9] << 16 | (uint32_t)d[10] << 8 | d[11];
 }
 
-/* Called for every datagram the fake network delivers (tests record). */
-extern void (*fe_tap)(int to_dev, const uint8_t *data, uint32_t len);
+/* Called for every datagram the fake network delivers (tests record), one
+ * at a time; what it recorded is safe to read after fe_set_tap(NULL). */
+typedef void fe_tap_fn(int to_dev, const uint8_t *data, uint32_t len);
+void fe_set_tap(fe_tap_fn *tap);
 /* Puts a datagram from the other device into device to_dev's queue. */
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len);
 /* Same with any source address (a third host). */

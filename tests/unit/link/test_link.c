@@ -2,7 +2,7 @@
 /*
  * link/ unit tests: two links on two random loopback addresses exchange
  * datagrams (contents, addresses, TOS/TTL, batches, GSO trains with GRO on
- * and off, truncation, wake, EADDRINUSE) and the fault injection stage
+ * and off, truncation, EADDRINUSE) and the fault injection stage
  * (determinism, bounds, each action observable, counters).
  */
 #include <arpa/inet.h>
@@ -86,6 +86,21 @@ static int send_buf(struct ur_link *l, const union ur_sockaddr *dst,
 	return ur_link_send(l, &d, 1);
 }
 
+/* Receives what l has within ms: polls its fd in 1 ms slices, calling
+ * ur_link_recv() between them (which is what lets held datagrams out of
+ * a fault stage configured after open). */
+static int recv_wait(struct ur_link *l, struct ur_rxd *d, unsigned int max,
+		     int ms)
+{
+	struct pollfd p = { .fd = ur_link_fd(l), .events = POLLIN };
+	uint64_t end = ur_now_ns() + (uint64_t)ms * 1000000ull;
+	int n;
+
+	while ((n = ur_link_recv(l, d, max)) == 0 && ur_now_ns() < end)
+		poll(&p, 1, 1);
+	return n;
+}
+
 /* Receives until want datagrams came or 500 ms passed; copies lengths and
  * the first 4 bytes (a sequence number) of each. */
 static int recv_n(struct ur_link *l, unsigned int want, uint32_t *seq,
@@ -97,7 +112,7 @@ static int recv_n(struct ur_link *l, unsigned int want, uint32_t *seq,
 	int n, i;
 
 	while (got < want && ur_now_ns() < end) {
-		n = ur_link_recv(l, d, 64, 50);
+		n = recv_wait(l, d, 64, 50);
 		assert_true(n >= 0);
 		for (i = 0; i < n; i++, got++) {
 			if (seq && got < want + 64) {
@@ -127,7 +142,7 @@ static void test_exchange_v4(void **state)
 	assert_int_equal(setsockopt(ur_link_fd(p.a), IPPROTO_IP, IP_TTL, &ttl,
 				    sizeof(ttl)), 0);
 	assert_int_equal(send_buf(p.a, &p.ba, msg, sizeof(msg), 0), 1);
-	n = ur_link_recv(p.b, d, 4, 1000);
+	n = recv_wait(p.b, d, 4, 1000);
 	assert_int_equal(n, 1);
 	assert_int_equal(d[0].len, sizeof(msg));
 	assert_memory_equal(d[0].data, msg, sizeof(msg));
@@ -139,8 +154,8 @@ static void test_exchange_v4(void **state)
 	assert_int_equal(d[0].tos, tos);
 	assert_int_equal(d[0].ttl, ttl);
 	/* nothing more: timeout 0 and a short timeout both give 0 */
-	assert_int_equal(ur_link_recv(p.b, d, 4, 0), 0);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 5), 0);
+	assert_int_equal(ur_link_recv(p.b, d, 4), 0);
+	assert_int_equal(recv_wait(p.b, d, 4, 5), 0);
 	pair_close(&p);
 }
 
@@ -166,7 +181,7 @@ static void test_exchange_v6(void **state)
 		   sizeof(hl));
 	memset(msg, 0xa5, sizeof(msg));
 	assert_int_equal(send_buf(a, &ba, msg, sizeof(msg), 0), 1);
-	assert_int_equal(ur_link_recv(b, d, 2, 1000), 1);
+	assert_int_equal(recv_wait(b, d, 2, 1000), 1);
 	assert_int_equal(d[0].len, sizeof(msg));
 	assert_memory_equal(d[0].data, msg, sizeof(msg));
 	assert_int_equal(d[0].src.sa.sa_family, AF_INET6);
@@ -228,7 +243,7 @@ static void gso_case(int gso, int gro_b)
 	assert_int_equal(send_buf(p.a, &p.ba, buf, sizeof(buf), 1000), 1);
 	/* max 4 per call: a GRO train is handed out across calls */
 	while (got < 11) {
-		n = ur_link_recv(p.b, d, 4, 1000);
+		n = recv_wait(p.b, d, 4, 1000);
 		assert_true(n > 0);
 		assert_true(n <= 4);
 		for (i = 0; i < (unsigned int)n; i++, got++) {
@@ -240,7 +255,7 @@ static void gso_case(int gso, int gro_b)
 		}
 	}
 	assert_int_equal(got, 11);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 0), 0);
+	assert_int_equal(ur_link_recv(p.b, d, 4), 0);
 	ur_link_get_stats(p.a, &st);
 	assert_int_equal(st.tx_pkts, 11);
 	assert_int_equal(st.tx_bytes, sizeof(buf));
@@ -276,44 +291,12 @@ static void test_truncation(void **state)
 	pair_open(&p, 1, 0);	/* receiver without GRO: 9 KiB slots */
 	assert_int_equal(send_buf(p.a, &p.ba, big, sizeof(big), 0), 1);
 	assert_int_equal(send_buf(p.a, &p.ba, &small, 4, 0), 1);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 1000), 1);
+	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
 	assert_int_equal(d[0].len, 4);
 	assert_memory_equal(d[0].data, &small, 4);
 	ur_link_get_stats(p.b, &st);
 	assert_int_equal(st.rx_truncated, 1);
 	assert_int_equal(st.rx_pkts, 1);
-	pair_close(&p);
-}
-
-static void *waker(void *arg)
-{
-	struct timespec ts = { 0, 30 * 1000000 };
-
-	nanosleep(&ts, NULL);
-	ur_link_wake(arg);
-	return NULL;
-}
-
-static void test_wake(void **state)
-{
-	struct ur_rxd d[2];
-	struct pair p;
-	pthread_t t;
-	uint64_t t0;
-
-	pair_open(&p, 1, 1);
-	/* a wake before the call makes it return at once */
-	ur_link_wake(p.b);
-	t0 = ur_now_ns();
-	assert_int_equal(ur_link_recv(p.b, d, 2, -1), 0);
-	assert_true(ur_now_ns() - t0 < 500000000ull);
-	/* a wake from another thread ends a blocked wait */
-	assert_int_equal(pthread_create(&t, NULL, waker, p.b), 0);
-	t0 = ur_now_ns();
-	assert_int_equal(ur_link_recv(p.b, d, 2, 5000), 0);
-	assert_true(ur_now_ns() - t0 < 2000000000ull);
-	assert_true(ur_now_ns() - t0 >= 20000000ull);
-	pthread_join(t, NULL);
 	pair_close(&p);
 }
 
@@ -340,7 +323,7 @@ static int fi_collect(struct pair *p, uint32_t *seq, uint32_t *len,
 	struct ur_rxd d[64];
 	int n, i;
 
-	n = ur_link_recv(p->b, d, 64, wait_ms);
+	n = recv_wait(p->b, d, 64, wait_ms);
 	assert_true(n >= 0);
 	for (i = 0; i < n && *got < 3 * NDGRAM; i++, (*got)++) {
 		seq[*got] = 0;
@@ -376,7 +359,7 @@ static int fi_run(struct pair *p, uint32_t *seq, uint32_t *len)
 	}
 	while (idle < 3) {
 		/* poke the sender so its held datagrams go out when due */
-		assert_int_equal(ur_link_recv(p->a, d, 4, 0), 0);
+		assert_int_equal(ur_link_recv(p->a, d, 4), 0);
 		idle = fi_collect(p, seq, len, &got, 20) > 0 ? 0 : idle + 1;
 	}
 	return (int)got;
@@ -490,13 +473,13 @@ static void test_fault_delay(void **state)
 	uint32_t v = 42;
 	uint64_t t0;
 
-	/* rx side: held 30 ms, released by recv's own wait */
+	/* rx side: held 30 ms, released by a receive call once due */
 	pair_open(&p, 1, 1);
 	assert_int_equal(ur_link_set_fault(p.b, "delay_us=30000,dir=rx"), 0);
 	t0 = ur_now_ns();
 	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 5), 0);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 1000), 1);
+	assert_int_equal(recv_wait(p.b, d, 4, 5), 0);
+	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
 	assert_true(ur_now_ns() - t0 >= 29000000ull);
 	assert_memory_equal(d[0].data, &v, 4);
 	ur_link_get_stats(p.b, &st);
@@ -509,10 +492,10 @@ static void test_fault_delay(void **state)
 	assert_int_equal(ur_link_set_fault(p.a, "delay_us=30000,dir=tx"), 0);
 	t0 = ur_now_ns();
 	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 10), 0);
-	/* the sender's recv wait releases it when due */
-	assert_int_equal(ur_link_recv(p.a, d, 4, 60), 0);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 1000), 1);
+	assert_int_equal(recv_wait(p.b, d, 4, 10), 0);
+	/* the sender's receive calls release it when due */
+	assert_int_equal(recv_wait(p.a, d, 4, 60), 0);
+	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
 	assert_true(ur_now_ns() - t0 >= 29000000ull);
 	ur_link_get_stats(p.a, &st);
 	assert_int_equal(st.fi_delayed, 1);
@@ -540,7 +523,7 @@ static void test_fault_bad_spec(void **state)
 }
 
 /* With UROCE_FAULT at open, ur_link_fd() wakes a poller when a held
- * datagram is due, and ur_link_recv(.., 0) then lets it out. */
+ * datagram is due, and ur_link_recv() then lets it out. */
 static void test_fault_fd_timer(void **state)
 {
 	struct pollfd pf;
@@ -564,10 +547,10 @@ static void test_fault_fd_timer(void **state)
 	pf = (struct pollfd){ .fd = ur_link_fd(p.a), .events = POLLIN };
 	assert_int_equal(poll(&pf, 1, 2000), 1);
 	assert_true(ur_now_ns() - t0 >= 19000000ull);
-	assert_int_equal(ur_link_recv(p.a, d, 4, 0), 0);
+	assert_int_equal(ur_link_recv(p.a, d, 4), 0);
 	/* released: the timer is disarmed and b gets the datagram */
 	assert_int_equal(poll(&pf, 1, 0), 0);
-	assert_int_equal(ur_link_recv(p.b, d, 4, 1000), 1);
+	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
 	assert_memory_equal(d[0].data, &v, 4);
 	ur_link_get_stats(p.a, &st);
 	assert_int_equal(st.fi_delayed, 1);
@@ -646,7 +629,6 @@ int main(void)
 		cmocka_unit_test(test_gso_gro_off),
 		cmocka_unit_test(test_gso_fallback),
 		cmocka_unit_test(test_truncation),
-		cmocka_unit_test(test_wake),
 		cmocka_unit_test(test_addrinuse),
 		cmocka_unit_test(test_fault_drop_deterministic),
 		cmocka_unit_test(test_fault_dup),

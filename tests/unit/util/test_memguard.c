@@ -44,9 +44,17 @@ static int in_child(int (*fn)(void))
 /* n pages that nothing maps, far from where the kernel places mappings
  * (and from ASan's allocator and shadow), so no later mmap (a thread's
  * stack, an allocator's chunk) fills the hole. */
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer's x86-64 layout has its shadow there: program memory
+ * below 2^39 is its own */
+#define UNMAPPED_BASE 0x004000000000ull
+#else
+#define UNMAPPED_BASE 0x500000000000ull
+#endif
+
 static uint8_t *unmapped_pages(size_t n)
 {
-	static uintptr_t next = 0x500000000000ull;
+	static uintptr_t next = UNMAPPED_BASE;
 	void *p = mmap((void *)next, n * PG, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
 		       0);

@@ -50,8 +50,8 @@ static int setup(void **state)
 {
 	struct t_pair *p = calloc(1, sizeof(*p));
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
-	fe_filter = NULL;
+	fe_set_fault(NULL);
+	fe_set_filter(NULL);
 	fe_side_open(&p->a, 0, IBV_QPT_RC);
 	fe_side_open(&p->b, 1, IBV_QPT_RC);
 	big_open(&p->ba, &p->a);
@@ -68,8 +68,8 @@ static int teardown(void **state)
 {
 	struct t_pair *p = *state;
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
-	fe_filter = NULL;
+	fe_set_fault(NULL);
+	fe_set_filter(NULL);
 	fe_dereg_mr(p->a.dev, p->ba.mr);
 	fe_dereg_mr(p->b.dev, p->bb.mr);
 	free(p->ba.buf);
@@ -225,7 +225,7 @@ static bool drop_resp_and_req(int to, const uint8_t *d, uint32_t len)
  * before it, not the responses of chunk 2 that never came; the READ must
  * still deliver every byte.
  */
-static void t_read_nak_inside_read(void **state)
+static void test_read_nak_inside_read(void **state)
 {
 	struct t_pair *p = *state;
 	uint64_t id = 1;
@@ -235,13 +235,11 @@ static void t_read_nak_inside_read(void **state)
 	drop_resp_psn = ur_psn_add(psn_a, 2 * UR_READ_CHUNK_PKTS + 5);
 	drop_req_psn = ur_psn_add(psn_a, 3 * UR_READ_CHUNK_PKTS);
 	dropped_resp = dropped_req = false;
-	fe_filtered = 0;
-	fe_filter = drop_resp_and_req;
+	fe_set_filter(drop_resp_and_req);
 	post_rdma(p, IBV_WR_RDMA_READ, 1, 0, 1u << 20, 0, 0);
 	expect_sends(p, &id, 1);
-	fe_filter = NULL;
+	assert_int_equal(fe_set_filter(NULL), 2);
 	assert_true(dropped_resp && dropped_req);
-	assert_int_equal(fe_filtered, 2);
 	assert_true(stat(&p->b, UR_STAT_SEQ_NAK_SENT) >= 1);
 	check_read(p->ba.buf, p->bb.buf, 1u << 20);
 	/* the same READ again, clean: the link and QP are healthy */
@@ -287,7 +285,7 @@ static void count_requests(int to, const uint8_t *d, uint32_t len)
  * more READ requests outstanding than max_rd_atomic, even when they are
  * chunks of one WQE.
  */
-static void t_read_credits_per_request(void **state)
+static void test_read_credits_per_request(void **state)
 {
 	struct t_pair *p = *state;
 	uint64_t id = 7;
@@ -299,10 +297,10 @@ static void t_read_credits_per_request(void **state)
 	chunks_open = chunks_done = 0;
 	chunk_first = psn_a;
 	read_npkts = 1024;
-	fe_tap = count_requests;
+	fe_set_tap(count_requests);
 	post_rdma(p, IBV_WR_RDMA_READ, 7, 0, 1u << 20, 0, 0);
 	expect_sends(p, &id, 1);
-	fe_tap = NULL;
+	fe_set_tap(NULL);
 	check_read(p->ba.buf, p->bb.buf, 1u << 20);
 	/* 16 requests (more if a loaded host made the requester probe) */
 	assert_true(req_sent >= 16);
@@ -339,26 +337,24 @@ static void lose_and_recover(struct t_pair *p, uint32_t k, unsigned int times)
 	memset(p->bb.buf, T_CANARY, 8192);
 	drop_psn = ur_psn_add(psn_a, (int32_t)k);
 	drop_left = times;
-	fe_filtered = 0;
-	fe_filter = drop_request_psn;
+	fe_set_filter(drop_request_psn);
 	post_rdma(p, IBV_WR_RDMA_WRITE, 1, 0, 8192, 0, 0);
 	expect_sends(p, &id, 1);
-	fe_filter = NULL;
-	assert_int_equal(fe_filtered, times);
+	assert_int_equal(fe_set_filter(NULL), times);
 	assert_memory_equal(p->bb.buf, p->ba.buf, 8192);
 	assert_int_equal(stat(&p->a, UR_STAT_TIMEOUTS), t0);
 }
 
 /* The last packet (the one asking for the ACK) is lost: the responder
  * sees no gap and says nothing. */
-static void t_tail_loss(void **state)
+static void test_tail_loss(void **state)
 {
 	lose_and_recover(*state, 7, 1);
 }
 
 /* A middle packet is lost, the responder NAKs it once, and the
  * retransmission is lost too: the responder may not NAK again (IBA). */
-static void t_lost_retransmission(void **state)
+static void test_lost_retransmission(void **state)
 {
 	lose_and_recover(*state, 3, 2);
 }
@@ -462,14 +458,14 @@ static void mixed(void **state, unsigned int drop, unsigned int dup,
 	fe_get_counts(&c0);
 	for (seed = 1; seed <= nseeds; seed++) {
 		fe_seed(seed);
-		fe_fault.drop_pct = drop;
-		fe_fault.dup_pct = dup;
-		fe_fault.reorder_pct = reorder;
+		fe_set_fault(&(struct fe_fault){ .drop_pct = drop,
+						 .dup_pct = dup,
+						 .reorder_pct = reorder });
 		mixed_round(p, seed * 2);
 		mixed_round(p, seed * 2 + 1);
 	}
 	fe_get_counts(&c1);
-	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_set_fault(NULL);
 	if (getenv("FE_STATS")) {
 		ur_engine_dump_counters(p->a.dev, stderr);
 		ur_engine_dump_counters(p->b.dev, stderr);
@@ -486,17 +482,17 @@ static void mixed(void **state, unsigned int drop, unsigned int dup,
 		assert_true(stat(&p->a, UR_STAT_SEQ_NAK_RCVD) > nak0);
 }
 
-static void t_mixed_reorder(void **state)
+static void test_mixed_reorder(void **state)
 {
 	mixed(state, 0, 0, 10);
 }
 
-static void t_mixed_drop(void **state)
+static void test_mixed_drop(void **state)
 {
 	mixed(state, 3, 0, 0);
 }
 
-static void t_mixed_all(void **state)
+static void test_mixed_all(void **state)
 {
 	mixed(state, 10, 2, 5);
 }
@@ -504,17 +500,17 @@ static void t_mixed_all(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_read_nak_inside_read, setup,
+		cmocka_unit_test_setup_teardown(test_read_nak_inside_read, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_read_credits_per_request,
+		cmocka_unit_test_setup_teardown(test_read_credits_per_request,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(t_tail_loss, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_lost_retransmission, setup,
+		cmocka_unit_test_setup_teardown(test_tail_loss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_retransmission, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_reorder, setup,
+		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_drop, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_mixed_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_all, setup, teardown),
 	};
 	int rc;
 

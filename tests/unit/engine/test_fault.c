@@ -3,20 +3,36 @@
  * RC under fault injection (UROCE_FAULT: drop, duplicate, reorder): every
  * message still arrives exactly once, in order and intact; READs and
  * atomics (replayed from the responder's resources) give the right data.
+ * The link's and the engine's counters (UROCE_STATS, written when the
+ * devices close) then show that faults of each kind were injected and that
+ * the requester retransmitted.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "te_util.h"
 
 #define T_TMO 10000
 
-static void t_fault_stream(void **state)
+static char stats_path[] = "/tmp/uroce-test-fault-XXXXXX";
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_fault_stream(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
@@ -25,7 +41,7 @@ static void t_fault_stream(void **state)
 	struct ibv_wc wc;
 	int i, n = 300, posted = 0, done = 0, got = 0;
 	uint32_t len;
-	uint64_t *ctr;
+	uint64_t *ctr, progress = now_ms();
 
 	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
 	assert_int_equal(te_pair_connect(&p, &o), 0);
@@ -37,6 +53,10 @@ static void t_fault_stream(void **state)
 	for (i = 0; i < 8; i++)
 		assert_int_equal(te_post_recv(b, i, (i % 8) * 8192, 8192), 0);
 	while (got < n || done < n) {
+		if (now_ms() - progress > T_TMO)
+			fail_msg("no progress for %d ms: SEND %d not completed (%s), message %d not received (%d posted)",
+				 T_TMO, done, done < posted ? "posted" : "not posted",
+				 got, posted);
 		while (posted < n && posted - done < 8) {
 			len = 1 + (posted * 977) % 6000;
 			/* the message carries its own index */
@@ -51,6 +71,7 @@ static void t_fault_stream(void **state)
 			assert_int_equal(wc.status, IBV_WC_SUCCESS);
 			assert_int_equal(wc.wr_id, done);
 			done++;
+			progress = now_ms();
 		}
 		if (got < n && ibv_poll_cq(b->rcq, 1, &wc) > 0) {
 			int idx;
@@ -65,6 +86,7 @@ static void t_fault_stream(void **state)
 				assert_int_equal(te_post_recv(b, got + 8,
 					(got % 8) * 8192, 8192), 0);
 			got++;
+			progress = now_ms();
 		}
 	}
 	/* The receive buffers are reused, so the contents were checked
@@ -108,16 +130,58 @@ static void t_fault_stream(void **state)
 	te_pair_close(&p);
 }
 
+/* a counter summed over both devices' sections of the UROCE_STATS file */
+static uint64_t stat_sum(const char *name)
+{
+	size_t nl = strlen(name);
+	char line[256];
+	uint64_t v = 0;
+	FILE *f = fopen(stats_path, "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, nl) && line[nl] == ' ')
+			v += strtoull(line + nl + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* after test_fault_stream: the faults happened and were recovered from */
+static void test_faults_counted(void **state)
+{
+	te_close_devices();	/* writes both devices' counters */
+	print_message("injected: %llu dropped, %llu duplicated, %llu reordered; %llu retransmits, %llu duplicate requests\n",
+		      (unsigned long long)stat_sum("fault_dropped"),
+		      (unsigned long long)stat_sum("fault_duplicated"),
+		      (unsigned long long)stat_sum("fault_reordered"),
+		      (unsigned long long)stat_sum("retransmits"),
+		      (unsigned long long)stat_sum("duplicate_requests"));
+	assert_true(stat_sum("fault_dropped") > 0);
+	assert_true(stat_sum("fault_duplicated") > 0);
+	assert_true(stat_sum("fault_reordered") > 0);
+	/* a dropped request or ACK is recovered by a retransmission, which
+	 * the responder sees as a duplicate when only the ACK was lost */
+	assert_true(stat_sum("retransmits") > 0);
+	assert_true(stat_sum("duplicate_requests") > 0);
+}
+
 int main(void)
 {
-	int rc;
+	int rc, fd;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_fault_stream),
+		cmocka_unit_test(test_fault_stream),
+		cmocka_unit_test(test_faults_counted),
 	};
 
 	if (!getenv("UROCE_FAULT"))
 		setenv("UROCE_FAULT", UR_TEST_FAULT, 1);
+	fd = mkstemp(stats_path);
+	if (fd < 0)
+		return 1;
+	close(fd);
+	setenv("UROCE_STATS", stats_path, 1);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	te_close_devices();
+	unlink(stats_path);
 	return rc;
 }

@@ -25,7 +25,7 @@ static int setup(void **state)
 {
 	struct t_pair *p = calloc(1, sizeof(*p));
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_set_fault(NULL);
 	fe_side_open(&p->a, 0, IBV_QPT_RC);
 	fe_side_open(&p->b, 1, IBV_QPT_RC);
 	/* timeout 12 (16.8 ms): a loaded 2-core machine can starve a thread
@@ -39,7 +39,7 @@ static int teardown(void **state)
 {
 	struct t_pair *p = *state;
 
-	memset(&fe_fault, 0, sizeof(fe_fault));
+	fe_set_fault(NULL);
 	fe_side_close(&p->a);
 	fe_side_close(&p->b);
 	free(p);
@@ -81,7 +81,7 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 		p[i] = (uint8_t)(seed + i * 7 + (i >> 9));
 }
 
-static void t_ops(void **state)
+static void test_ops(void **state)
 {
 	struct t_pair *p = *state;
 	struct ibv_wc wc;
@@ -129,15 +129,17 @@ static void t_ops(void **state)
 	assert_int_equal(*(uint64_t *)(p->b.buf + 64), 42);
 }
 
-static void t_lossy_stream(void **state)
+static void test_lossy_stream(void **state)
 {
 	struct t_pair *p = *state;
 	struct ibv_wc wc;
 	int i, n = 300, done = 0, got = 0, posted = 0;
 
-	fe_fault.drop_pct = getenv("FE_DROP") ? atoi(getenv("FE_DROP")) : 5;
-	fe_fault.dup_pct = 3;
-	fe_fault.reorder_pct = 5;
+	fe_set_fault(&(struct fe_fault){
+		.drop_pct = getenv("FE_DROP") ? atoi(getenv("FE_DROP")) : 5,
+		.dup_pct = 3,
+		.reorder_pct = 5,
+	});
 	fill(p->a.buf, 65536, 2);
 	/* 8 receive buffers, each reposted only after it was checked */
 	for (i = 0; i < 8; i++)
@@ -226,12 +228,14 @@ static void t_lossy_stream(void **state)
 }
 
 /* The ACK of a READ response is lost once: the READ is replayed. */
-static void t_lost_read_response(void **state)
+static void test_lost_read_response(void **state)
 {
 	struct t_pair *p = *state;
 
 	fill(p->b.buf, 5000, 9);
-	fe_fault.drop_opcode_once = UR_OPC_RC_READ_RESP_MIDDLE + 1;
+	fe_set_fault(&(struct fe_fault){
+		.drop_opcode_once = UR_OPC_RC_READ_RESP_MIDDLE + 1,
+	});
 	post(&p->a, IBV_WR_RDMA_READ, 1, 10000, 5000, (uintptr_t)p->b.buf,
 	     p->b.mr->ibmr.rkey);
 	expect(&p->a.scq, 1, IBV_WC_SUCCESS);
@@ -240,7 +244,7 @@ static void t_lost_read_response(void **state)
 		    0);
 }
 
-static void t_bad_rkey(void **state)
+static void test_bad_rkey(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -261,7 +265,7 @@ static void t_bad_rkey(void **state)
 	expect(&p->b.rcq, 4, IBV_WC_SUCCESS);
 }
 
-static void t_bad_lkey(void **state)
+static void test_bad_lkey(void **state)
 {
 	struct t_pair *p = *state;
 	struct ur_send_wqe *w = fe_sq_next(p->a.qp);
@@ -279,7 +283,7 @@ static void t_bad_lkey(void **state)
 	expect(&p->a.scq, 1, IBV_WC_LOC_PROT_ERR);
 }
 
-static void t_rnr(void **state)
+static void test_rnr(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -295,7 +299,7 @@ static void t_rnr(void **state)
 	expect(&p->b.rcq, 3, IBV_WC_SUCCESS);
 }
 
-static void t_retry_exceeded(void **state)
+static void test_retry_exceeded(void **state)
 {
 	struct t_pair *p = *state;
 
@@ -310,7 +314,7 @@ static void t_retry_exceeded(void **state)
 	expect(&p->a.scq, 2, IBV_WC_WR_FLUSH_ERR);
 }
 
-static void t_ud(void **state)
+static void test_ud(void **state)
 {
 	struct fe_side a, b;
 	struct ur_ah ah;
@@ -410,7 +414,7 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng >> 16);
 }
 
-static void t_mutated_packets(void **state)
+static void test_mutated_packets(void **state)
 {
 	struct t_pair *p = *state;
 	uint8_t *arena = calloc(1, 3 * 65536), pkt[2048];
@@ -425,7 +429,7 @@ static void t_mutated_packets(void **state)
 		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_READ |
 			       IBV_ACCESS_REMOTE_ATOMIC);
-	fe_tap = tap;
+	fe_set_tap(tap);
 	ncap = 0;
 	fill(p->a.buf, 65536, 5);
 	for (i = 0; i < 4; i++)
@@ -440,7 +444,7 @@ static void t_mutated_packets(void **state)
 	     mr->ibmr.rkey);
 	for (i = 1; i <= 5; i++)
 		expect(&p->a.scq, i, IBV_WC_SUCCESS);
-	fe_tap = NULL;
+	fe_set_tap(NULL);
 	assert_true(ncap > 8);
 	for (i = 0; i < 20000; i++) {
 		unsigned int c = rnd() % ncap, nmut = 1 + rnd() % 4;
@@ -490,7 +494,7 @@ static void t_mutated_packets(void **state)
 
 /* A valid WRITE replayed from a third address is dropped as wrong_peer
  * and writes nothing; from the real peer the same bytes are a duplicate. */
-static void t_wrong_peer(void **state)
+static void test_wrong_peer(void **state)
 {
 	struct t_pair *p = *state;
 	union ur_sockaddr evil = p->a.dev->gids[0].addr;
@@ -499,13 +503,13 @@ static void t_wrong_peer(void **state)
 	uint64_t before;
 	uint32_t len;
 
-	fe_tap = tap;
+	fe_set_tap(tap);
 	ncap = 0;
 	fill(p->a.buf, 100, 3);
 	post(&p->a, IBV_WR_RDMA_WRITE, 1, 0, 100, (uintptr_t)p->b.buf + 500,
 	     p->b.mr->ibmr.rkey);
 	expect(&p->a.scq, 1, IBV_WC_SUCCESS);
-	fe_tap = NULL;
+	fe_set_tap(NULL);
 	assert_true(ncap >= 1);
 	assert_int_equal(cap[0].to, 1);
 	len = cap[0].len;
@@ -536,20 +540,20 @@ static void t_wrong_peer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_ops, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_lost_read_response, setup,
+		cmocka_unit_test_setup_teardown(test_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_read_response, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_lossy_stream, setup,
+		cmocka_unit_test_setup_teardown(test_lossy_stream, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_bad_rkey, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_bad_lkey, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_rnr, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_retry_exceeded, setup,
+		cmocka_unit_test_setup_teardown(test_bad_rkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lkey, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_exceeded, setup,
 						teardown),
-		cmocka_unit_test(t_ud),
-		cmocka_unit_test_setup_teardown(t_mutated_packets, setup,
+		cmocka_unit_test(test_ud),
+		cmocka_unit_test_setup_teardown(test_mutated_packets, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_wrong_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_peer, setup, teardown),
 	};
 	int rc;
 

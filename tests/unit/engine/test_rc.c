@@ -60,7 +60,7 @@ static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 
 /* SEND of 3000 bytes (3 packets at MTU 1024) gathered from 3 SGEs,
  * scattered into 2 SGEs. */
-static void t_send_multi_sge(void **state)
+static void test_send_multi_sge(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -98,7 +98,7 @@ static void t_send_multi_sge(void **state)
 	assert_memory_equal(b->buf + 16384 + 500, a->buf + 8192, 500);
 }
 
-static void t_send_imm_inline_zero(void **state)
+static void test_send_imm_inline_zero(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -154,7 +154,7 @@ static void t_send_imm_inline_zero(void **state)
 	assert_int_equal(wc.byte_len, 0);
 }
 
-static void t_write_and_imm(void **state)
+static void test_write_and_imm(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -197,7 +197,7 @@ static void t_write_and_imm(void **state)
 	assert_memory_equal(b->buf + 30000, a->buf + 1, 2049);
 }
 
-static void t_read(void **state)
+static void test_read(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -224,7 +224,7 @@ static void t_read(void **state)
 	assert_int_equal(a->buf[10100], 0);
 }
 
-static void t_atomics(void **state)
+static void test_atomics(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -287,7 +287,7 @@ static int next_async(struct ibv_context *ctx, int ms, struct ibv_qp **qp)
 
 /* Bad rkey: REM_ACCESS_ERR, the following WR is flushed, the responder's
  * QP fails with IBV_EVENT_QP_ACCESS_ERR, both recover through RESET. */
-static void t_bad_rkey_flush_reset(void **state)
+static void test_bad_rkey_flush_reset(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -331,7 +331,7 @@ static void t_bad_rkey_flush_reset(void **state)
 	assert_memory_equal(b->buf, a->buf, 256);
 }
 
-static void t_rnr_retry_exceeded(void **state)
+static void test_rnr_retry_exceeded(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0];
@@ -349,7 +349,7 @@ static void t_rnr_retry_exceeded(void **state)
 }
 
 /* RNR with retries: the receive is posted late and the SEND arrives. */
-static void t_rnr_then_recv(void **state)
+static void test_rnr_then_recv(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -369,7 +369,7 @@ static void t_rnr_then_recv(void **state)
 	assert_memory_equal(b->buf, a->buf, 128);
 }
 
-static void t_dead_peer_retry_exceeded(void **state)
+static void test_dead_peer_retry_exceeded(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0];
@@ -392,7 +392,7 @@ static void t_dead_peer_retry_exceeded(void **state)
 }
 
 /* Many messages in a row, window and ACK coalescing at work. */
-static void t_stream(void **state)
+static void test_stream(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -435,7 +435,7 @@ static void t_stream(void **state)
 
 /* Type 2 window bound by a WR, written through, invalidated by the peer's
  * SEND_WITH_INV, then refused; type 1 window bound with ibv_bind_mw. */
-static void t_mw_send_inv(void **state)
+static void test_mw_send_inv(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -496,7 +496,7 @@ static void t_mw_send_inv(void **state)
 	free(mem);
 }
 
-static void t_mw_type1(void **state)
+static void test_mw_type1(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
@@ -541,26 +541,26 @@ int main(void)
 {
 	int rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_send_multi_sge, setup_rc,
+		cmocka_unit_test_setup_teardown(test_send_multi_sge, setup_rc,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_send_imm_inline_zero,
+		cmocka_unit_test_setup_teardown(test_send_imm_inline_zero,
 						setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_write_and_imm, setup_rc,
+		cmocka_unit_test_setup_teardown(test_write_and_imm, setup_rc,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_read, setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_atomics, setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_stream, setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_mw_send_inv, setup_rc,
+		cmocka_unit_test_setup_teardown(test_read, setup_rc, teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup_rc, teardown),
+		cmocka_unit_test_setup_teardown(test_stream, setup_rc, teardown),
+		cmocka_unit_test_setup_teardown(test_mw_send_inv, setup_rc,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_mw_type1, setup_rc,
+		cmocka_unit_test_setup_teardown(test_mw_type1, setup_rc,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_bad_rkey_flush_reset,
+		cmocka_unit_test_setup_teardown(test_bad_rkey_flush_reset,
 						setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_rnr_retry_exceeded,
+		cmocka_unit_test_setup_teardown(test_rnr_retry_exceeded,
 						setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(t_rnr_then_recv, setup_rc,
+		cmocka_unit_test_setup_teardown(test_rnr_then_recv, setup_rc,
 						teardown),
-		cmocka_unit_test_setup_teardown(t_dead_peer_retry_exceeded,
+		cmocka_unit_test_setup_teardown(test_dead_peer_retry_exceeded,
 						setup_rc, teardown),
 	};
 

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Socket address helpers for rdma_cm ids (IPv4 and IPv6 alike): the
+ * bottom of librdmacm, calling nothing of it.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "api/rdmacm/rdmacm_priv.h"
+
+bool cma_addr_is_loopback(const union ur_sockaddr *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) &&
+			sa->in6.sin6_addr.s6_addr[12] == 127);
+	return false;
+}
+
+bool cma_addr_is_any(const union ur_sockaddr *sa)
+{
+	if (sa->sa.sa_family == AF_INET)
+		return sa->in.sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&sa->in6.sin6_addr);
+	return false;
+}
+
+uint16_t cma_addr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+void cma_addr_set_port(struct sockaddr *sa, uint16_t port)
+{
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_port = htons(port);
+	else if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+}
+
+socklen_t cma_addr_len(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return sizeof(struct sockaddr_in);
+	if (sa->sa_family == AF_INET6)
+		return sizeof(struct sockaddr_in6);
+	return 0;
+}

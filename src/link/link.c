@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The link's facade (link.h), what the engine calls: the socket backend
+ * (udp.c) with the fault filter (fault.c) in front of it while a fault
+ * spec is active. Without one, a send or receive is one relaxed load away
+ * from the socket.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link/fault.h"
+#include "link/udp.h"
+#include "util/compiler.h"
+
+struct ur_link {
+	struct ur_udp *udp;
+	struct ur_fault *fi;		/* always there; injects once configured */
+	atomic_bool fi_on;		/* fast-path check: route through fi */
+	int fd;				/* what ur_link_fd() hands out */
+};
+
+int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
+{
+	const char *spec = getenv("UROCE_FAULT");
+	bool faults = spec && *spec;
+	struct ur_link *l;
+	int rc;
+
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	rc = ur_udp_open(cfg, &l->udp);
+	/* with UROCE_FAULT, a poller must also wake for held datagrams */
+	rc = rc ?: ur_fault_create(l->udp, faults, &l->fi);
+	rc = rc ?: (faults ? ur_link_set_fault(l, spec) : 0);
+	if (rc) {
+		ur_link_close(l);
+		return rc;
+	}
+	l->fd = faults ? ur_fault_fd(l->fi) : ur_udp_fd(l->udp);
+	*out = l;
+	return 0;
+}
+
+void ur_link_close(struct ur_link *l)
+{
+	if (!l)
+		return;
+	if (l->fi)
+		ur_fault_destroy(l->fi);
+	ur_udp_close(l->udp);
+	free(l);
+}
+
+int ur_link_fd(const struct ur_link *l)
+{
+	return l->fd;
+}
+
+uint32_t ur_link_max_payload(const struct ur_link *l)
+{
+	return ur_udp_max_payload(l->udp);
+}
+
+void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+{
+	ur_udp_local_addr(l->udp, out);
+}
+
+int ur_link_set_fault(struct ur_link *l, const char *spec)
+{
+	int rc = ur_fault_configure(l->fi, spec);
+
+	if (rc < 0)
+		return rc;
+	atomic_store(&l->fi_on, rc > 0);
+	return 0;
+}
+
+int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
+{
+	if (!n)
+		return 0;
+	if (unlikely(atomic_load_explicit(&l->fi_on, memory_order_relaxed)))
+		return ur_fault_send(l->fi, d, n);
+	return ur_udp_send(l->udp, d, n);
+}
+
+int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
+{
+	if (unlikely(atomic_load_explicit(&l->fi_on, memory_order_relaxed)))
+		return ur_fault_recv(l->fi, d, max);
+	return ur_udp_recv(l->udp, d, max);
+}
+
+void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	ur_udp_stats(l->udp, st);
+	ur_fault_stats(l->fi, st);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * link/'s socket backend: one UDP socket, batched sends (sendmmsg, UDP
+ * GSO) and receives (recvmmsg, UDP GRO), no policy. link.c (the facade the
+ * engine calls) and fault.c (the fault filter between the two) use it;
+ * nothing outside link/ includes this.
+ *
+ * Threads: as link.h: ur_udp_send()/ur_udp_sendto() from any thread,
+ * ur_udp_recv() from one thread at a time.
+ */
+#ifndef UR_LINK_UDP_H
+#define UR_LINK_UDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+struct ur_udp;
+
+/* Returns 0 and *out, or -errno (-EADDRINUSE when the address is taken). */
+int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out);
+void ur_udp_close(struct ur_udp *u);
+
+/* The socket: readable when ur_udp_recv() has datagrams. */
+int ur_udp_fd(const struct ur_udp *u);
+uint32_t ur_udp_max_payload(const struct ur_udp *u);
+void ur_udp_local_addr(const struct ur_udp *u, union ur_sockaddr *out);
+
+/* ur_link_send()'s contract without the fault stage. */
+int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n);
+/* One flat datagram with the socket's traffic class. 0 or -errno. */
+int ur_udp_sendto(struct ur_udp *u, const union ur_sockaddr *dst,
+		  const void *buf, size_t len);
+/* Never blocks: hands out what is pending or what one recvmmsg brings.
+ * Returns the count (0 when nothing came) or -errno. */
+int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);
+
+/* Fills the socket's tx_* and rx_* counters of st (leaves the rest). */
+void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st);
+
+#endif
