@@ -60,11 +60,11 @@ for t in $TESTS; do
 		e2e_fail "qperf_$t ($key '${v:-}', use_cm '${cm:-}')"
 	fi
 done
-# rc_bw's receiver: "recv_bytes = 1.11 GB"
+# rc_bw's receiver: "recv_bytes = 1.11 GB" (or "411 MiB")
 rb=$(awk '$0 == "rc_bw:" { f = 1; next } /^[a-z_]+:$/ { f = 0 }
 	f && $1 == "recv_bytes" { print $3, $4; exit }' "$E2E_TMP/cli.out")
 if awk -v n="${rb% *}" -v u="${rb#* }" 'BEGIN {
-	m = (u == "GB") ? 1000 : (u == "MB") ? 1 : 0; exit !(n * m >= 1) }'; then
+	m = (u ~ /^G/) ? 1000 : (u ~ /^M/) ? 1 : 0; exit !(n * m >= 1) }'; then
 	e2e_pass "qperf_rc_bw_received ($rb)"
 else
 	e2e_fail "qperf_rc_bw_received ('$rb')"
