@@ -6,8 +6,9 @@
 # paths). They never open a verbs device, so they see the tree of the
 # nearest uroce process above them (the interposer's rule): here a
 # pyverbs process that holds uroce0 open (UROCE_ADDRS=127.0.0.1,::1) and
-# runs them. Each must report uroce0 port 1 Active/LinkUp, link layer
-# Ethernet, and the GID the verbs API returns. Not covered: `rdma`
+# runs them, and `uroce run --hold`, whose uroce-hold parent opens the
+# devices. Each must report uroce0 port 1 Active/LinkUp, link layer
+# Ethernet, and the GID the verbs API returns (127.0.0.1's). Not covered: `rdma`
 # (iproute2) needs a NETLINK_RDMA socket, which only a kernel provides;
 # ibdev2netdev and show_gids are not in Debian. A few seconds.
 set -u
@@ -54,4 +55,22 @@ check "ibstat -l" "^uroce0$"
 check ibstatus "device 'uroce0' port 1 status" "default gid:[[:space:]]+$gid" \
 	"state:[[:space:]]+4: ACTIVE" "phys state:[[:space:]]+5: LinkUp" \
 	"link_layer:[[:space:]]+Ethernet"
+
+# the same tools on their own, under `uroce run --hold`
+for t in ibstat ibstatus; do
+	{
+		echo "== hold $t"
+		UROCE_ADDRS=127.0.0.1,::1 timeout 60 "$U" run --hold -- $t
+		echo "exit $?"
+	} >>"$E2E_TMP/out" 2>&1
+done
+check "hold ibstat" "^CA 'uroce0'" "State: Active" "Link layer: Ethernet" "^exit 0$"
+check "hold ibstatus" "default gid:[[:space:]]+$gid" "state:[[:space:]]+4: ACTIVE" "^exit 0$"
+# without it they see nothing (no uroce process above them)
+UROCE_ADDRS=127.0.0.1 timeout 60 "$U" run -- ibstat -l >"$E2E_TMP/bare" 2>&1
+if grep -q uroce0 "$E2E_TMP/bare"; then
+	e2e_fail "ibstat without --hold found a tree it should not have ($(cat "$E2E_TMP/bare"))"
+else
+	e2e_pass "ibstat -l without --hold: no device"
+fi
 e2e_summary
