@@ -22,6 +22,7 @@
 #include "link/link.h"
 #include "obj/obj.h"
 #include "obj/wr_opcode.h"
+#include "util/iba.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
@@ -258,11 +259,6 @@ static inline bool ur_wr_has(enum ibv_wr_opcode op, unsigned int flag)
 static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
 {
 	return ur_wr_has(op, UR_WR_SCATTER);
-}
-
-static inline uint32_t ur_mtu_bytes(enum ibv_mtu mtu)
-{
-	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
 }
 
 /* timer.c: the deadline heap; see the comment at its top. */

@@ -98,12 +98,4 @@
  * always finds its result. */
 #define UR_NUM_RES UR_MAX_QP_RD_ATOM
 
-/* ---- the link ---- */
-
-/* Socket buffers: the receive buffer holds several QPs' full windows (see
- * UR_WINDOW_PSNS) so a burst is not dropped while the progress thread is
- * descheduled; the send buffer one window and more. */
-#define UR_SOCK_RCVBUF (8u << 20)
-#define UR_SOCK_SNDBUF (4u << 20)
-
 #endif

@@ -59,9 +59,8 @@ static uint64_t timeout_ns(uint8_t timeout)
 {
 	if (!timeout)
 		return 0;	/* infinite */
-	/* 4.096 us x 2^timeout, as the IBA defines it, with no floor: losses
-	 * are found sooner by the recovery probe (comp.c) */
-	return 4096ull << (timeout > 31 ? 31 : timeout);
+	/* no floor: losses are found sooner by the recovery probe (comp.c) */
+	return ur_iba_timeout_ns(timeout);
 }
 
 static void xp_reset(struct ur_qp *qp)

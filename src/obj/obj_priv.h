@@ -279,9 +279,6 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 void ur_qp_attr_defaults(struct ur_qp *qp);
 void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 		     struct ur_av *av);
-/* IBV_MTU_256..4096 -> bytes, 0 for anything else. */
-uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu);
-
 /* wr_opcode.c: obj/wr_opcode.h (the engine reads the same table) */
 
 /* ------------------------------------------------------------------ */
@@ -293,7 +290,7 @@ uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu);
  * *bad names the bad one, and the return is a positive errno or 0.
  *
  * The send side (post_send, bind_mw, the wr_* batch) runs with qp->sq_lock
- * held by the caller, and publishes by advancing qp->sq.producer; the
+ * held by the caller (asserted in debug builds), and publishes by advancing qp->sq.producer; the
  * caller rings the engine's doorbell (ur_engine_sq_kick) when it moved,
  * still holding the lock. post_recv takes qp->rq_lock itself; the caller
  * rings ur_engine_rq_kick after it when a WR was posted.
