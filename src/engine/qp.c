@@ -102,6 +102,10 @@ static void xp_load_path(struct ur_qp *qp)
 	}
 	xp->mtu = qp->path_mtu_bytes ? qp->path_mtu_bytes :
 				       ur_mtu_bytes(qp->attr.path_mtu);
+	/* obj/ validated path_mtu; ur_mtu_bytes() says 0 for an invalid
+	 * code, and the requester divides by this: IBA's smallest MTU */
+	if (!xp->mtu)
+		xp->mtu = 256;
 	xp->peer_bound = false;		/* a new path: learn the port again */
 	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
