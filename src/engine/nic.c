@@ -13,6 +13,7 @@
 
 #include "engine/engine_priv.h"
 #include "obj/device.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
 
@@ -63,10 +64,9 @@ static int nic_open_link(struct ur_nic *nic)
 			cfg.bind.in.sin_port = htons(UR_ROCEV2_PORT);
 		else
 			cfg.bind.in6.sin6_port = htons(UR_ROCEV2_PORT);
-		cfg.rcvbuf = 8u << 20;
-		cfg.sndbuf = 4u << 20;
 		cfg.use_gso = nic->use_gso;
 		cfg.use_gro = 1;
+		cfg.fault = ur_config_get()->fault;
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 
 int ur_engine_qp_init(struct ur_qp *qp)
 {
@@ -58,9 +59,8 @@ static uint64_t timeout_ns(uint8_t timeout)
 {
 	if (!timeout)
 		return 0;	/* infinite */
-	/* 4.096 us x 2^timeout, as the IBA defines it, with no floor: losses
-	 * are found sooner by the recovery probe (comp.c) */
-	return 4096ull << (timeout > 31 ? 31 : timeout);
+	/* no floor: losses are found sooner by the recovery probe (comp.c) */
+	return ur_iba_timeout_ns(timeout);
 }
 
 static void xp_reset(struct ur_qp *qp)
@@ -115,6 +115,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	struct ur_nic *nic;
 	bool kick = false;
 
+	UR_ASSERT_NOT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	nic = xp->nic;
@@ -179,6 +180,7 @@ void ur_engine_sq_kick(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
 	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
 	    !xp->need_retry && !xp->rnr_wait &&

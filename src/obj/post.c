@@ -81,7 +81,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD &&
 	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
-	     wqe->ud.remote_qpn > UR_QP_NUM_MASK))
+	     wqe->ud.remote_qpn > UR_QPN_MASK))
 		return -EINVAL;
 	if (wqe->opcode == IBV_WR_BIND_MW) {
 		if (!wqe->bind.mw)

@@ -247,7 +247,7 @@ UR_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = htobe16(UR_DEFAULT_PKEY);
+	*pkey = htobe16(UR_PKEY_DEFAULT);
 	return 0;
 }
 

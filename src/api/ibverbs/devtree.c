@@ -191,7 +191,7 @@ static int write_port(struct ur_device *dev)
 		char name[16];
 
 		snprintf(name, sizeof(name), "%d", i);
-		tree_put(d, name, "0x%04x", UR_DEFAULT_PKEY);
+		tree_put(d, name, "0x%04x", UR_PKEY_DEFAULT);
 	}
 
 	tree_pathf(d, sizeof(d), "%s/gids", port);

@@ -132,7 +132,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	 * receive: the peer's send queue starts there. The Linux CM (rxe,
 	 * every kernel peer) sets rq_psn from the REQ it sends and sq_psn
 	 * from the REQ it receives; the e2e rping capture checks it. */
-	cid->rq_psn = ur_random_u32() & 0xFFFFFF;
+	cid->rq_psn = ur_random_u32() & UR_PSN_MASK;
 	cid->local_comm_id = cma_new_comm_id();
 	cid->remote_comm_id = 0;
 	cid->tid = cma_new_tid();
@@ -144,7 +144,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->service_id = ur_cm_service_id((uint16_t)id->ps,
 					 cma_addr_port(&id->route.addr.dst_addr));
 	r->local_ca_guid = cid->dev->guid;
-	r->local_qpn = cid->qp_num & 0xFFFFFF;
+	r->local_qpn = cid->qp_num & UR_QPN_MASK;
 	r->responder_resources = cid->resp_res;
 	r->initiator_depth = cid->init_depth;
 	r->remote_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
@@ -153,7 +153,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->starting_psn = cid->rq_psn;
 	r->local_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
 	r->retry_count = cid->retry_count;
-	r->pkey = 0xFFFF;
+	r->pkey = UR_PKEY_DEFAULT;
 	r->path_mtu = (uint8_t)cid->path_mtu;
 	r->rnr_retry_count = cid->rnr_retry;
 	r->max_cm_retries = UR_CM_MAX_RETRIES;
@@ -164,7 +164,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	memcpy(r->primary.remote_gid, cid->dgid, 16);
 	r->primary.packet_rate = (uint8_t)cid->path.rate;
 	r->primary.traffic_class = cid->tos;
-	r->primary.hop_limit = UR_CM_HOP_LIMIT;
+	r->primary.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	r->primary.local_ack_timeout = cid->ack_timeout;
 
 	memset(&h, 0, sizeof(h));
@@ -210,7 +210,7 @@ static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 	memset(&m, 0, sizeof(m));
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REQ, cid->tid);
 	m.sidr_req.request_id = cid->local_comm_id;
-	m.sidr_req.pkey = 0xFFFF;
+	m.sidr_req.pkey = UR_PKEY_DEFAULT;
 	m.sidr_req.service_id = ur_cm_service_id(
 		(uint16_t)id->ps, cma_addr_port(&id->route.addr.dst_addr));
 	memset(&h, 0, sizeof(h));
@@ -268,7 +268,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_REP, cid->tid);
 	r->local_comm_id = cid->local_comm_id;
 	r->remote_comm_id = cid->remote_comm_id;
-	r->local_qpn = cid->qp_num & 0xFFFFFF;
+	r->local_qpn = cid->qp_num & UR_QPN_MASK;
 	r->starting_psn = cid->rq_psn;
 	r->responder_resources = cid->resp_res;
 	r->initiator_depth = cid->init_depth;
