@@ -167,7 +167,8 @@ struct ur_resp_state_qp {
 	uint32_t resid;
 	uint32_t write_len;		/* RETH length */
 	/* receive WQE taken for the current SEND / WRITE_IMM */
-	bool have_rwqe;
+	bool have_rwqe;			/* stored with __atomic_store_n:
+					 * ur_flush_rq() reads it unlocked */
 	union {
 		struct ur_recv_wqe rwqe;
 		uint8_t rwqe_buf[sizeof(struct ur_recv_wqe) +

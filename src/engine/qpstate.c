@@ -73,12 +73,14 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 			    UR_MAX_SGE * sizeof(struct ur_sge)];
 	} r;
 
-	if (xp && xp->resp.have_rwqe) {
+	/* a non-owner reads have_rwqe racing the responder: the stores are
+	 * atomic (relaxed) for this read, which may be stale */
+	if (xp && __atomic_load_n(&xp->resp.have_rwqe, __ATOMIC_RELAXED)) {
 		/* the WQE the responder holds is older than the ring's: only
 		 * its owner flushes, that one first (RQ completions in order) */
 		if (!rx_owner)
 			return;
-		xp->resp.have_rwqe = false;
+		__atomic_store_n(&xp->resp.have_rwqe, false, __ATOMIC_RELAXED);
 		flush_recv_one(qp, xp->resp.rwqe.wr_id);
 	}
 	if (qp->srq)

@@ -3,9 +3,9 @@
  * Classify one received datagram (docs/wire-notes.md §2.11): parse, find
  * the QP, check class, state, peer address (in hardened mode its UDP port
  * too), P_Key, Q_Key and ICRC, then hand requests to the responder and
- * responses to the completer (through the send step, send.c). Every drop is counted by reason; nothing here
- * trusts a byte of the packet. Runs with nic->rx_lock and dev->obj_lock
- * (read) held.
+ * responses to the completer (through the send step, send.c). Every drop is
+ * counted by reason; nothing here trusts a byte of the packet. Runs with
+ * nic->rx_lock and dev->obj_lock (read) held.
  */
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"

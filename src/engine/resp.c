@@ -200,7 +200,7 @@ static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.status = c->rwqe_status;
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
-		c->r->have_rwqe = false;
+		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
 		ur_cq_push(qp->recv_cq, &wc, false);
 	}
 	pthread_mutex_lock(&qp->sq_lock);
@@ -334,7 +334,7 @@ static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 				r->uc_drop = true;
 			return UR_RESP_DROP;
 		}
-		r->have_rwqe = true;
+		__atomic_store_n(&r->have_rwqe, true, __ATOMIC_RELAXED);
 		r->msg_len = 0;
 	}
 	return UR_RESP_CHK_LENGTH;
@@ -519,7 +519,7 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	} else {
 		wc.src_qp = c->qp->attr.dest_qp_num;
 	}
-	r->have_rwqe = false;
+	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	r->msg_len = 0;
 	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
 		/* CQ overrun (class G): the QP fails, no ACK */

@@ -3,9 +3,9 @@
  * The send step of a QP: run the requester, then drain the completer (post
  * the CQEs of whatever finished at the head of the SQ). It is the one way
  * into the requester: a doorbell (post_send: ur_engine_sq_kick, here), a
- * response the completer took, an expired deadline, a state change. So the requester and the
- * completer never call each other; each does its part and returns here.
- * Everything runs under qp->sq_lock.
+ * response the completer took, an expired deadline, a state change. So the
+ * requester and the completer never call each other; each does its part and
+ * returns here. Everything runs under qp->sq_lock.
  */
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
