@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "util/addr.h"
+
 /* QPNs and PSNs are 24 bits (BTH; PSN arithmetic: IBA 9.7.1). */
 #define UR_QPN_MASK 0xffffffu
 #define UR_PSN_MASK 0xffffffu
@@ -22,8 +24,10 @@
 /* QP1's well-known Q_Key (docs/wire-notes.md §5.2). */
 #define UR_GSI_QKEY 0x80010000u
 
-/* The GRH a UD receive buffer starts with (docs/wire-notes.md §2.9). */
+/* The GRH a UD receive buffer starts with (docs/wire-notes.md §2.9); for
+ * an IPv4 datagram it is 20 zero bytes and then the IPv4 header. */
 #define UR_GRH_BYTES 40
+#define UR_GRH_IPV4_OFF (UR_GRH_BYTES - UR_IPV4_HDR_BYTES)
 /* The GRH/IPv6 flow label is 20 bits. */
 #define UR_FLOW_LABEL_MASK 0xfffffu
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
@@ -45,6 +46,26 @@ static union ur_sockaddr addr(const char *s)
 	return a;
 }
 
+/* The v4-mapped GID was built by hand in librdmacm (twice) and obj/ah.c. */
+static void gid_from_ipv4(void **state)
+{
+	static const uint8_t want[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					  0xff, 0xff, 10, 1, 2, 3 };
+	union ur_sockaddr a = addr("10.1.2.3"), back;
+	uint8_t gid[16];
+
+	memset(gid, 0x55, sizeof(gid));
+	ur_gid_from_ipv4(&a.in.sin_addr, gid);
+	assert_memory_equal(gid, want, 16);
+	memset(gid, 0x55, sizeof(gid));
+	ur_sockaddr_to_gid(&a, gid);
+	assert_memory_equal(gid, want, 16);
+	ur_gid_to_sockaddr(gid, 7, &back);
+	assert_int_equal(back.sa.sa_family, AF_INET);
+	assert_int_equal(back.in.sin_addr.s_addr, a.in.sin_addr.s_addr);
+	assert_int_equal(UR_GRH_IPV4_OFF, 20);
+}
+
 static void loopback(void **state)
 {
 	static const char *const yes[] = {
@@ -75,6 +96,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mtu_codes),
 		cmocka_unit_test(timeouts),
+		cmocka_unit_test(gid_from_ipv4),
 		cmocka_unit_test(loopback),
 	};
 
