@@ -8,6 +8,7 @@
 #ifndef UR_UTIL_IBA_H
 #define UR_UTIL_IBA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/addr.h"
@@ -49,6 +50,26 @@ static inline uint64_t ur_iba_timeout_ns(unsigned int t)
 static inline uint32_t ur_mtu_bytes(int mtu)
 {
 	return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0;
+}
+
+/*
+ * The most bytes a RoCEv2 packet with a full-MTU payload adds after its IP
+ * header: UDP 8, BTH 12, RETH 16 and ImmDt 4 (an RDMA WRITE Only with
+ * Immediate), ICRC 4 (tests/unit/wire/test_hdr.c checks it against the
+ * opcode table).
+ */
+#define UR_ROCEV2_MAX_HDR_BYTES 44
+
+/* The largest IB MTU code (1..5) whose packets fit in a link MTU. */
+static inline int ur_mtu_for_link(uint32_t link_mtu, bool ipv6)
+{
+	uint32_t hdr = (ipv6 ? UR_IPV6_HDR_BYTES : UR_IPV4_HDR_BYTES) +
+		       UR_ROCEV2_MAX_HDR_BYTES;
+	int m = 5;
+
+	while (m > 1 && ur_mtu_bytes(m) + hdr > link_mtu)
+		m--;
+	return m;
 }
 
 #endif
