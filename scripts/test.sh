@@ -5,7 +5,9 @@
 #      end-to-end (unmodified ibverbs-utils, perftest...), soak;
 #   2. ASan+UBSan build: the unit tests, and the end-to-end pingpongs with
 #      the sanitizer runtime preloaded into the unmodified programs;
-#   3. bounded libFuzzer runs of the packet parser and of the engine.
+#   3. ThreadSanitizer build: the unit tests that run threads, and the same
+#      end-to-end programs with libtsan preloaded; any report fails;
+#   4. bounded libFuzzer runs of the packet parser and of the engine.
 # Each ctest entry and each step outside ctest counts once. Build and fuzzer
 # output goes to $LOGS (shown when that step fails); ctest's own output is
 # shown whole. Ends with exactly one line
@@ -138,7 +140,33 @@ if [[ -e build-asan/lib/libibverbs.so.1 ]]; then
 	run_ctest asan-e2e build-asan -L asan
 fi
 
-# 3. bounded fuzz runs (each builds its own clang build dir)
+# 3. ThreadSanitizer (-O1: TSan's own advice, and -O0 is twice as slow),
+# Debug so that util/lock_assert.h's assertions are checked too. The
+# wire/ codec tests run no threads and take most of the time under TSan:
+# they are left to the release and ASan runs, as are the scripts that
+# check symbols, layering and help texts.
+tsan_build() {
+	cmake -S . -B build-tsan -G Ninja -DUROCE_WERROR=ON \
+		-DUROCE_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug \
+		-DCMAKE_C_FLAGS_DEBUG="-g -O1" &&
+		ninja -C build-tsan
+}
+# UROCE_TSAN=0 leaves this step out, counted and listed as skipped.
+if [[ ${UROCE_TSAN:-1} == 0 ]]; then
+	skipped=$((skipped + 1))
+	skip_notes+=("ThreadSanitizer step: skipped (UROCE_TSAN=0)")
+	echo "=== skipped: ThreadSanitizer step (UROCE_TSAN=0)"
+else
+	step "build (TSan)" "$LOGS/build-tsan.log" tsan_build
+fi
+if [[ ${UROCE_TSAN:-1} != 0 && -e build-tsan/lib/libibverbs.so.1 ]]; then
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		run_ctest tsan-unit build-tsan -L unit \
+		-E '^unit_(wire_|layers$|env_help$|api_symbols$|api_rdmacm_symbols$)'
+	run_ctest tsan-e2e build-tsan -L tsan
+fi
+
+# 4. bounded fuzz runs (each builds its own clang build dir)
 if [[ -x tests/fuzz/run.sh ]]; then
 	step "fuzz the packet parser (${FUZZ_SECONDS} s)" "$LOGS/fuzz-wire.log" \
 		tests/fuzz/run.sh wire "$FUZZ_SECONDS"

@@ -7,6 +7,7 @@
  * the completer reports ACKs and losses. All under qp->sq_lock.
  */
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 /*
@@ -32,6 +33,7 @@ void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
 	uint32_t half = UR_MAX(UR_MIN(flight, ur_cc_window(xp)) / 2,
 			       UR_CWND_MIN);
 
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
 	/* one decrease per window: losses found while the last go-back-N
 	 * is being answered are the same congestion episode */
 	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
@@ -44,6 +46,7 @@ void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
 
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 {
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
 	if (xp->cwnd >= UR_WINDOW_PSNS)
 		return;
 	if (xp->cwnd < xp->ssthresh) {
@@ -84,6 +87,7 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
 	struct ur_qp_xport *xp = qp->xp;
 	uint64_t now, when;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
 		return;
 	if (xp->psn == xp->comp_psn) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_comp_state {
@@ -67,9 +68,7 @@ static const uint32_t rnr_usec[32] = {
 
 static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
 {
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return ur_wr_is_rd_atomic(w->opcode);
 }
 
 
@@ -78,6 +77,7 @@ void ur_comp_drain(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	while (sq->consumer != sq->cursor) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
@@ -190,7 +190,7 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 		return w->opcode == IBV_WR_RDMA_READ ? UR_COMP_READ :
 						       UR_COMP_DONE;
 	if (pkt->opcode == UR_OPC_RC_ATOMIC_ACK)
-		return wqe_is_rd_atomic(w) && w->opcode != IBV_WR_RDMA_READ ?
+		return ur_wr_has(w->opcode, UR_WR_ATOMIC) ?
 			       UR_COMP_ATOMIC :
 			       UR_COMP_DONE;
 	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;
@@ -434,6 +434,7 @@ bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	struct ur_comp_ctx c = { .qp = qp, .xp = qp->xp, .pkt = pkt };
 	enum ur_comp_state st = UR_COMP_GET_WQE;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
 	c.comp_psn0 = c.xp->comp_psn;
@@ -476,6 +477,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	uint32_t idx = 0;
 	bool timeout;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
 		ur_timer_disarm(&xp->rnr_deadline);
 		ur_timer_disarm(&xp->rto_deadline);

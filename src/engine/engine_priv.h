@@ -18,35 +18,14 @@
 #include <sys/uio.h>
 
 #include "engine/engine.h"
+#include "engine/params.h"
 #include "link/link.h"
 #include "obj/obj.h"
+#include "obj/wr_opcode.h"
 #include "util/iba.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
-#define UR_TX_BATCH 32		/* packets per ur_link_send() */
-#define UR_RX_BATCH 64		/* datagrams per ur_link_recv() */
-#define UR_TIMER_BATCH 64	/* expired QPs handled per heap visit */
-#define UR_TX_PAY_IOV 34	/* payload pieces of one packet (SGEs) */
-#define UR_HDR_MAX 64		/* BTH + extension headers, rounded up */
-#define UR_GSO_MAX_IOV 4	/* packets with more pieces go alone */
-#define UR_GSO_MAX_BYTES 65000	/* one UDP_SEGMENT train */
-#define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
-#define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
-#define UR_READ_CHUNK_PKTS 64	/* responses asked for by one READ request */
-#define UR_CWND_MIN 4		/* window after a timeout, and its floor */
-#define UR_PROBE_MIN_NS 500000ull	/* floor of the recovery probe timer */
-#define UR_PROBE_INIT_NS 4000000ull	/* ... before a round trip is known */
-#define UR_PROBE_MAX_BACKOFF 6	/* probe interval doubles up to 2^this */
-#define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
-					 * the progress thread leaves rx to it */
-#define UR_RX_SPIN_NS 0ull	/* progress thread polls this long after
-					 * traffic before it sleeps: 0, as on
-					 * 2 cores spinning threads starve the
-					 * applications (UROCE_SPIN_US) */
-#define UR_APP_POLL_GAP_NS 20000ull	/* polls closer than this are a spin */
-#define UR_APP_POLL_SPIN 16		/* ... and this many make one */
-#define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
 
 enum ur_stat {
 	UR_STAT_TX_PKTS,
@@ -265,6 +244,20 @@ struct ur_qp_xport {
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {
 	return qp->ibqp_ex.qp_base.qp_num;
+}
+
+/* Opcode facts come from obj/'s table (obj/wr_opcode.h). */
+static inline bool ur_wr_has(enum ibv_wr_opcode op, unsigned int flag)
+{
+	const struct ur_wr_opcode_info *info = ur_wr_opcode_any(op);
+
+	return info && (info->flags & flag);
+}
+
+/* A READ or an atomic: answered by its own response only. */
+static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return ur_wr_has(op, UR_WR_SCATTER);
 }
 
 /* timer.c: the deadline heap; see the comment at its top. */

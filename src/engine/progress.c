@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -25,6 +26,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 {
 	int n, i, total = 0;
 
+	UR_ASSERT_HELD(&nic->rx_lock);
 	do {
 		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH);
 		if (n <= 0)
@@ -79,6 +81,7 @@ static void progress_deadlines(struct ur_nic *nic, bool thread)
 	uint64_t now = ur_now_ns();
 	unsigned int n, i;
 
+	UR_ASSERT_HELD(&nic->rx_lock);
 	pthread_rwlock_rdlock(&nic->dev->obj_lock);
 	pthread_mutex_lock(&nic->qp_list_lock);
 	n = ur_timer_expired(nic, now, due, UR_TIMER_BATCH);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 
 int ur_engine_qp_init(struct ur_qp *qp)
 {
@@ -114,6 +115,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	struct ur_nic *nic;
 	bool kick = false;
 
+	UR_ASSERT_NOT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	nic = xp->nic;
@@ -178,6 +180,7 @@ void ur_engine_sq_kick(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
 	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
 	    !xp->need_retry && !xp->rnr_wait &&

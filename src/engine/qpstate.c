@@ -13,44 +13,22 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
-
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	default:
-		return IBV_WC_SEND;
-	}
-}
 
 int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		    enum ibv_wc_status status)
 {
+	const struct ur_wr_opcode_info *info = ur_wr_opcode_any(wqe->opcode);
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = wqe->wr_id;
 	wc.status = status;
-	wc.opcode = wc_opcode(wqe->opcode);
+	wc.opcode = info ? info->wc_opcode : IBV_WC_SEND;
 	wc.qp_num = ur_qp_num(qp);
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		wc.byte_len = 8;
-	else
-		wc.byte_len = wqe->length;
+	wc.byte_len = info && info->wc_byte_len ? info->wc_byte_len :
+						  wqe->length;
 	return ur_cq_push(qp->send_cq, &wc, false);
 }
 
@@ -58,6 +36,7 @@ void ur_flush_sq(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	while (sq->consumer != sq->producer) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
@@ -112,6 +91,7 @@ void ur_qp_error_locked(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_ERR) {
 		qp->state = IBV_QPS_ERR;
 		qp->attr.qp_state = IBV_QPS_ERR;
@@ -146,6 +126,7 @@ void ur_sqd_check(struct ur_qp *qp)
 		.event_type = IBV_EVENT_SQ_DRAINED,
 	};
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
 		return;
 	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
@@ -161,6 +142,7 @@ void ur_sq_advance(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	sq->cursor++;
 	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
 		xp->sq_high = sq->cursor;
@@ -176,6 +158,7 @@ void ur_sq_advance(struct ur_qp *qp)
 void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 		 enum ibv_wc_status st)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	w->state = UR_WQE_ERROR;
 	w->status = st;
 	qp->xp->req_halted = true;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_pos {
@@ -26,6 +27,12 @@ enum ur_pos {
 	UR_POS_ONLY,
 };
 
+/*
+ * The BTH opcode of each packet of a SEND or WRITE, by its position in the
+ * message (RC; UC's are RC's + UR_OPC_UC_SEND_FIRST). Which WQE opcodes
+ * exist on which QP type, and what they carry, is obj/'s table
+ * (obj/wr_opcode.h); the wire opcode is a wire/ fact obj/ cannot see.
+ */
 struct ur_op_row {
 	bool ok;
 	uint8_t op[4];			/* by enum ur_pos, RC opcodes */
@@ -53,22 +60,11 @@ static const struct ur_op_row rc_ops[] = {
 						 UR_OPC_RC_WRITE_ONLY_IMM } },
 };
 
-static bool wr_is_rd_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static bool wr_is_local(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
-}
 
 static uint32_t wqe_npkts(const struct ur_qp_xport *xp,
 			  const struct ur_send_wqe *wqe)
 {
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !wqe->length)
+	if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) || !wqe->length)
 		return 1;
 	return (wqe->length + xp->mtu - 1) / xp->mtu;
 }
@@ -294,7 +290,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 }
 
 /* Checks before a WQE starts (or resumes after a rewind). true = go. */
-static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
+static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		      bool rd_atomic)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
@@ -302,18 +299,13 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return true;
 	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode) && qp->type != IBV_QPT_RC) {
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
 	if (!xp->req_pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
 		wqe->first_psn = xp->psn;
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
 		/* READ and atomic results land in local memory */
-		if (wr_is_rd_atomic(wqe->opcode) &&
-		    !(wqe->send_flags & IBV_SEND_INLINE) &&
+		if (rd_atomic && !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {
 			ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
@@ -329,7 +321,9 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
+	const struct ur_wr_opcode_info *info;
 	enum ibv_wc_status st;
+	bool rd_atomic;
 
 	if (qp->sq.cursor - qp->sq.consumer >= xp->sq_high - qp->sq.consumer &&
 	    !xp->req_entered && !xp->req_pkt)
@@ -344,7 +338,9 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_sq_advance(qp);
 		return false;
 	}
-	if (wr_is_local(wqe->opcode)) {
+	/* NULL: not an opcode this QP type executes (post refused it) */
+	info = ur_wr_opcode(qp->type, wqe->opcode);
+	if (info && (info->flags & UR_WR_LOCAL)) {
 		if (wqe->opcode == IBV_WR_LOCAL_INV &&
 		    qp->sq.consumer != qp->sq.cursor)
 			return false;	/* waits for every prior WQE */
@@ -365,21 +361,14 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!xp->req_entered && qp->state != IBV_QPS_RTS)
 		return false;	/* SQD: nothing new starts */
-	if ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) &&
-	    !wr_is_rd_atomic(wqe->opcode)) {
+	rd_atomic = info && (info->flags & UR_WR_SCATTER);
+	if (!info || (!rd_atomic &&
+		      ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) ||
+		       !rc_ops[wqe->opcode].ok))) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return false;
 	}
-	if (!wr_is_rd_atomic(wqe->opcode) && !rc_ops[wqe->opcode].ok) {
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
-	if (qp->type == IBV_QPT_UC &&
-	    wqe->opcode == IBV_WR_SEND_WITH_INV) {
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
-	if (!req_enter(qp, wqe))
+	if (!req_enter(qp, wqe, rd_atomic))
 		return false;
 	if (qp->type == IBV_QPT_RC && window_full(xp, xp->psn))
 		return false;
@@ -389,10 +378,10 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	 * many for replay and overwrites the oldest (rxe too), so one more
 	 * could make a retried request unanswerable.
 	 */
-	if (wr_is_rd_atomic(wqe->opcode) && xp->rd_outstanding >=
+	if (rd_atomic && xp->rd_outstanding >=
 	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode))
+	if (rd_atomic)
 		req_read_atomic(qp, wqe);
 	else
 		req_send_write_pkt(qp, wqe);
@@ -414,9 +403,10 @@ void ur_req_run(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_device *dev = qp->dev;
-	unsigned int budget = 4096;
+	unsigned int budget = UR_REQ_BUDGET;
 	uint32_t psn0;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	if (qp->state == IBV_QPS_ERR) {
@@ -469,6 +459,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	struct ur_send_wqe *head = NULL;
 	uint32_t i, end = xp->sq_high;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp->req_entered && sq->cursor == end)
 		end++;
 	for (i = sq->consumer; i != end; i++) {

@@ -8,9 +8,11 @@
  * Everything runs under qp->sq_lock.
  */
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 
 void ur_send_step(struct ur_qp *qp)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!qp->xp)
 		return;
 	ur_req_run(qp);
@@ -19,6 +21,7 @@ void ur_send_step(struct ur_qp *qp)
 
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt)
 {
+	UR_ASSERT_NOT_HELD(&qp->sq_lock);
 	if (qp->type != IBV_QPT_RC)
 		return;
 	pthread_mutex_lock(&qp->sq_lock);
@@ -29,6 +32,7 @@ void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt)
 
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (ur_comp_timer(qp, now))
 		ur_send_step(qp);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 
 void ur_nic_wake(struct ur_nic *nic)
 {
@@ -100,6 +101,7 @@ static void heap_remove(struct ur_timers *t, struct ur_qp_xport *xp)
 	unsigned int i = xp->tmr_pos - 1;
 	struct ur_qp_xport *moved;
 
+	UR_ASSERT_HELD(&t->lock);
 	/* seq_cst: pairs with the key check in ur_timer_arm() */
 	atomic_store(&xp->tmr_key, 0);
 	xp->tmr_pos = 0;
@@ -120,6 +122,7 @@ static void heap_place(struct ur_nic *nic, struct ur_qp_xport *xp,
 	struct ur_timers *t = &nic->timers;
 	uint64_t old_next = t->n ? key_of(t->heap[0]) : 0;
 
+	UR_ASSERT_HELD(&nic->timers.lock);
 	if (xp->tmr_pos) {
 		if (when >= key_of(xp))
 			return;

@@ -23,7 +23,8 @@
  *     no tree exists the real path is used.
  *
  * Intercepted: open, open64, openat, openat64, __open_2, __open64_2,
- * __openat_2, __openat64_2, fopen, fopen64, opendir, stat, stat64, lstat,
+ * __openat_2, __openat64_2, fopen, fopen64, opendir, scandir, scandir64,
+ * chdir, stat, stat64, lstat,
  * lstat64, fstatat, fstatat64, __xstat, __xstat64, __lxstat, __lxstat64,
  * __fxstatat, __fxstatat64, statx, access, faccessat, euidaccess, eaccess,
  * readlink, realpath, canonicalize_file_name. Relative paths and every
@@ -342,6 +343,63 @@ EXPORT DIR *opendir(const char *path)
 		return NULL;
 	}
 	return real_opendir(p);
+}
+
+/* libibumad (ibstat) lists a device's ports with scandir, whose own
+ * opendir inside libc does not come back here. */
+typedef int (*dirent_filter)(const struct dirent *);
+typedef int (*dirent_cmp)(const struct dirent **, const struct dirent **);
+
+EXPORT int scandir(const char *path, struct dirent ***list, dirent_filter sel,
+		   dirent_cmp cmp)
+{
+	REAL(int, scandir, const char *, struct dirent ***, dirent_filter,
+	     dirent_cmp);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_scandir(p, list, sel, cmp);
+}
+
+typedef int (*dirent64_filter)(const struct dirent64 *);
+typedef int (*dirent64_cmp)(const struct dirent64 **,
+			    const struct dirent64 **);
+
+EXPORT int scandir64(const char *path, struct dirent64 ***list,
+		     dirent64_filter sel, dirent64_cmp cmp)
+{
+	REAL(int, scandir64, const char *, struct dirent64 ***,
+	     dirent64_filter, dirent64_cmp);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_scandir64(p, list, sel, cmp);
+}
+
+/* ibstatus (a shell script) does `cd /sys/class/infiniband`, then reads
+ * relative paths: the working directory itself moves into the tree. */
+EXPORT int chdir(const char *path)
+{
+	REAL(int, chdir, const char *);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_chdir(p);
 }
 
 /* ------------------------------------------------------------------ */

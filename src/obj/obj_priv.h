@@ -7,6 +7,7 @@
 #define UR_OBJ_OBJ_PRIV_H
 
 #include "obj/obj.h"
+#include "obj/wr_opcode.h"
 
 /*
  * Functions that can fail return 0 or -errno and never touch errno: api/
@@ -278,32 +279,7 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 void ur_qp_attr_defaults(struct ur_qp *qp);
 void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 		     struct ur_av *av);
-/* ------------------------------------------------------------------ */
-/* wr_opcode.c */
-/* ------------------------------------------------------------------ */
-
-enum {
-	UR_WR_PAYLOAD = 1 << 0,		/* gathers local data (may be inline) */
-	UR_WR_REMOTE = 1 << 1,		/* rdma.remote_addr/rkey */
-	UR_WR_IMM = 1 << 2,		/* imm_data */
-	UR_WR_INV = 1 << 3,		/* invalidate_rkey sent in IETH */
-	UR_WR_SCATTER = 1 << 4,		/* SGEs receive the response */
-	UR_WR_ATOMIC = 1 << 5,		/* atomic.*, one 8-byte SGE */
-	UR_WR_LOCAL = 1 << 6,		/* executed locally (BIND_MW/LOCAL_INV) */
-};
-
-struct ur_wr_opcode_info {
-	const char *name;
-	unsigned int types;		/* bit 0 RC, 1 UC, 2 UD */
-	unsigned int flags;		/* UR_WR_* */
-	uint64_t ops_flag;		/* IBV_QP_EX_WITH_* */
-};
-
-/* NULL when op is unknown or not allowed on a QP of this type. */
-const struct ur_wr_opcode_info *ur_wr_opcode(enum ibv_qp_type type,
-					     enum ibv_wr_opcode op);
-/* IBV_QP_EX_WITH_* bits a QP of this type supports. */
-uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type);
+/* wr_opcode.c: obj/wr_opcode.h (the engine reads the same table) */
 
 /* ------------------------------------------------------------------ */
 /* post.c */
@@ -314,7 +290,7 @@ uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type);
  * *bad names the bad one, and the return is a positive errno or 0.
  *
  * The send side (post_send, bind_mw, the wr_* batch) runs with qp->sq_lock
- * held by the caller, and publishes by advancing qp->sq.producer; the
+ * held by the caller (asserted in debug builds), and publishes by advancing qp->sq.producer; the
  * caller rings the engine's doorbell (ur_engine_sq_kick) when it moved,
  * still holding the lock. post_recv takes qp->rq_lock itself; the caller
  * rings ur_engine_rq_kick after it when a WR was posted.

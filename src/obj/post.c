@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "obj/obj_priv.h"
+#include "util/lock_assert.h"
 
 #define UR_SEND_FLAGS_OK                                                       \
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |             \
@@ -223,6 +224,7 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 {
 	int ret = 0;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		if (!sq_state_ok(qp->state)) {
 			ret = EINVAL;
@@ -290,6 +292,7 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 	uint32_t rkey;
 	int ret;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!mw || mw->type != IBV_MW_TYPE_1)
 		return EINVAL;
 	if (!sq_state_ok(qp->state))
@@ -339,6 +342,7 @@ static struct ur_send_wqe *wr_new(struct ibv_qp_ex *qpx,
 	struct ur_qp *qp = to_ur_qp_ex(qpx);
 	struct ur_send_wqe *wqe;
 
+	UR_ASSERT_HELD(&qp->sq_lock);	/* inside ibv_wr_start .. complete */
 	if (qp->wr_err)
 		return NULL;
 	if (!ur_wr_opcode(qp->type, op)) {
@@ -371,6 +375,7 @@ static struct ur_send_wqe *wr_cur(struct ibv_qp_ex *qpx)
 
 void ur_qp_wr_begin(struct ur_qp *qp)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	qp->wr_err = 0;
 	qp->wr_start_producer = qp->sq.producer;
 }
@@ -380,6 +385,7 @@ int ur_qp_wr_end(struct ur_qp *qp)
 	uint32_t i;
 	int ret = qp->wr_err;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	for (i = qp->wr_start_producer; !ret && i != qp->sq.producer; i++)
 		ret = -ur_send_wqe_check(qp, ur_wq_slot(&qp->sq, i));
 	if (ret)
@@ -390,6 +396,7 @@ int ur_qp_wr_end(struct ur_qp *qp)
 
 void ur_qp_wr_rewind(struct ur_qp *qp)
 {
+	UR_ASSERT_HELD(&qp->sq_lock);
 	qp->sq.producer = qp->wr_start_producer;
 	qp->wr_err = 0;
 }

@@ -169,6 +169,7 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp->sq_sig_all = !!attr->sq_sig_all;
 	qp->state = IBV_QPS_RESET;
 	ur_qp_attr_defaults(qp);
+	pthread_mutex_init(&qp->modify_lock, NULL);
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 
@@ -274,6 +275,7 @@ void ur_qp_free(struct ur_qp *qp)
 		atomic_fetch_sub(&qp->srq->usecnt, 1);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&qp->modify_lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	qp_bufs_free(qp);

@@ -8,6 +8,7 @@
 E2E_PASS=0
 E2E_FAIL=0
 E2E_SKIP=0
+E2E_UNSELECTED=0
 # exit status of a script with a skipped case and no failure (ctest's
 # SKIP_RETURN_CODE, tests/CMakeLists.txt)
 E2E_SKIP_RC=77
@@ -30,17 +31,25 @@ e2e_port() {
 
 # A sanitizer's report in a program's output (a sanitized build prints it
 # even where the program's exit status hides it).
-E2E_SANITIZER_RE='ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer'
+E2E_SANITIZER_RE='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|ThreadSanitizer: |runtime error:|UndefinedBehaviorSanitizer'
 
 # e2e_pair NAME TIMEOUT "server cmd" "client cmd" [REGEX...]
 # Runs both (server first), waits for both with a timeout, and passes when
 # both exit 0, neither printed a sanitizer report, and every REGEX matches
 # the client's or the server's output. With E2E_PRELOAD set (a sanitized
 # build: tests/e2e/CMakeLists.txt), both run with it in LD_PRELOAD.
+#
+# E2E_CASES, when set, is a regex of case names: only those run, and the
+# summary says how many were left out (the ThreadSanitizer build's subset,
+# tests/e2e/CMakeLists.txt).
 e2e_pair() {
 	local name=$1 tmo=$2 srv=$3 cli=$4
 	shift 4
 	local so="$E2E_TMP/$name.srv" co="$E2E_TMP/$name.cli" sp rs rc ok=1
+	if [[ -n ${E2E_CASES:-} && ! $name =~ ^(${E2E_CASES})$ ]]; then
+		E2E_UNSELECTED=$((E2E_UNSELECTED + 1))
+		return
+	fi
 	if [[ -n ${E2E_PRELOAD:-} ]]; then
 		srv="LD_PRELOAD=$E2E_PRELOAD $srv"
 		cli="LD_PRELOAD=$E2E_PRELOAD $cli"
@@ -96,6 +105,9 @@ e2e_skip() {
 # was skipped (ctest then reports the whole script as skipped), else 0.
 e2e_summary() {
 	echo "e2e: $E2E_PASS passed, $E2E_FAIL failed, $E2E_SKIP skipped"
+	if ((E2E_UNSELECTED)); then
+		echo "e2e: $E2E_UNSELECTED cases not selected by E2E_CASES=$E2E_CASES"
+	fi
 	((E2E_FAIL == 0)) || return 1
 	((E2E_SKIP == 0)) || return $E2E_SKIP_RC
 	return 0

@@ -3,19 +3,21 @@
 # rsockets end to end, with unmodified Debian binaries on uroce's
 # librdmacm.so.1 (server and client in two processes, 127.0.0.1):
 #  - rstream, several sizes, blocking (-T b), non-blocking (the default),
-#    async (-T a: rpoll) and small buffers (-B: many buffer halves offered),
-#    each with -T v: every byte of every transfer checked by the receiver;
-#  - rcopy: a random file copied, compared byte for byte;
-#  - Debian's librspreload.so turning plain TCP programs into rsockets ones:
-#    iperf3 (10 MB; its receiver may stop counting before the last bytes,
-#    as iperf3's end of test goes by its control connection) and a Python echo (2 MB of random bytes sent, echoed
-#    back and compared); no kernel TCP listener exists on the port and the
-#    client's uroce counters carry the bytes, so TCP was not used;
-#  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
-#    every byte right, and the counters show drops and retransmissions.
+#    async (-T a: rpoll), small buffers (-B: many buffer halves offered)
+#    and addresses from rdma_getaddrinfo (-T r), each with -T v: every byte
+#    of every transfer checked by the receiver;
 #  - riostream: riomap/riowrite (zero copy into the peer's mapped buffer),
 #    with -T v;
-# Takes about 25 s here.
+#  - rcopy: a random file copied, compared byte for byte;
+#  - Debian's librspreload.so turning plain TCP programs into rsockets
+#    ones: iperf3 (10 MB; its receiver may stop counting before the last
+#    bytes, as iperf3 ends the test through its control connection) and a
+#    Python echo (2 MB of random bytes sent, echoed back and compared); no
+#    kernel TCP listener exists on the port and the client's uroce
+#    counters carry the bytes, so TCP was not used;
+#  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
+#    every byte right, and the counters show drops and retransmissions.
+# Takes 30 to 50 s on a loaded 2-core machine.
 set -u
 cd "$(dirname "$0")"
 . ./lib.sh
@@ -78,14 +80,21 @@ pair() {
 # rstream NAME "options": a server and a client with the same options; both
 # print the run's line ("custom BYTES XFERS ..."), which must show XFERS
 # (below 1000: rstream prints 1000 as 1k).
+# On a failure the non-zero uroce counters of both ends are shown (CM MADs,
+# retransmissions, timeouts: what went wrong on the wire).
 rstream_case() {
-	local name=$1 opts=$2 xfers
+	local name=$1 opts=$2 xfers f0=$E2E_FAIL
 	xfers=$(sed -nE 's/.*-C ([0-9]+).*/\1/p' <<<"$opts")
 	P=$((P + 1))
 	pair "$name" 60 $P \
-		"rstream -b 127.0.0.1 -p $P $opts" \
-		"rstream -s 127.0.0.1 -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.srv.stats rstream -b 127.0.0.1 -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.cli.stats rstream -s 127.0.0.1 -p $P $opts" \
 		"^custom +[0-9.kmg]+ +$xfers "
+	if ((E2E_FAIL > f0)); then
+		echo "--- counters (non-zero), client then server:"
+		grep -hv ' 0$' "$E2E_TMP/$name".*.stats 2>/dev/null | tr '\n' ' '
+		echo
+	fi
 }
 
 P=$(e2e_port)
@@ -94,6 +103,7 @@ rstream_case rstream_100k_blocking "-S 100000 -C 100 -T b -T v"
 rstream_case rstream_1m_async "-S 1000000 -C 5 -T a -T v"
 rstream_case rstream_3000_async "-S 3000 -C 300 -T a -T v"
 rstream_case rstream_small_buffers "-S 100000 -C 10 -B 8192 -i 0 -T v"
+rstream_case rstream_resolve "-S 10000 -C 20 -T r -T v"
 
 # rcopy: the server runs until killed; the copy is checked byte for byte.
 P=$((P + 1))

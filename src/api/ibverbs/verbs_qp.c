@@ -18,11 +18,13 @@
 #include "obj/obj_priv.h"
 
 /*
- * Modifies are serialized so the engine hears about state changes in the
- * order they were applied (ur_engine_qp_modified takes the NIC's receive
- * lock and then qp->sq_lock, so it runs after ur_qp_modify released it).
+ * A QP's modifies are serialized by its qp->modify_lock, from obj/'s
+ * validation to the engine's apply, so the engine hears about its state
+ * changes in the order they were applied (ur_engine_qp_modified takes the
+ * NIC's receive lock and then qp->sq_lock, so it runs after ur_qp_modify
+ * released sq_lock), and destroy's engine teardown never overlaps one.
+ * Different QPs modify in parallel: nothing here is shared between them.
  */
-static pthread_mutex_t modify_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The PD, CQs and SRQ a new QP names must be live objects of ours. */
 static int check_objects(const struct ibv_qp_init_attr_ex *attr)
@@ -171,11 +173,11 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		ret = -EINVAL;
 	if (ret)
 		return ur_api_ret(ret);
-	pthread_mutex_lock(&modify_lock);
+	pthread_mutex_lock(&qp->modify_lock);
 	ret = ur_qp_modify(qp, attr, attr_mask, &old);
 	if (!ret)
 		ur_engine_qp_modified(qp, old, attr_mask);
-	pthread_mutex_unlock(&modify_lock);
+	pthread_mutex_unlock(&qp->modify_lock);
 	if (!ret && qp->state == IBV_QPS_RESET)
 		clean_cqs(qp);
 	return ur_api_ret(ret);
@@ -190,9 +192,9 @@ UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return ur_api_ret(err);
 	/* after unpublish no packet can find it (obj_lock write) */
 	ur_qp_unpublish(qp);
-	pthread_mutex_lock(&modify_lock);
+	pthread_mutex_lock(&qp->modify_lock);
 	ur_engine_qp_fini(qp);
-	pthread_mutex_unlock(&modify_lock);
+	pthread_mutex_unlock(&qp->modify_lock);
 	clean_cqs(qp);
 	ur_async_events_purge(ibqp->context, ibqp);
 	ur_qp_wait_acked(qp);

@@ -10,9 +10,10 @@
  * runs the retransmission timers, handing both to the CM state machine
  * through struct cma_agent_handlers. Bottom to top: addr.c (address
  * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
- * directory), channel.c (events), id.c (addresses, routes, QPs), msg.c
- * (CM messages out) and recv.c (CM messages in, timers), conn.c (the
- * application's connect/accept/disconnect calls and rdma_destroy_id).
+ * directory), channel.c (events), qp.c (the id's QP), id.c (ids,
+ * addresses, routes), msg.c (CM messages out) and recv.c (CM messages in,
+ * timers), conn.c (the application's connect/accept/disconnect calls and
+ * rdma_destroy_id).
  */
 #ifndef UR_API_RDMACM_PRIV_H
 #define UR_API_RDMACM_PRIV_H
@@ -221,13 +222,15 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to);
 /* id.c */
 struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
+void cma_fill_path(struct cma_id *id);
+/* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
+int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
+
+/* qp.c (lock held) */
 int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		struct ibv_qp_attr *attr, int *mask);
 int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);
 void cma_qp_to_err(struct cma_id *id);
-void cma_fill_path(struct cma_id *id);
-/* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
-int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
 
 /*
  * agent.c. The agent sits below the CM state machine and calls it only

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rsockets (rdma/rsocket.h): the socket table, rsocket, rshutdown, rclose,
- * names, options and rfcntl. rsocket_conn.c sets connections up,
- * rsocket_io.c moves the data, rsocket_iomap.c is riomap and riowrite,
- * rsocket_poll.c is rpoll and rselect. SOCK_DGRAM is not offered (README,
- * "What works").
- *
- * A socket is found by its number without a reference count: like a
- * kernel fd, an rsocket closed by one thread while another uses it is the
- * application's error.
+ * rsockets (rdma/rsocket.h): rsocket, rshutdown, rclose, options and
+ * rfcntl. rsocket_conn.c sets connections up, rsocket_io.c moves the data,
+ * rsocket_iomap.c is riomap and riowrite, rsocket_poll.c is rpoll and
+ * rselect (rsocket_priv.h has the files' order). SOCK_DGRAM is not offered
+ * (README, "What works").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,108 +19,6 @@
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
 
-static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rsk **tbl;		/* indexed by fd */
-static int tbl_len;
-
-int rsk_err(int e)
-{
-	errno = e;
-	return -1;
-}
-
-struct rsk *rsk_get(int fd)
-{
-	struct rsk *rs = NULL;
-
-	pthread_mutex_lock(&tbl_lock);
-	if (fd >= 0 && fd < tbl_len)
-		rs = tbl[fd];
-	pthread_mutex_unlock(&tbl_lock);
-	return rs;
-}
-
-int rsk_publish(struct rsk *rs)
-{
-	struct rsk **n;
-	int len;
-
-	pthread_mutex_lock(&tbl_lock);
-	if (rs->fd >= tbl_len) {
-		len = UR_MAX(rs->fd + 1, tbl_len * 2);
-		len = UR_MAX(len, 64);
-		n = realloc(tbl, sizeof(*n) * (size_t)len);
-		if (!n) {
-			pthread_mutex_unlock(&tbl_lock);
-			return rsk_err(ENOMEM);
-		}
-		memset(n + tbl_len, 0, sizeof(*n) * (size_t)(len - tbl_len));
-		tbl = n;
-		tbl_len = len;
-	}
-	tbl[rs->fd] = rs;
-	pthread_mutex_unlock(&tbl_lock);
-	return 0;
-}
-
-static void unpublish(struct rsk *rs)
-{
-	pthread_mutex_lock(&tbl_lock);
-	if (rs->fd < tbl_len && tbl[rs->fd] == rs)
-		tbl[rs->fd] = NULL;
-	pthread_mutex_unlock(&tbl_lock);
-}
-
-struct rsk *rsk_new(const struct rsk *parent)
-{
-	struct rsk *rs = calloc(1, sizeof(*rs));
-
-	if (!rs)
-		return NULL;
-	rs->chan = rdma_create_event_channel();
-	if (!rs->chan) {
-		free(rs);
-		return NULL;
-	}
-	if (fcntl(rs->chan->fd, F_SETFL, O_NONBLOCK)) {
-		rdma_destroy_event_channel(rs->chan);
-		free(rs);
-		return NULL;
-	}
-	pthread_mutex_init(&rs->lock, NULL);
-	rs->fd = rs->chan->fd;
-	if (parent) {
-		rs->domain = parent->domain;
-		rs->sbuf_size = parent->sbuf_size;
-		rs->rbuf_size = parent->rbuf_size;
-		rs->sq_size = parent->sq_size;
-		rs->rq_size = parent->rq_size;
-		rs->sq_inline = parent->sq_inline;
-		rs->target_iomap_size = parent->target_iomap_size;
-		rs->fs_flags = parent->fs_flags;
-		rs->fd_flags = parent->fd_flags;
-		rs->so_opts = parent->so_opts;
-		rs->tcp_opts = parent->tcp_opts;
-		rs->keepalive_time = parent->keepalive_time;
-	} else {
-		rs->sbuf_size = RSK_DEF_BUF;
-		rs->rbuf_size = RSK_DEF_BUF;
-		rs->sq_size = RSK_DEF_QP;
-		rs->rq_size = RSK_DEF_QP;
-		rs->sq_inline = RSK_DEF_INLINE;
-	}
-	return rs;
-}
-
-void rsk_destroy(struct rsk *rs)
-{
-	rsk_free_ep(rs);
-	if (rs->id)
-		rdma_destroy_id(rs->id);
-	rdma_destroy_event_channel(rs->chan);
-	pthread_mutex_destroy(&rs->lock);
-	free(rs);
-}
 
 UR_EXPORT int rsocket(int domain, int type, int protocol)
 {
@@ -229,47 +123,11 @@ UR_EXPORT int rclose(int socket)
 		refuse_pending(rs);
 	shutdown_locked(rs, SHUT_RDWR);
 	pthread_mutex_unlock(&rs->lock);
-	unpublish(rs);
+	rsk_unpublish(rs);
 	if (rs->id && rs->id->qp)
 		rdma_disconnect(rs->id);	/* the CM's DREQ; errors: gone */
 	rsk_destroy(rs);
 	return 0;
-}
-
-static int copy_addr(struct sockaddr *dst, socklen_t *len,
-		     const struct sockaddr *src)
-{
-	socklen_t n;
-
-	/* a NULL address with *len 0 asks the size (librspreload does) */
-	if (!len || (*len && !dst))
-		return rsk_err(EFAULT);
-	n = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-	    sizeof(struct sockaddr_in);
-	if (*len)
-		memcpy(dst, src, UR_MIN(*len, n));
-	*len = n;
-	return 0;
-}
-
-UR_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *len)
-{
-	struct rsk *rs = rsk_get(socket);
-
-	if (!rs)
-		return rsk_err(EBADF);
-	if (rs->state < RSK_ACCEPTING || rs->state == RSK_CONNECT_ERROR)
-		return rsk_err(ENOTCONN);
-	return copy_addr(addr, len, rdma_get_peer_addr(rs->id));
-}
-
-UR_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *len)
-{
-	struct rsk *rs = rsk_get(socket);
-
-	if (!rs)
-		return rsk_err(EBADF);
-	return copy_addr(addr, len, rdma_get_local_addr(rs->id));
 }
 
 static void set_flag(uint64_t *opts, int optname, bool on)

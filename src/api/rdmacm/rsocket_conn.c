@@ -1,149 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rsockets' connection set-up over the rdma_cm: rbind, rlisten, raccept and
- * rconnect. The active side resolves the address and route, creates its QP
- * and buffers, and puts its struct rsk_conn_data in the REQ; the passive
- * side answers with its own in the REP. Everything is driven by the
- * socket's own event channel, so a non-blocking rconnect returns
- * EINPROGRESS and finishes in rpoll, rsend, rrecv or SO_ERROR.
+ * rsockets' connection set-up: rbind, rlisten, raccept and rconnect.
+ * Everything is driven by the socket's own event channel (rsocket_cm.c),
+ * so a non-blocking rconnect returns EINPROGRESS and finishes in rpoll,
+ * rsend, rrecv or SO_ERROR.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/params.h"
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
-
-static void conn_failed(struct rsk *rs, int err)
-{
-	rs->state = RSK_CONNECT_ERROR;
-	rs->err = err;
-	rs->readable = rs->writable = false;
-}
-
-/* The errno rdma-core gives for a failed set-up event. */
-static int event_errno(const struct rdma_cm_event *ev)
-{
-	if (ev->event == RDMA_CM_EVENT_REJECTED)
-		return ECONNREFUSED;
-	if (ev->status < 0)
-		return -ev->status;
-	if (ev->event == RDMA_CM_EVENT_UNREACHABLE)
-		return ETIMEDOUT;
-	return ev->status ? ev->status : ECONNRESET;
-}
-
-static int start_connect(struct rsk *rs)
-{
-	struct rdma_conn_param p;
-	struct rsk_conn_data c;
-
-	if (rsk_create_ep(rs))
-		return -1;
-	rsk_format_conn(rs, &c);
-	memset(&p, 0, sizeof(p));
-	p.private_data = &c;
-	p.private_data_len = sizeof(c);
-	p.flow_control = 1;
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
-	return rdma_connect(rs->id, &p);
-}
-
-static void on_event(struct rsk *rs, const struct rdma_cm_event *ev)
-{
-	struct rsk_conn_data c;
-
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (rs->state != RSK_RESOLVING_ADDR)
-			break;
-		rs->state = RSK_RESOLVING_ROUTE;
-		if (rdma_resolve_route(rs->id, UR_CM_RESOLVE_MS))
-			conn_failed(rs, errno);
-		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (rs->state != RSK_RESOLVING_ROUTE)
-			break;
-		rs->state = RSK_CONNECTING;
-		if (start_connect(rs))
-			conn_failed(rs, errno);
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		if (rs->state == RSK_ACCEPTING) {
-			rs->state = RSK_CONNECTED;
-			rs->readable = rs->writable = true;
-			break;
-		}
-		if (rs->state != RSK_CONNECTING)
-			break;
-		if (ev->param.conn.private_data_len < sizeof(c)) {
-			conn_failed(rs, EPROTO);
-			break;
-		}
-		memcpy(&c, ev->param.conn.private_data, sizeof(c));
-		if (c.version != RSK_CONN_VERSION) {
-			conn_failed(rs, ENOTSUP);
-			break;
-		}
-		rsk_save_conn(rs, &c);
-		rs->state = RSK_CONNECTED;
-		rs->readable = rs->writable = true;
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		if (rs->state < RSK_CONNECTED)
-			conn_failed(rs, event_errno(ev));
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (rs->state < RSK_CONNECTED) {
-			conn_failed(rs, ECONNRESET);
-		} else if (rs->state == RSK_CONNECTED) {
-			/* what arrived before stays readable */
-			rs->state = RSK_DISCONNECTED;
-			rs->readable = rs->writable = false;
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-int rsk_cm_progress(struct rsk *rs)
-{
-	struct rdma_cm_event *ev;
-
-	if (rs->state == RSK_LISTENING)
-		return 0;	/* its events are connection requests: raccept */
-	while (!rdma_get_cm_event(rs->chan, &ev)) {
-		on_event(rs, ev);
-		rdma_ack_cm_event(ev);
-	}
-	return 0;
-}
-
-int rsk_connect_wait(struct rsk *rs, bool nonblock)
-{
-	for (;;) {
-		rsk_cm_progress(rs);
-		if (rs->state == RSK_CONNECT_ERROR)
-			return rsk_err(rs->err);
-		if (rs->state >= RSK_CONNECTED)
-			return 0;
-		if (rs->state < RSK_RESOLVING_ADDR)
-			return rsk_err(ENOTCONN);
-		if (nonblock)
-			return rsk_err(EINPROGRESS);
-		if (rsk_wait(rs, -1))
-			return -1;
-	}
-}
 
 UR_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t len)
 {
@@ -290,7 +158,7 @@ UR_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t len)
 		rs->err = 0;
 		if (rdma_resolve_addr(rs->id, NULL, (struct sockaddr *)addr,
 				      UR_CM_RESOLVE_MS)) {
-			conn_failed(rs, errno);
+			rsk_conn_failed(rs, errno);
 			ret = rsk_err(rs->err);
 			break;
 		}

@@ -21,29 +21,6 @@
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
 
-int rsk_iomap_scale(int value)
-{
-	return value <= 128 ? value : 128 | (value >> 8);
-}
-
-int rsk_iomap_unscale(int scale)
-{
-	return scale <= 128 ? scale : (scale & ~128) << 8;
-}
-
-void rsk_free_maps(struct rsk *rs)
-{
-	uint32_t i;
-
-	if (!rs->maps)
-		return;
-	for (i = 0; i < rs->remote_iomap.length; i++)
-		if (rs->maps[i].mr)
-			ibv_dereg_mr(rs->maps[i].mr);
-	free(rs->maps);
-	rs->maps = NULL;
-}
-
 int rsk_send_iomaps(struct rsk *rs, int flags)
 {
 	const struct iovec *cur;
@@ -160,16 +137,13 @@ UR_EXPORT int riounmap(int socket, void *buf, size_t len)
 	return ret;
 }
 
-/* The peer's entry holding offset, read as the peer wrote it. */
+/* The peer's entry holding offset, as its message brought it. */
 static bool find_iomap(struct rsk *rs, uint64_t offset, struct rsk_iomap *out)
 {
 	uint16_t i;
 
 	for (i = 0; i < rs->target_iomap_size; i++) {
-		out->offset = rs->target_iomap[i].offset;
-		out->sge.addr = rs->target_iomap[i].sge.addr;
-		out->sge.key = rs->target_iomap[i].sge.key;
-		out->sge.length = rs->target_iomap[i].sge.length;
+		*out = rs->tiomap[i];
 		if (out->sge.length && offset >= out->offset &&
 		    offset - out->offset < out->sge.length)
 			return true;

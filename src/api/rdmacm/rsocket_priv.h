@@ -22,8 +22,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <rdma/rdma_cma.h>
+
+#include "api/rdmacm/params.h"
 
 /* Message types (bits 31:29 of the immediate) */
 enum {
@@ -134,9 +137,15 @@ struct rsk {
 	volatile struct rsk_sge *target_sgl;	/* written by the peer */
 	volatile struct rsk_iomap *target_iomap;	/* after it, same MR */
 	uint16_t target_iomap_size;	/* entries we offer the peer */
+	struct rsk_iomap *tiomap;	/* ours, taken in as for tsge */
 	bool swap;			/* peer's byte order differs */
 
 	/* sending */
+	/* The offered halves as we use them: an entry of target_sgl is taken
+	 * in (and zeroed there) when a credit message has completed, so the
+	 * peer's RDMA WRITE of it is over, and the peer writes that entry
+	 * again only once we have filled the half it named. */
+	struct rsk_sge tsge[RSK_SGL_SIZE];
 	int target_sge;			/* the entry we write into next */
 	struct rsk_sge remote_sgl;	/* the peer's target SGL */
 	int remote_sge;			/* its entry we update next */
@@ -158,52 +167,70 @@ struct rsk {
 	int rmsg_head, rmsg_tail;	/* ring of rq_size + 1 */
 };
 
-/* rsocket.c: the socket table */
+/*
+ * The files, each calling only those above it in this list:
+ *   rsocket_table.c  the number -> socket table, new sockets, errno
+ *   rsocket_wire.c   QP and buffers, connect data, posting, completions,
+ *                    credits, sleeping on the fds
+ *   rsocket_cm.c     CM events, the progress loop, the ends' names
+ *   rsocket_iomap.c  riomap/riounmap/riowrite
+ *   rsocket_io.c     rsend/rrecv and their forms
+ *   rsocket_conn.c, rsocket.c, rsocket_poll.c: the other exported calls
+ * "lock held": the socket's lock.
+ */
+
+/* rsocket_table.c */
 struct rsk *rsk_get(int fd);		/* NULL: not an rsocket */
 int rsk_err(int e);			/* -1 with errno e */
 /* A socket with its channel (sizes and flags from parent, if any). */
 struct rsk *rsk_new(const struct rsk *parent);
 int rsk_publish(struct rsk *rs);	/* enters it in the table: 0 or -1 */
-void rsk_destroy(struct rsk *rs);	/* QP, id, channel, memory */
+void rsk_unpublish(struct rsk *rs);
 
-/* rsocket_conn.c: connection progress (lock held) */
-int rsk_cm_progress(struct rsk *rs);	/* handles queued CM events */
-/* Drives a connect in progress: 0 connected, -1 EINPROGRESS, or -1. */
-int rsk_connect_wait(struct rsk *rs, bool nonblock);
+static inline bool rsk_nonblocking(const struct rsk *rs, int flags)
+{
+	return (rs->fs_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
+}
 
-/* rsocket_io.c: the data path (lock held) */
+/* rsocket_wire.c (lock held) */
 int rsk_create_ep(struct rsk *rs);
-void rsk_free_ep(struct rsk *rs);
+void rsk_free_ep(struct rsk *rs);	/* QP, buffers, iomaps */
+void rsk_destroy(struct rsk *rs);	/* and the id, channel, memory */
 void rsk_format_conn(struct rsk *rs, struct rsk_conn_data *c);
 void rsk_save_conn(struct rsk *rs, const struct rsk_conn_data *c);
-int rsk_poll_cq(struct rsk *rs);	/* drains the CQ; credits */
-bool rsk_can_send(struct rsk *rs);
-bool rsk_have_rdata(struct rsk *rs);
-bool rsk_sends_done(struct rsk *rs);
-/* Runs the CM and the CQ until test() holds; EWOULDBLOCK if nonblock. */
-int rsk_process(struct rsk *rs, bool nonblock, bool (*test)(struct rsk *));
-int rsk_post_ctrl(struct rsk *rs, uint32_t ctrl);
-bool rsk_ctrl_avail_or_closed(struct rsk *rs);
+int rsk_iomap_scale(int value);		/* the size's 8-bit encoding */
+int rsk_iomap_unscale(int scale);
 int rsk_post_write(struct rsk *rs, struct ibv_sge *sgl, int n, uint32_t msg,
 		   unsigned int flags, uint64_t addr, uint32_t rkey, bool imm);
-/* Waits (or EWOULDBLOCK) until a message may be sent: 0 or -1. */
-int rsk_wait_send(struct rsk *rs, int flags);
+int rsk_post_ctrl(struct rsk *rs, uint32_t ctrl);
 /* Copies len bytes from the iovecs into the send ring: the SGEs (1 or 2). */
 int rsk_stage(struct rsk *rs, const struct iovec **cur, size_t *off,
 	      size_t len, struct ibv_sge sg[2]);
 size_t rsk_next_xfer(uint32_t *olen, size_t left);	/* 2 KiB doubling */
-
-/* rsocket_iomap.c (lock held) */
-int rsk_send_iomaps(struct rsk *rs, int flags);	/* queued riomaps */
-void rsk_free_maps(struct rsk *rs);
-int rsk_iomap_scale(int value);		/* the size's 8-bit encoding */
-int rsk_iomap_unscale(int scale);
-
+int rsk_poll_cq(struct rsk *rs);	/* drains the CQ; credits */
+void rsk_update_credits(struct rsk *rs);	/* grants them when due */
+bool rsk_can_send(struct rsk *rs);
+bool rsk_have_rdata(struct rsk *rs);
+bool rsk_sends_done(struct rsk *rs);
+bool rsk_ctrl_avail_or_closed(struct rsk *rs);
+/* Arms the CQ's notification; true if it was not armed (look again). */
+bool rsk_arm(struct rsk *rs);
+void rsk_cq_event(struct rsk *rs);	/* consumes a CQ channel event */
 /* Sleeps (lock dropped) until the CQ or the CM channel has something, or
  * ms elapse (-1: no bound). 0, or -1 with errno. */
 int rsk_wait(struct rsk *rs, int ms);
-/* Arms the CQ's notification; true if work arrived meanwhile. */
-bool rsk_arm(struct rsk *rs);
-void rsk_cq_event(struct rsk *rs);	/* consumes a CQ channel event */
+
+/* rsocket_cm.c (lock held) */
+void rsk_conn_failed(struct rsk *rs, int err);
+int rsk_cm_progress(struct rsk *rs);	/* handles queued CM events */
+/* Drives a connect in progress: 0 connected, -1 EINPROGRESS, or -1. */
+int rsk_connect_wait(struct rsk *rs, bool nonblock);
+/* Runs the CM and the CQ until test() holds; EWOULDBLOCK if nonblock. */
+int rsk_process(struct rsk *rs, bool nonblock, bool (*test)(struct rsk *));
+/* Waits (or EWOULDBLOCK) until a message may be sent: 0 or -1. */
+int rsk_wait_send(struct rsk *rs, int flags);
+
+/* rsocket_iomap.c (lock held) */
+int rsk_send_iomaps(struct rsk *rs, int flags);	/* queued riomaps */
 
 #endif /* UR_API_RDMACM_RSOCKET_PRIV_H */

@@ -11,6 +11,7 @@
 
 #include "fake_env.h"
 #include "obj/device.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 /*
@@ -153,6 +154,7 @@ static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
 	struct fe_dgram *d;
 	ssize_t r;
 
+	UR_ASSERT_HELD(&fe_net_lock);	/* reads fe_fault */
 	pthread_mutex_lock(&to->lock);
 	if (to->tail - to->head >= FE_QLEN)
 		to->st.rx_truncated++;
@@ -201,6 +203,7 @@ static void fe_deliver(struct ur_link *from, const union ur_sockaddr *dst,
 static void fe_deliver_locked(struct ur_link *from, struct ur_link *to,
 			      const uint8_t *data, uint32_t len)
 {
+	UR_ASSERT_HELD(&fe_net_lock);
 	if (fe_tap)
 		fe_tap(to == fe_links[0] ? 0 : 1, data, len);
 	if (fe_filter && len >= 12 &&
