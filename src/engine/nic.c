@@ -18,20 +18,13 @@
 #include "util/memguard.h"
 
 
-static bool env_true(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v && strcmp(v, "0");
-}
-
 static void nic_open_pcap(struct ur_nic *nic)
 {
-	const char *path = getenv("UROCE_PCAP"), *pp;
+	const char *path = ur_config_get()->pcap, *pp;
 	char buf[4200], name[4096];
 	int rc;
 
-	if (!path || !*path)
+	if (!path)
 		return;
 	/* "%p" in the path becomes the pid (several processes, one spec) */
 	pp = strstr(path, "%p");
@@ -94,6 +87,7 @@ static void nic_free(struct ur_nic *nic)
 
 static int nic_create(struct ur_device *dev, struct ur_nic **out)
 {
+	const struct ur_config *cfg = ur_config_get();
 	struct ur_nic *nic;
 	int rc;
 
@@ -107,17 +101,16 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_timers_init(&nic->timers);
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
-	nic->busy_poll = env_true("UROCE_BUSY_POLL");
-	nic->spin_ns = getenv("UROCE_SPIN_US") ?
-		strtoull(getenv("UROCE_SPIN_US"), NULL, 0) * 1000 :
-		UR_RX_SPIN_NS;
-	nic->quiet_ns = getenv("UROCE_QUIET_US") ?
-		strtoull(getenv("UROCE_QUIET_US"), NULL, 0) * 1000 :
-		UR_APP_POLL_QUIET_NS;
-	nic->use_gso = !getenv("UROCE_GSO") || env_true("UROCE_GSO");
-	nic->hardened = env_true("UROCE_HARDENED");
-	nic->lazy_doorbell = !getenv("UROCE_LAZY_DOORBELL") ||
-			     env_true("UROCE_LAZY_DOORBELL");
+	nic->busy_poll = cfg->busy_poll;
+	nic->spin_ns = cfg->spin_ns;
+	if (nic->spin_ns == UR_CONFIG_DEFAULT)
+		nic->spin_ns = UR_RX_SPIN_NS;
+	nic->quiet_ns = cfg->quiet_ns;
+	if (nic->quiet_ns == UR_CONFIG_DEFAULT)
+		nic->quiet_ns = UR_APP_POLL_QUIET_NS;
+	nic->use_gso = cfg->gso;
+	nic->hardened = cfg->hardened;
+	nic->lazy_doorbell = cfg->lazy_doorbell;
 	/* before any packet can reach application memory */
 	rc = ur_memguard_init();
 	if (rc)
@@ -147,17 +140,17 @@ err:
  * librdmacm's agent) must not write the same counters again. */
 static void nic_dump_stats_env(struct ur_nic *nic)
 {
-	const char *v = getenv("UROCE_STATS");
+	const struct ur_config *cfg = ur_config_get();
 	FILE *f;
 
-	if (!v || !*v || !strcmp(v, "0") || nic->stats_written)
+	if (cfg->stats == UR_STATS_OFF || nic->stats_written)
 		return;
 	nic->stats_written = true;
-	if (!strcmp(v, "1")) {
+	if (!cfg->stats_path) {
 		ur_engine_dump_counters(nic->dev, stderr);
 		return;
 	}
-	f = fopen(v, "a");
+	f = fopen(cfg->stats_path, "a");
 	if (!f)
 		return;
 	ur_engine_dump_counters(nic->dev, f);

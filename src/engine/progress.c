@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "util/config.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -195,8 +196,9 @@ static void nic_wait(struct ur_nic *nic)
  */
 static void nic_thread_priority(struct ur_nic *nic)
 {
-	const char *v = getenv("UROCE_RT_PRIO");
-	struct sched_param sp = { .sched_priority = v ? atoi(v) : 0 };
+	struct sched_param sp = {
+		.sched_priority = ur_config_get()->rt_prio,
+	};
 
 	if (nic->busy_poll || sp.sched_priority <= 0)
 		return;

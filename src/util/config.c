@@ -103,6 +103,23 @@ static uint64_t env_uint(const char *name, uint64_t min, uint64_t max,
 	return def;
 }
 
+/* A number whose default is another layer's (UR_CONFIG_DEFAULT if unset or
+ * bad), scaled by unit. */
+static uint64_t env_uint_or_default(const char *name, uint64_t max,
+				    uint64_t unit)
+{
+	const char *v = env(name);
+	uint64_t x;
+
+	if (!v)
+		return UR_CONFIG_DEFAULT;
+	if (!ur_parse_uint(v, 0, max, &x))
+		return x * unit;
+	ur_warn("%s=%s: want a whole number 0..%" PRIu64 "; using the default",
+		name, v, max);
+	return UR_CONFIG_DEFAULT;
+}
+
 static char *env_dup(const char *name)
 {
 	const char *v = env(name);
@@ -191,9 +208,10 @@ static void parse_rest(struct ur_config *c)
 	c->gso = env_bool("UROCE_GSO", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();
-	c->spin_ns = env_uint("UROCE_SPIN_US", 0, UR_CONFIG_MAX_US, 0) * 1000;
-	c->quiet_ns = env_uint("UROCE_QUIET_US", 0, UR_CONFIG_MAX_US, 500) *
-		      1000;
+	c->spin_ns = env_uint_or_default("UROCE_SPIN_US", UR_CONFIG_MAX_US,
+					 1000);
+	c->quiet_ns = env_uint_or_default("UROCE_QUIET_US", UR_CONFIG_MAX_US,
+					  1000);
 	c->rt_prio = (int)env_uint("UROCE_RT_PRIO", 0, UR_CONFIG_MAX_RT_PRIO,
 				   0);
 }
