@@ -15,6 +15,8 @@ PKGS=(
 	ibverbs-utils rdmacm-utils perftest python3-pyverbs
 	ucx-utils libfabric-bin
 	openmpi-bin libopenmpi-dev	# mpirun + mpicc: Open MPI over UCX (test_ompi.sh)
+	qperf fio			# rdma_cm consumers (test_qperf.sh, test_fio.sh)
+	infiniband-diags		# ibstat, ibstatus on the device tree (test_diag_tools.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
 )

@@ -11,6 +11,7 @@ declare -A allowed=(
 	[engine]="util wire link obj engine"
 	[cm]="util cm"
 	[api]="util obj engine api cm"
+	[interpose]="util interpose"
 )
 bad=0
 checked=0

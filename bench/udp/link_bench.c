@@ -5,7 +5,7 @@
  * the raw socket numbers.
  *
  *   link_bench lat  [-n iters] [-t secs]   64 B ping-pong: recv waiting
- *                                          (timeout -1) and spinning (0)
+ *                                          in poll() and spinning
  *   link_bench tput [-t secs] [-r runs]    4096 B datagrams: batches of 32,
  *                                          and GSO trains of 15 (GRO on)
  *

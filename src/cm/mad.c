@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CM MAD codec. Offsets are inside the 232 data bytes that follow the
- * 24-byte MAD header (wire notes §5.4); multi-bit fields sharing a byte are
- * MSB first, as IBA draws them.
+ * 24-byte MAD header (docs/wire-notes.md §5.3); multi-bit fields sharing a byte
+ * are MSB first, as IBA draws them.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "cm/mad.h"
+#include "util/iba.h"
 
 static void put8(uint8_t *p, uint8_t v)
 {
@@ -104,7 +105,7 @@ static void path_decode(const uint8_t *p, struct ur_cm_path *a)
 
 static int req_encode(const struct ur_cm_req *r, uint8_t *d)
 {
-	if (r->local_qpn > 0xFFFFFF || r->starting_psn > 0xFFFFFF ||
+	if (r->local_qpn > UR_QPN_MASK || r->starting_psn > UR_PSN_MASK ||
 	    r->transport > 3 || r->retry_count > 7 || r->rnr_retry_count > 7 ||
 	    r->max_cm_retries > 15 || r->path_mtu > 15 ||
 	    r->remote_cm_response_timeout > 31 ||
@@ -172,7 +173,7 @@ static void req_decode(const uint8_t *d, struct ur_cm_req *r)
 
 static int rep_encode(const struct ur_cm_rep *r, uint8_t *d)
 {
-	if (r->local_qpn > 0xFFFFFF || r->starting_psn > 0xFFFFFF ||
+	if (r->local_qpn > UR_QPN_MASK || r->starting_psn > UR_PSN_MASK ||
 	    r->target_ack_delay > 31 || r->failover_accepted > 3 ||
 	    r->rnr_retry_count > 7)
 		return -EINVAL;
@@ -262,7 +263,7 @@ static int mra_decode(const uint8_t *d, struct ur_cm_mra *m)
 
 static int sidr_rep_encode(const struct ur_cm_sidr_rep *r, uint8_t *d)
 {
-	if (r->qpn > 0xFFFFFF || r->info_length > UR_CM_SIDR_REP_INFO)
+	if (r->qpn > UR_QPN_MASK || r->info_length > UR_CM_SIDR_REP_INFO)
 		return -EINVAL;
 	put32(d + 0, r->request_id);
 	put8(d + 4, r->status);
@@ -324,7 +325,7 @@ int ur_cm_encode(const struct ur_cm_msg *msg, uint8_t out[UR_MAD_SIZE])
 		ret = mra_encode(&msg->mra, d);
 		break;
 	case UR_CM_ATTR_DREQ:
-		if (msg->dreq.remote_qpn > 0xFFFFFF)
+		if (msg->dreq.remote_qpn > UR_QPN_MASK)
 			return -EINVAL;
 		put32(d + 0, msg->dreq.local_comm_id);
 		put32(d + 4, msg->dreq.remote_comm_id);

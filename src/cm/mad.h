@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Communication Management MADs (IBA vol 1 ch. 12; wire notes §5.3-5.5) as
- * host-order structs with encoders and decoders for the 256-byte MAD the
- * CM sends on QP1. Pure: no I/O, no state. Decoders reject what a peer may
- * not send (wrong class, version, method, attribute, field values out of
- * range) so the CM above sees only well-formed messages.
+ * Communication Management MADs (IBA vol 1 ch. 12; docs/wire-notes.md §5.3-5.5)
+ * as host-order structs with encoders and decoders for the 256-byte MAD the CM
+ * sends on QP1. Pure: no I/O, no state. Decoders reject what a peer may not
+ * send (wrong class, version, method, attribute, field values out of range) so
+ * the CM above sees only well-formed messages.
  */
 #ifndef UR_CM_MAD_H
 #define UR_CM_MAD_H
@@ -253,12 +253,6 @@ int ur_cma_hdr_decode(const uint8_t in[UR_CMA_HDR_SIZE], struct ur_cma_hdr *h);
 static inline uint64_t ur_cm_service_id(uint16_t ps, uint16_t port)
 {
 	return ((uint64_t)ps << 16) | port;
-}
-
-/* 4.096 us * 2^t, in microseconds (t <= 31). */
-static inline uint64_t ur_cm_timeout_us(unsigned int t)
-{
-	return (4096ULL << (t > 31 ? 31 : t)) / 1000;
 }
 
 #endif /* UR_CM_MAD_H */

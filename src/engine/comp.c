@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The completer: consumes ACKs, NAKs, read responses and atomic ACKs for
- * the RC requester, completes WQEs in SQ order, and runs the retransmit and
- * RNR timers. Runs with qp->sq_lock held (from the receive path or the
- * timer scan). Also the error path of a QP: the failing WQE completes with
- * its status, the QP moves to ERR and everything else is flushed.
+ * the RC requester, completes WQEs in SQ order, and handles the expiry of
+ * the retransmit and RNR deadlines. Runs with qp->sq_lock held, called by
+ * the send step (send.c) for a response or an expired deadline; it never
+ * runs the requester itself (the send step does, afterwards). A failing
+ * WQE goes to qpstate.c, which moves the QP to ERR.
  *
  * Rules (wire notes §3): ACKs are cumulative; any response with PSN p
  * implicitly completes SEND/WRITE WQEs that end before p; a READ or atomic
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_comp_state {
@@ -64,162 +66,18 @@ static const uint32_t rnr_usec[32] = {
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
 {
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return ur_wr_is_rd_atomic(w->opcode);
 }
 
-int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		    enum ibv_wc_status status)
-{
-	struct ibv_wc wc;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wqe->wr_id;
-	wc.status = status;
-	wc.opcode = wc_opcode(wqe->opcode);
-	wc.qp_num = ur_qp_num(qp);
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		wc.byte_len = 8;
-	else
-		wc.byte_len = wqe->length;
-	return ur_cq_push(qp->send_cq, &wc, false);
-}
-
-/* ------------------------------------------------------------------ */
-/* Errors and flushing                                                 */
-/* ------------------------------------------------------------------ */
-
-void ur_flush_sq(struct ur_qp *qp)
-{
-	struct ur_wq *sq = &qp->sq;
-
-	while (sq->consumer != sq->producer) {
-		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
-
-		ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
-		sq->consumer++;
-	}
-	sq->cursor = sq->consumer;
-	if (qp->xp) {
-		qp->xp->sq_high = sq->consumer;
-		qp->xp->req_pkt = 0;
-		qp->xp->req_entered = false;
-		qp->xp->rd_outstanding = 0;
-	}
-}
-
-static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
-{
-	struct ibv_wc wc;
-
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = ur_qp_num(qp);
-	ur_cq_push(qp->recv_cq, &wc, false);
-}
-
-void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
-{
-	struct ur_qp_xport *xp = qp->xp;
-	union {
-		struct ur_recv_wqe w;
-		uint8_t buf[sizeof(struct ur_recv_wqe) +
-			    UR_MAX_SGE * sizeof(struct ur_sge)];
-	} r;
-
-	if (xp && xp->resp.have_rwqe) {
-		/* the WQE the responder holds is older than the ring's: only
-		 * its owner flushes, that one first (RQ completions in order) */
-		if (!rx_owner)
-			return;
-		xp->resp.have_rwqe = false;
-		flush_recv_one(qp, xp->resp.rwqe.wr_id);
-	}
-	if (qp->srq)
-		return;	/* SRQ WQEs belong to the other QPs too */
-	while (!ur_qp_take_recv(qp, &r.w))
-		flush_recv_one(qp, r.w.wr_id);
-}
-
-void ur_qp_error_locked(struct ur_qp *qp)
-{
-	struct ur_qp_xport *xp = qp->xp;
-
-	if (qp->state != IBV_QPS_ERR) {
-		qp->state = IBV_QPS_ERR;
-		qp->attr.qp_state = IBV_QPS_ERR;
-		if (qp->srq) {
-			struct ibv_async_event ev = {
-				.element.qp = &qp->ibqp_ex.qp_base,
-				.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
-			};
-
-			ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
-		}
-	}
-	if (xp) {
-		ur_timer_disarm(&xp->rto_deadline);
-		ur_timer_disarm(&xp->rnr_deadline);
-		xp->rnr_wait = false;
-		xp->need_retry = false;
-		/* a receive WQE the responder holds is flushed by the receive
-		 * path owner: have the timer scan visit this QP now */
-		ur_timer_arm(xp->nic, &xp->kick_deadline, ur_now_ns());
-	}
-	ur_flush_sq(qp);
-	ur_flush_rq(qp, false);
-}
-
-/* SQD: once nothing is in flight, IBV_EVENT_SQ_DRAINED (once). */
-void ur_sqd_check(struct ur_qp *qp)
-{
-	struct ur_qp_xport *xp = qp->xp;
-	struct ibv_async_event ev = {
-		.element.qp = &qp->ibqp_ex.qp_base,
-		.event_type = IBV_EVENT_SQ_DRAINED,
-	};
-
-	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
-		return;
-	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
-	    (qp->type == IBV_QPT_RC && xp->psn != xp->comp_psn))
-		return;
-	xp->sqd_notified = true;
-	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
-}
 
 /* Posts CQEs for finished WQEs at the head of the SQ, in order. */
 void ur_comp_drain(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	while (sq->consumer != sq->cursor) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
@@ -332,7 +190,7 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 		return w->opcode == IBV_WR_RDMA_READ ? UR_COMP_READ :
 						       UR_COMP_DONE;
 	if (pkt->opcode == UR_OPC_RC_ATOMIC_ACK)
-		return wqe_is_rd_atomic(w) && w->opcode != IBV_WR_RDMA_READ ?
+		return ur_wr_has(w->opcode, UR_WR_ATOMIC) ?
 			       UR_COMP_ATOMIC :
 			       UR_COMP_DONE;
 	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;
@@ -477,7 +335,7 @@ static void comp_advanced(struct ur_comp_ctx *c)
 	int32_t acked = ur_psn_diff(xp->comp_psn, c->comp_psn0);
 
 	if (acked <= 0) {
-		ur_req_arm_timer(c->qp, false);
+		ur_cc_arm_rto(c->qp, false);
 		return;
 	}
 	xp->retry_left = c->qp->attr.retry_cnt;
@@ -490,7 +348,7 @@ static void comp_advanced(struct ur_comp_ctx *c)
 		xp->probe_backoff = 0;
 	}
 	ur_cc_acked(xp, (uint32_t)acked);
-	ur_req_arm_timer(c->qp, true);
+	ur_cc_arm_rto(c->qp, true);
 }
 
 /*
@@ -540,24 +398,14 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	xp->need_retry = true;
 	ur_timer_disarm(&xp->rto_deadline);
 	xp->iba_deadline = 0;	/* the responder answered: not a timeout */
-	ur_timer_arm(xp->nic, &xp->rnr_deadline,
+	ur_timer_arm(xp, &xp->rnr_deadline,
 		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
 	return UR_COMP_DONE;
 }
 
-static void mark_error(struct ur_qp *qp, uint32_t idx,
-		       struct ur_send_wqe *w, enum ibv_wc_status st)
-{
-	w->state = UR_WQE_ERROR;
-	w->status = st;
-	qp->xp->req_halted = true;
-	if (idx == qp->sq.cursor)	/* partly sent */
-		ur_req_advance(qp);
-}
-
 static enum ur_comp_state comp_error(struct ur_comp_ctx *c)
 {
-	mark_error(c->qp, c->idx, c->wqe, c->status);
+	ur_wqe_fail(c->qp, c->idx, c->wqe, c->status);
 	return UR_COMP_DONE;
 }
 
@@ -576,26 +424,28 @@ static const ur_comp_fn comp_handlers[] = {
 	[UR_COMP_ERROR] = comp_error,
 };
 
-void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
+/*
+ * One response for an RC QP (sq_lock held). false: the QP is in no state
+ * to take it. The caller runs the send step afterwards (send.c): the
+ * response may have opened the window or asked for a retry.
+ */
+bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 {
 	struct ur_comp_ctx c = { .qp = qp, .xp = qp->xp, .pkt = pkt };
 	enum ur_comp_state st = UR_COMP_GET_WQE;
 
-	if (qp->type != IBV_QPT_RC)
-		return;
-	pthread_mutex_lock(&qp->sq_lock);
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
 	c.comp_psn0 = c.xp->comp_psn;
-	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) {
-		while (st != UR_COMP_DONE)
-			st = comp_handlers[st](&c);
-		comp_advanced(&c);
-		/* ACKed past what a go-back-N has resent: skip ahead */
-		if (ur_psn_after(c.xp->comp_psn, c.xp->psn))
-			c.xp->need_retry = true;
-		ur_comp_drain(qp);
-		ur_req_run(qp);
-	}
-	pthread_mutex_unlock(&qp->sq_lock);
+	while (st != UR_COMP_DONE)
+		st = comp_handlers[st](&c);
+	comp_advanced(&c);
+	/* ACKed past what a go-back-N has resent: skip ahead */
+	if (ur_psn_after(c.xp->comp_psn, c.xp->psn))
+		c.xp->need_retry = true;
+	ur_comp_drain(qp);
+	return true;
 }
 
 /* First WQE still waiting for its responses. */
@@ -614,7 +464,11 @@ static struct ur_send_wqe *comp_head(struct ur_qp *qp, uint32_t *idx)
 	return NULL;
 }
 
-void ur_comp_timer(struct ur_qp *qp, uint64_t now)
+/*
+ * The retransmit or RNR deadline passed (sq_lock held). true: the
+ * requester must run (a go-back-N, a probe or the end of an RNR wait).
+ */
+bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	uint64_t rnr = atomic_load(&xp->rnr_deadline);
@@ -623,38 +477,38 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	uint32_t idx = 0;
 	bool timeout;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
 		ur_timer_disarm(&xp->rnr_deadline);
 		ur_timer_disarm(&xp->rto_deadline);
-		return;
+		return false;
 	}
 	if (rnr && rnr <= now) {
 		ur_timer_disarm(&xp->rnr_deadline);
 		xp->rnr_wait = false;
 		xp->need_retry = true;
-		ur_req_run(qp);
-		return;
+		return true;
 	}
 	if (!rto || rto > now)
-		return;
+		return false;
 	ur_timer_disarm(&xp->rto_deadline);
 	head = comp_head(qp, &idx);
 	if (!head || xp->rnr_wait)
-		return;
+		return false;
 	timeout = xp->iba_deadline && xp->iba_deadline <= now;
 	if (timeout) {
 		/* the QP's timeout: no progress for 4.096 us x 2^timeout */
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
 		xp->iba_deadline = 0;
 		if (!xp->retry_left) {
-			mark_error(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
+			ur_wqe_fail(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
 			ur_comp_drain(qp);
-			return;
+			return false;
 		}
 		xp->retry_left--;
 	}
 	/*
-	 * A timeout or a recovery probe (ur_req_arm_timer). The first probe
+	 * A timeout or a recovery probe (ur_cc_arm_rto()). The first probe
 	 * after progress resends only the oldest unacknowledged packet, with
 	 * AckReq (as TCP's tail loss probe): if only a tail packet or an ACK
 	 * was lost, or the host was just slow, the responder's ACK moves the
@@ -669,5 +523,5 @@ void ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	else
 		ur_cc_loss(xp, timeout);
 	xp->probe_backoff++;
-	ur_req_run(qp);
+	return true;
 }

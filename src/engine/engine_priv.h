@@ -2,17 +2,13 @@
 /*
  * engine/ internals: the NIC (link, progress thread, timers, counters), the
  * per-QP transport state (requester, completer, responder) and the
- * functions the engine files call on each other.
+ * functions the engine files call on each other, grouped by file in stage
+ * order (docs/design.md has the file map).
  *
- * Threads and locks (docs/design.md, "Engine: threads, locks and progress"):
- *  - nic->rx_lock: whoever holds it owns the receive path (ur_link_recv, the
- *    responder state of every QP, nic->txb, the timer scan). The progress
- *    thread takes it after poll() says the socket is readable; poll_cq takes
- *    it with trylock. Nobody sleeps while holding it.
- *  - lock order: rx_lock -> dev->obj_lock (read) -> nic->qp_list_lock ->
- *    qp->sq_lock. post_send enters with sq_lock held and then takes
- *    obj_lock for reading (glibc rwlocks prefer readers, so the reverse
- *    order of two readers cannot deadlock).
+ * Threads and locks: the rules (who owns what, the lock order, the
+ * tryrdlock rule for obj_lock under sq_lock) live in one place,
+ * docs/design.md, "Engine: threads, locks and progress"; the comments
+ * here only name the lock a field or function needs.
  */
 #ifndef UR_ENGINE_ENGINE_PRIV_H
 #define UR_ENGINE_ENGINE_PRIV_H
@@ -22,33 +18,14 @@
 #include <sys/uio.h>
 
 #include "engine/engine.h"
+#include "engine/params.h"
 #include "link/link.h"
 #include "obj/obj.h"
+#include "obj/wr_opcode.h"
+#include "util/iba.h"
 #include "util/list.h"
 #include "wire/wire.h"
 
-#define UR_TX_BATCH 32		/* packets per ur_link_send() */
-#define UR_RX_BATCH 64		/* datagrams per ur_link_recv() */
-#define UR_TX_PAY_IOV 34	/* payload pieces of one packet (SGEs) */
-#define UR_HDR_MAX 64		/* BTH + extension headers, rounded up */
-#define UR_GSO_MAX_IOV 4	/* packets with more pieces go alone */
-#define UR_GSO_MAX_BYTES 65000	/* one UDP_SEGMENT train */
-#define UR_WINDOW_PSNS 512	/* unacked PSNs a requester may have */
-#define UR_ACKREQ_EVERY 32	/* AckReq at least every N packets */
-#define UR_READ_CHUNK_PKTS 64	/* responses asked for by one READ request */
-#define UR_CWND_MIN 4		/* window after a timeout, and its floor */
-#define UR_PROBE_MIN_NS 500000ull	/* floor of the recovery probe timer */
-#define UR_PROBE_INIT_NS 4000000ull	/* ... before a round trip is known */
-#define UR_PROBE_MAX_BACKOFF 6	/* probe interval doubles up to 2^this */
-#define UR_APP_POLL_QUIET_NS 500000ull	/* app spun on its CQs this recently:
-					 * the progress thread leaves rx to it */
-#define UR_RX_SPIN_NS 0ull	/* progress thread polls this long after
-					 * traffic before it sleeps: 0, as on
-					 * 2 cores spinning threads starve the
-					 * applications (UROCE_SPIN_US) */
-#define UR_APP_POLL_GAP_NS 20000ull	/* polls closer than this are a spin */
-#define UR_APP_POLL_SPIN 16		/* ... and this many make one */
-#define UR_NUM_RES UR_MAX_QP_RD_ATOM	/* responder resources per QP */
 
 enum ur_stat {
 	UR_STAT_TX_PKTS,
@@ -111,6 +88,16 @@ struct ur_txb {
 	struct iovec giov[UR_TX_BATCH * UR_GSO_MAX_IOV];
 };
 
+/* The QPs with a deadline armed, earliest first (timer.c). */
+struct ur_timers {
+	pthread_mutex_t lock;		/* a leaf: nothing is taken under it */
+	struct ur_qp_xport **heap;	/* binary min-heap by tmr_key */
+	unsigned int n;			/* QPs in the heap */
+	unsigned int cap;		/* room, reserved at ur_timer_attach */
+	unsigned int users;		/* QPs attached */
+	_Atomic uint64_t next;		/* key of the heap's top, ns; 0 none */
+};
+
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
@@ -129,7 +116,7 @@ struct ur_nic {
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t qp_list_lock;
 	struct ur_list qps;		/* ur_qp_xport.node */
-	_Atomic uint64_t next_deadline;	/* earliest armed timer, ns; 0 none */
+	struct ur_timers timers;
 	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
@@ -241,7 +228,11 @@ struct ur_qp_xport {
 	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
-	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy) */
+	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy),
+					 * or the error path wants a visit */
+	_Atomic uint64_t tmr_key;	/* heap key, no later than the earliest
+					 * armed deadline; 0 = not in the heap */
+	unsigned int tmr_pos;		/* heap index + 1; 0 = not in it */
 
 	/* responder (rx owner) */
 	struct ur_resp_state_qp resp;
@@ -255,17 +246,39 @@ static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 	return qp->ibqp_ex.qp_base.qp_num;
 }
 
-static inline uint32_t ur_mtu_bytes(enum ibv_mtu mtu)
+/* Opcode facts come from obj/'s table (obj/wr_opcode.h). */
+static inline bool ur_wr_has(enum ibv_wr_opcode op, unsigned int flag)
 {
-	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 1024;
+	const struct ur_wr_opcode_info *info = ur_wr_opcode_any(op);
+
+	return info && (info->flags & flag);
 }
 
-/* nic.c */
-void ur_nic_wake(struct ur_nic *nic);
-void ur_timer_arm(struct ur_nic *nic, _Atomic uint64_t *slot, uint64_t when);
-void ur_timer_disarm(_Atomic uint64_t *slot);
+/* A READ or an atomic: answered by its own response only. */
+static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return ur_wr_has(op, UR_WR_SCATTER);
+}
 
-/* tx (nic.c): packet batches. */
+/* timer.c: the deadline heap; see the comment at its top. */
+void ur_nic_wake(struct ur_nic *nic);
+void ur_timers_init(struct ur_timers *t);
+void ur_timers_fini(struct ur_timers *t);
+int ur_timer_attach(struct ur_qp_xport *xp);	/* 0 or -ENOMEM */
+void ur_timer_detach(struct ur_qp_xport *xp);
+void ur_timer_arm(struct ur_qp_xport *xp, _Atomic uint64_t *slot,
+		  uint64_t when);
+void ur_timer_disarm(_Atomic uint64_t *slot);
+/* Pops up to max QPs whose key is due; each is out of the heap until
+ * ur_timer_rearm() (or a new arm) puts it back; wake: tell the progress
+ * thread if its deadline moved (false when it is the caller). */
+unsigned int ur_timer_expired(struct ur_nic *nic, uint64_t now,
+			      struct ur_qp_xport **due, unsigned int max);
+void ur_timer_rearm(struct ur_qp_xport *xp, bool wake);
+bool ur_timer_due(struct ur_nic *nic, uint64_t now);
+uint64_t ur_timer_next(struct ur_nic *nic);	/* ns; 0 = nothing armed */
+
+/* tx.c: packet batches. */
 void ur_txb_init(struct ur_txb *b, struct ur_nic *nic);
 /* Adds one packet; payload as iovecs (may be 0). Flushes when full.
  * -EFAULT (nothing added) when the payload's memory faulted. */
@@ -277,27 +290,42 @@ void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		    struct ur_hdr_fields *f);
 void ur_txb_flush(struct ur_txb *b);
 
-/* recv.c */
-void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
-
-/* req.c */
-void ur_req_run(struct ur_qp *qp);		/* sq_lock held */
-void ur_req_arm_timer(struct ur_qp *qp, bool progress);	/* sq_lock held */
-void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);	/* sq_lock held */
-void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);	/* sq_lock held */
-void ur_req_rewind(struct ur_qp *qp);		/* sq_lock held */
-void ur_req_advance(struct ur_qp *qp);		/* cursor past its WQE */
-
-/* comp.c */
-void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt);
-void ur_comp_drain(struct ur_qp *qp);		/* sq_lock held */
-void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
-void ur_comp_timer(struct ur_qp *qp, uint64_t now); /* sq_lock held */
+/* qpstate.c: failed WQEs, the move to ERR, flushes, SQD. */
+int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		    enum ibv_wc_status status);
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
-int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		    enum ibv_wc_status status);
+void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
+void ur_sq_advance(struct ur_qp *qp);		/* sq_lock held */
+void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
+		 enum ibv_wc_status st);	/* sq_lock held */
+
+/* cc.c: window and retransmit deadline (sq_lock held). */
+uint32_t ur_cc_window(const struct ur_qp_xport *xp);
+void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);
+void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
+void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
+
+/* req.c (sq_lock held; only send.c runs it) */
+void ur_req_run(struct ur_qp *qp);
+void ur_req_rewind(struct ur_qp *qp);
+
+/* comp.c (sq_lock held) */
+bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt);
+void ur_comp_drain(struct ur_qp *qp);
+bool ur_comp_timer(struct ur_qp *qp, uint64_t now);
+
+/* send.c: the send step, the only caller of the requester. */
+void ur_send_step(struct ur_qp *qp);		/* sq_lock held */
+void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
+void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
+
+/* recv.c (rx_lock and obj_lock read held) */
+void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
+
+/* progress.c */
+void *ur_progress_thread(void *arg);
 
 /* resp.c */
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,

@@ -1,20 +1,66 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What api/ tells the engine about a QP: state changes (RESET clears the
- * transport state, RTR/RTS load PSNs, peer and timers, ERR flushes) and
- * doorbells for the send and receive queues.
+ * What api/ tells the engine about a QP: its creation and destruction
+ * (the transport state and its place in the NIC's QP list and timer
+ * heap), state changes (RESET clears the transport state, RTR/RTS load
+ * PSNs, peer and timers, ERR flushes) and doorbells for the send and
+ * receive queues.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+
+int ur_engine_qp_init(struct ur_qp *qp)
+{
+	struct ur_nic *nic = qp->dev->nic;
+	struct ur_qp_xport *xp;
+
+	if (!nic)
+		return -ENODEV;
+	xp = calloc(1, sizeof(*xp));
+	if (!xp)
+		return -ENOMEM;
+	xp->qp = qp;
+	xp->nic = nic;
+	xp->mtu = ur_mtu_bytes(qp->dev->active_mtu);
+	ur_txb_init(&xp->txb, nic);
+	pthread_mutex_lock(&nic->qp_list_lock);
+	if (ur_timer_attach(xp)) {
+		pthread_mutex_unlock(&nic->qp_list_lock);
+		free(xp);
+		return -ENOMEM;
+	}
+	ur_list_add_tail(&nic->qps, &xp->node);
+	pthread_mutex_unlock(&nic->qp_list_lock);
+	qp->xp = xp;
+	return 0;
+}
+
+/* The progress stage holds qp_list_lock while it runs a QP's deadlines:
+ * once this has it, no handler runs on xp any more. */
+void ur_engine_qp_fini(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	if (!xp)
+		return;
+	pthread_mutex_lock(&xp->nic->qp_list_lock);
+	ur_list_del(&xp->node);
+	ur_timer_detach(xp);
+	pthread_mutex_unlock(&xp->nic->qp_list_lock);
+	qp->xp = NULL;
+	free(xp);
+}
 
 static uint64_t timeout_ns(uint8_t timeout)
 {
 	if (!timeout)
 		return 0;	/* infinite */
-	/* 4.096 us x 2^timeout, as the IBA defines it, with no floor: losses
-	 * are found sooner by the recovery probe (comp.c) */
-	return 4096ull << (timeout > 31 ? 31 : timeout);
+	/* no floor: losses are found sooner by the recovery probe (comp.c) */
+	return ur_iba_timeout_ns(timeout);
 }
 
 static void xp_reset(struct ur_qp *qp)
@@ -69,6 +115,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	struct ur_nic *nic;
 	bool kick = false;
 
+	UR_ASSERT_NOT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	nic = xp->nic;
@@ -117,7 +164,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		break;
 	}
 	if (kick)
-		ur_req_run(qp);
+		ur_send_step(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	pthread_mutex_unlock(&nic->rx_lock);
 }
@@ -133,12 +180,13 @@ void ur_engine_sq_kick(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
 	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
 	    !xp->need_retry && !xp->rnr_wait &&
 	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
 		return;
-	ur_req_run(qp);
+	ur_send_step(qp);
 }
 
 void ur_engine_rq_kick(struct ur_qp *qp)

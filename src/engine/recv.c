@@ -8,6 +8,7 @@
  * held.
  */
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/log.h"
 
 static unsigned int qp_tclass(const struct ur_qp *qp)
@@ -160,6 +161,7 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	struct ur_qp *qp = NULL;
 	struct ur_pkt pkt;
 
+	UR_ASSERT_HELD(&nic->rx_lock);
 	if (nic->pcap && !ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst)) {
 		struct iovec iov = { .iov_base = d->data, .iov_len = d->len };
 
@@ -181,5 +183,5 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	if (ur_op_is_request(pkt.opcode))
 		ur_resp_rx(qp, &pkt, d, &flow);
 	else
-		ur_comp_rx(qp, &pkt);
+		ur_send_on_response(qp, &pkt);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The requester: turns send WQEs into packets. Runs inline in post_send
- * (sq_lock held by the caller) and again from the completer when ACKs open
- * the window, a NAK asks for go-back-N, or a timer fires.
+ * The requester: turns send WQEs into packets. Runs in the send step
+ * (send.c, sq_lock held): inline in post_send, and again after a response
+ * opened the window or asked for a go-back-N, or after a deadline passed.
+ * It reads the window from cc.c and hands failed WQEs to qpstate.c; it
+ * never completes WQEs (the send step drains the completer after it).
  *
  * Per WQE: fence and READ/atomic credit checks, local operations (bind,
  * invalidate) executed in SQ order, segmentation by the path MTU with
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/time.h"
 
 enum ur_pos {
@@ -24,6 +27,12 @@ enum ur_pos {
 	UR_POS_ONLY,
 };
 
+/*
+ * The BTH opcode of each packet of a SEND or WRITE, by its position in the
+ * message (RC; UC's are RC's + UR_OPC_UC_SEND_FIRST). Which WQE opcodes
+ * exist on which QP type, and what they carry, is obj/'s table
+ * (obj/wr_opcode.h); the wire opcode is a wire/ fact obj/ cannot see.
+ */
 struct ur_op_row {
 	bool ok;
 	uint8_t op[4];			/* by enum ur_pos, RC opcodes */
@@ -51,22 +60,11 @@ static const struct ur_op_row rc_ops[] = {
 						 UR_OPC_RC_WRITE_ONLY_IMM } },
 };
 
-static bool wr_is_rd_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static bool wr_is_local(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
-}
 
 static uint32_t wqe_npkts(const struct ur_qp_xport *xp,
 			  const struct ur_send_wqe *wqe)
 {
-	if (wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !wqe->length)
+	if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) || !wqe->length)
 		return 1;
 	return (wqe->length + xp->mtu - 1) / xp->mtu;
 }
@@ -85,34 +83,11 @@ static enum ibv_wc_status req_local_op(struct ur_qp *qp,
 	return IBV_WC_SUCCESS;
 }
 
-void ur_req_advance(struct ur_qp *qp)
-{
-	struct ur_qp_xport *xp = qp->xp;
-	struct ur_wq *sq = &qp->sq;
-
-	sq->cursor++;
-	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
-		xp->sq_high = sq->cursor;
-	xp->req_pkt = 0;
-	xp->req_entered = false;
-}
-
-static void wqe_fail(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		     enum ibv_wc_status st)
-{
-	struct ur_qp_xport *xp = qp->xp;
-
-	wqe->state = UR_WQE_ERROR;
-	wqe->status = st;
-	xp->req_halted = true;
-	ur_req_advance(qp);
-}
-
 static void wqe_sent(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	if (qp->type != IBV_QPT_RC)
 		wqe->state = UR_WQE_DONE;
-	ur_req_advance(qp);
+	ur_sq_advance(qp);
 }
 
 /* Payload of [off, off+len) of a WQE as iovecs; 0 or -errno. */
@@ -141,12 +116,12 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	uint32_t qkey = wqe->ud.remote_qkey;
 
 	if (wqe->opcode != IBV_WR_SEND && wqe->opcode != IBV_WR_SEND_WITH_IMM) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
 	if (!ah || ur_ip_flow_from_sockaddr(&flow, &xp->nic->addr,
 					    &ah->av.dest)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
 	flow.tos = ah->av.traffic_class;
@@ -158,7 +133,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return;
 	}
 	if (wqe_payload(qp, wqe, 0, wqe->length, iov, &niov)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	if (qkey & 0x80000000u)
@@ -175,7 +150,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.imm_be = wqe->imm_data;
 	if (ur_txb_add(&xp->txb, &ah->av.dest, &flow, &f, iov, niov,
 		       wqe->length)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
 	wqe->first_psn = wqe->last_psn = xp->psn;
@@ -192,61 +167,9 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 	return idx == n - 1 ? UR_POS_LAST : UR_POS_MIDDLE;
 }
 
-/* ------------------------------------------------------------------ */
-/* Window                                                              */
-/* ------------------------------------------------------------------ */
-
-/*
- * The window starts at UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a
- * fast retry halves it, a timeout or probe restarts it at UR_CWND_MIN, as
- * TCP does, so a retransmission is not the burst a shallow queue just
- * dropped; ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below
- * ssthresh (doubling per round trip), by one per window above it. It
- * bounds GSO trains too: a run sends no more than the window allows.
- */
-static uint32_t req_window(const struct ur_qp_xport *xp)
-{
-	if (xp->probe_one)
-		return 1;
-	return xp->cwnd && xp->cwnd < UR_WINDOW_PSNS ? xp->cwnd :
-						       UR_WINDOW_PSNS;
-}
-
-void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
-{
-	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->psn_max,
-						       xp->comp_psn), 0);
-	uint32_t half = UR_MAX(UR_MIN(flight, req_window(xp)) / 2,
-			       UR_CWND_MIN);
-
-	/* one decrease per window: losses found while the last go-back-N
-	 * is being answered are the same congestion episode */
-	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
-		return;
-
-	xp->ssthresh = half;
-	xp->cwnd = timeout ? UR_CWND_MIN : half;
-	xp->cwnd_acc = 0;
-}
-
-void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
-{
-	if (xp->cwnd >= UR_WINDOW_PSNS)
-		return;
-	if (xp->cwnd < xp->ssthresh) {
-		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
-		return;
-	}
-	xp->cwnd_acc += psns;
-	while (xp->cwnd_acc >= xp->cwnd && xp->cwnd < UR_WINDOW_PSNS) {
-		xp->cwnd_acc -= xp->cwnd;
-		xp->cwnd++;
-	}
-}
-
 static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
 {
-	return ur_psn_diff(psn, xp->comp_psn) >= (int32_t)req_window(xp);
+	return ur_psn_diff(psn, xp->comp_psn) >= (int32_t)ur_cc_window(xp);
 }
 
 /*
@@ -257,7 +180,7 @@ static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
  */
 static bool want_ackreq(struct ur_qp_xport *xp, bool last)
 {
-	uint32_t every = UR_MAX(UR_MIN(req_window(xp) / 2, UR_ACKREQ_EVERY),
+	uint32_t every = UR_MAX(UR_MIN(ur_cc_window(xp) / 2, UR_ACKREQ_EVERY),
 				1u);
 
 	if (last || ++xp->noack_pkts >= every) {
@@ -280,7 +203,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	bool last = pos == UR_POS_LAST || pos == UR_POS_ONLY;
 
 	if (wqe_payload(qp, wqe, off, len, iov, &niov)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	f.opcode = rc_ops[wqe->opcode].op[pos];
@@ -304,7 +227,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.ieth_rkey = wqe->invalidate_rkey;
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       len)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
 	xp->psn = ur_psn_inc(xp->psn);
@@ -367,7 +290,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 }
 
 /* Checks before a WQE starts (or resumes after a rewind). true = go. */
-static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
+static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		      bool rd_atomic)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
@@ -375,21 +299,16 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return true;
 	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode) && qp->type != IBV_QPT_RC) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
 	if (!xp->req_pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
 		wqe->first_psn = xp->psn;
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
 		/* READ and atomic results land in local memory */
-		if (wr_is_rd_atomic(wqe->opcode) &&
-		    !(wqe->send_flags & IBV_SEND_INLINE) &&
+		if (rd_atomic && !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {
-			wqe_fail(qp, wqe, IBV_WC_LOC_PROT_ERR);
+			ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 			return false;
 		}
 	}
@@ -402,22 +321,26 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe)
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
+	const struct ur_wr_opcode_info *info;
 	enum ibv_wc_status st;
+	bool rd_atomic;
 
 	if (qp->sq.cursor - qp->sq.consumer >= xp->sq_high - qp->sq.consumer &&
 	    !xp->req_entered && !xp->req_pkt)
 		wqe->state = UR_WQE_POSTED;	/* a fresh slot */
 	if (wqe->state == UR_WQE_DONE) {
 		/* already finished before a rewind (local op) */
-		ur_req_advance(qp);
+		ur_sq_advance(qp);
 		return true;
 	}
 	if (wqe->state == UR_WQE_ERROR) {
 		xp->req_halted = true;
-		ur_req_advance(qp);
+		ur_sq_advance(qp);
 		return false;
 	}
-	if (wr_is_local(wqe->opcode)) {
+	/* NULL: not an opcode this QP type executes (post refused it) */
+	info = ur_wr_opcode(qp->type, wqe->opcode);
+	if (info && (info->flags & UR_WR_LOCAL)) {
 		if (wqe->opcode == IBV_WR_LOCAL_INV &&
 		    qp->sq.consumer != qp->sq.cursor)
 			return false;	/* waits for every prior WQE */
@@ -425,11 +348,11 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			return false;
 		st = req_local_op(qp, wqe);
 		if (st != IBV_WC_SUCCESS) {
-			wqe_fail(qp, wqe, st);
+			ur_wqe_fail(qp, qp->sq.cursor, wqe, st);
 			return false;
 		}
 		wqe->state = UR_WQE_DONE;
-		ur_req_advance(qp);
+		ur_sq_advance(qp);
 		return true;
 	}
 	if (qp->type == IBV_QPT_UD) {
@@ -438,21 +361,14 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!xp->req_entered && qp->state != IBV_QPS_RTS)
 		return false;	/* SQD: nothing new starts */
-	if ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) &&
-	    !wr_is_rd_atomic(wqe->opcode)) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
+	rd_atomic = info && (info->flags & UR_WR_SCATTER);
+	if (!info || (!rd_atomic &&
+		      ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) ||
+		       !rc_ops[wqe->opcode].ok))) {
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return false;
 	}
-	if (!wr_is_rd_atomic(wqe->opcode) && !rc_ops[wqe->opcode].ok) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
-	if (qp->type == IBV_QPT_UC &&
-	    wqe->opcode == IBV_WR_SEND_WITH_INV) {
-		wqe_fail(qp, wqe, IBV_WC_LOC_QP_OP_ERR);
-		return false;
-	}
-	if (!req_enter(qp, wqe))
+	if (!req_enter(qp, wqe, rd_atomic))
 		return false;
 	if (qp->type == IBV_QPT_RC && window_full(xp, xp->psn))
 		return false;
@@ -462,62 +378,14 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	 * many for replay and overwrites the oldest (rxe too), so one more
 	 * could make a retried request unanswerable.
 	 */
-	if (wr_is_rd_atomic(wqe->opcode) && xp->rd_outstanding >=
+	if (rd_atomic && xp->rd_outstanding >=
 	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 		return false;
-	if (wr_is_rd_atomic(wqe->opcode))
+	if (rd_atomic)
 		req_read_atomic(qp, wqe);
 	else
 		req_send_write_pkt(qp, wqe);
 	return !xp->req_halted;
-}
-
-/*
- * Two timers share rto_deadline. The QP's timeout (iba_deadline) runs
- * from the last progress and counts retries. The recovery probe fires
- * after a few round trips without progress and goes back N without
- * counting a retry: a lost retransmission, a lost tail or a lost NAK
- * (which the responder sends only once per gap) is then found in a few
- * round trips instead of a whole timeout (67 ms at perftest's 14). Every
- * probe doubles the interval until a new round-trip sample (Karn: never
- * from a retransmitted PSN) shows the estimate was right, so a loaded
- * host whose round trips grew does not probe itself into a storm of
- * replays; only the QP's timeout ends the connection. progress: ACKs
- * moved the completer's cursor.
- */
-static uint64_t probe_interval(const struct ur_qp_xport *xp)
-{
-	uint64_t ns = xp->srtt_ns ? UR_MAX(3 * xp->srtt_ns, UR_PROBE_MIN_NS) :
-				    UR_PROBE_INIT_NS;
-
-	return ns << UR_MIN(xp->probe_backoff, UR_PROBE_MAX_BACKOFF);
-}
-
-void ur_req_arm_timer(struct ur_qp *qp, bool progress)
-{
-	struct ur_qp_xport *xp = qp->xp;
-	uint64_t now, when;
-
-	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
-		return;
-	if (xp->psn == xp->comp_psn) {
-		ur_timer_disarm(&xp->rto_deadline);
-		xp->iba_deadline = 0;
-		xp->probe_backoff = 0;
-		return;
-	}
-	if (!progress &&
-	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
-		return;
-	now = ur_now_ns();
-	if (progress)
-		xp->iba_deadline = 0;
-	if (!xp->iba_deadline && xp->timeout_ns)
-		xp->iba_deadline = now + xp->timeout_ns;
-	when = now + probe_interval(xp);
-	if (xp->iba_deadline && xp->iba_deadline < when)
-		when = xp->iba_deadline;
-	ur_timer_arm(xp->nic, &xp->rto_deadline, when);
 }
 
 /* Karn: time one PSN of new data; a retransmission cancels the sample. */
@@ -535,9 +403,10 @@ void ur_req_run(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_device *dev = qp->dev;
-	unsigned int budget = 4096;
+	unsigned int budget = UR_REQ_BUDGET;
 	uint32_t psn0;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
 	if (qp->state == IBV_QPS_ERR) {
@@ -558,7 +427,7 @@ void ur_req_run(struct ur_qp *qp)
 	 * verb holds it as a writer; then the progress thread runs us soon.
 	 */
 	if (pthread_rwlock_tryrdlock(&dev->obj_lock)) {
-		ur_timer_arm(xp->nic, &xp->kick_deadline, ur_now_ns());
+		ur_timer_arm(xp, &xp->kick_deadline, ur_now_ns());
 		return;
 	}
 	psn0 = xp->psn;
@@ -576,9 +445,8 @@ void ur_req_run(struct ur_qp *qp)
 		rtt_start(xp, psn0);
 		if (ur_psn_after(xp->psn, xp->psn_max))
 			xp->psn_max = xp->psn;
-		ur_req_arm_timer(qp, false);
+		ur_cc_arm_rto(qp, false);
 	}
-	ur_comp_drain(qp);
 }
 
 /* Go-back-N (wire notes §3.3): restart from the oldest unacknowledged PSN;
@@ -591,6 +459,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	struct ur_send_wqe *head = NULL;
 	uint32_t i, end = xp->sq_high;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp->req_entered && sq->cursor == end)
 		end++;
 	for (i = sq->consumer; i != end; i++) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/memguard.h"
 
@@ -751,6 +752,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	};
 	enum ur_resp_state st = UR_RESP_CHK_PSN;
 
+	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
 	while (st != UR_RESP_DONE) {
 		ur_dbg_dp("resp qp %u psn %u: %s", ur_qp_num(qp), pkt->psn,
 			  ur_resp_state_names[st]);

@@ -2,7 +2,10 @@
 /*
  * liburoce-interpose.so: preloaded by `uroce run` (LD_PRELOAD) so that the
  * paths RDMA software hard-codes resolve without a kernel RDMA stack.
- * It links nothing of uroce and changes exactly two things:
+ * It links no uroce library (only libc; of util/ it compiles in the two
+ * libc-only files it shares with the library: parse.c for UROCE_INTERPOSE's
+ * spellings, rundir.c for the runtime directory's path) and changes
+ * exactly two things:
  *
  *  1. /dev/infiniband/uverbs<anything> and /dev/infiniband/rdma_cm, when the
  *     real node does not exist: stat-like calls report a character device
@@ -20,17 +23,21 @@
  *     no tree exists the real path is used.
  *
  * Intercepted: open, open64, openat, openat64, __open_2, __open64_2,
- * __openat_2, __openat64_2, fopen, fopen64, opendir, stat, stat64, lstat,
+ * __openat_2, __openat64_2, fopen, fopen64, opendir, scandir, scandir64,
+ * chdir, stat, stat64, lstat,
  * lstat64, fstatat, fstatat64, __xstat, __xstat64, __lxstat, __lxstat64,
  * __fxstatat, __fxstatat64, statx, access, faccessat, euidaccess, eaccess,
  * readlink, realpath, canonicalize_file_name. Relative paths and every
- * other path go to libc untouched. UROCE_INTERPOSE=0 turns it all off.
+ * other path go to libc untouched. UROCE_INTERPOSE=0 (any false boolean of
+ * util/parse.h) turns it all off; a value that is not a boolean leaves it
+ * on, with one message.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +47,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "util/parse.h"
+#include "util/rundir.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -67,11 +77,21 @@ enum kind {
 	K_TREE,		/* rewritten into the device tree */
 };
 
+/* A bad value's message is written once per process. */
 static bool disabled(void)
 {
+	static atomic_bool warned;
 	const char *v = getenv("UROCE_INTERPOSE");
+	bool on;
 
-	return v && !strcmp(v, "0");
+	if (!v || !*v)
+		return false;
+	if (!ur_parse_bool(v, &on))
+		return !on;
+	if (!atomic_exchange(&warned, true))
+		fprintf(stderr, "uroce-interpose: UROCE_INTERPOSE=%s: want %s; "
+			"staying on (the default)\n", v, UR_PARSE_BOOL_WORDS);
+	return false;
 }
 
 static void *next(const char *name)
@@ -115,15 +135,14 @@ static pid_t parent_of(pid_t pid)
 /* <runtime>/uroce-<uid>/<pid>/sys of us or our nearest ancestor. */
 static bool tree_root(char *out, size_t len)
 {
-	const char *base = getenv("XDG_RUNTIME_DIR");
+	char base[PATH_MAX];
 	pid_t pid = getpid();
 	struct stat st;
 
-	if (!base || !*base)
-		base = "/tmp";
+	if (ur_rundir_path(base, sizeof(base)))
+		return false;
 	for (int i = 0; i < MAX_ANCESTORS && pid > 1; i++) {
-		int n = snprintf(out, len, "%s/uroce-%u/%d/sys", base,
-				 (unsigned int)getuid(), (int)pid);
+		int n = snprintf(out, len, "%s/%d/sys", base, (int)pid);
 
 		if (n > 0 && (size_t)n < len && !real_stat(out, &st) &&
 		    S_ISDIR(st.st_mode))
@@ -324,6 +343,63 @@ EXPORT DIR *opendir(const char *path)
 		return NULL;
 	}
 	return real_opendir(p);
+}
+
+/* libibumad (ibstat) lists a device's ports with scandir, whose own
+ * opendir inside libc does not come back here. */
+typedef int (*dirent_filter)(const struct dirent *);
+typedef int (*dirent_cmp)(const struct dirent **, const struct dirent **);
+
+EXPORT int scandir(const char *path, struct dirent ***list, dirent_filter sel,
+		   dirent_cmp cmp)
+{
+	REAL(int, scandir, const char *, struct dirent ***, dirent_filter,
+	     dirent_cmp);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_scandir(p, list, sel, cmp);
+}
+
+typedef int (*dirent64_filter)(const struct dirent64 *);
+typedef int (*dirent64_cmp)(const struct dirent64 **,
+			    const struct dirent64 **);
+
+EXPORT int scandir64(const char *path, struct dirent64 ***list,
+		     dirent64_filter sel, dirent64_cmp cmp)
+{
+	REAL(int, scandir64, const char *, struct dirent64 ***,
+	     dirent64_filter, dirent64_cmp);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_scandir64(p, list, sel, cmp);
+}
+
+/* ibstatus (a shell script) does `cd /sys/class/infiniband`, then reads
+ * relative paths: the working directory itself moves into the tree. */
+EXPORT int chdir(const char *path)
+{
+	REAL(int, chdir, const char *);
+	char buf[PATH_MAX];
+	enum kind k;
+	const char *p = mapped(path, buf, sizeof(buf), &k);
+
+	if (k == K_CHARDEV) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return real_chdir(p);
 }
 
 /* ------------------------------------------------------------------ */

@@ -3,8 +3,8 @@
  * Fault injection between the link facade (link.c) and the socket backend
  * (udp.c), for tests. It calls only the backend's interface (udp.h).
  *
- * Configured at ur_link_open() from the environment, or later with
- * ur_link_set_fault():
+ * Configured at ur_link_open() (ur_link_config.fault: the engine passes
+ * UROCE_FAULT from util/config), or later with ur_link_set_fault():
  *
  *   UROCE_FAULT="seed=42,drop=0.05,dup=0.01,reorder=0.02,corrupt=0.001,
  *                delay_us=200,delay=0.1,dir=both"
@@ -31,7 +31,7 @@
  * decisions depend only on the seed and the datagram order. Precedence:
  * drop; else corrupt, then dup (the copy goes out at once), then reorder,
  * else delay. Held datagrams are released by later ur_link_send()/recv()
- * calls; with UROCE_FAULT set at open, ur_link_fd() is an epoll fd over
+ * calls; with a spec at open, ur_link_fd() is an epoll fd over
  * the socket and a release timerfd, so a caller sleeping in poll() on it
  * wakes up when one is due and lets it out with ur_link_recv().
  *
@@ -50,14 +50,12 @@
 #include <unistd.h>
 
 #include "link/fault.h"
+#include "link/params.h"
 #include "util/log.h"
 #include "util/time.h"
 
 #define FI_DIR_TX 1u
 #define FI_DIR_RX 2u
-#define FI_REORDER_MAX_NS (10ull * 1000000ull)
-#define FI_RAW_BATCH 64
-#define FI_SCRATCH 65536
 
 struct fi_pkt {
 	struct fi_pkt *next;
@@ -86,7 +84,7 @@ struct ur_fault {
 	struct fi_pkt *txq, *rxq;	/* held, oldest first */
 	struct fi_pkt *rx_out;		/* handed out last recv; freed next */
 	uint8_t *scratch;		/* one flattened tx datagram */
-	struct ur_rxd raw[FI_RAW_BATCH];
+	struct ur_rxd raw[UR_FAULT_RAW_BATCH];
 	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed;
 };
 
@@ -217,7 +215,7 @@ int ur_fault_create(struct ur_udp *udp, bool pollable, struct ur_fault **out)
 	f->cfg.seed = 1;
 	f->cfg.dir = FI_DIR_TX;
 	f->rng = 1;
-	f->scratch = malloc(FI_SCRATCH);
+	f->scratch = malloc(UR_FAULT_SCRATCH);
 	rc = f->scratch ? 0 : -ENOMEM;
 	if (!rc && pollable)
 		rc = fi_pollable(f);
@@ -473,7 +471,7 @@ static int fi_tx_one(struct ur_fault *f,
 		p->dst = *dst;
 		if (a.reorder) {
 			p->after_next = true;
-			p->due = ur_now_ns() + FI_REORDER_MAX_NS;
+			p->due = ur_now_ns() + UR_FAULT_REORDER_MAX_NS;
 			f->reordered++;
 		} else {
 			p->due = ur_now_ns() + (uint64_t)f->cfg.delay_us * 1000;
@@ -496,7 +494,7 @@ static int fi_tx_desc(struct ur_fault *f,
 	int rc = 0, r;
 
 	for (i = 0; i < d->iovcnt; i++) {
-		if (total + d->iov[i].iov_len > FI_SCRATCH)
+		if (total + d->iov[i].iov_len > UR_FAULT_SCRATCH)
 			return -EMSGSIZE;
 		memcpy(f->scratch + total, d->iov[i].iov_base,
 		       d->iov[i].iov_len);
@@ -619,7 +617,7 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 	}
 	out = fi_rx_release(f, d, 0, max, false);
 	n = out < max ? ur_udp_recv(f->udp, f->raw,
-					 UR_MIN(max - out, FI_RAW_BATCH)) : 0;
+					 UR_MIN(max - out, UR_FAULT_RAW_BATCH)) : 0;
 	if (n < 0 && !out) {
 		fi_unlock(f);
 		return n;
@@ -642,7 +640,7 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 		}
 		if (a.reorder) {
 			f->reordered++;
-			fi_rx_hold(f, x, ur_now_ns() + FI_REORDER_MAX_NS, true);
+			fi_rx_hold(f, x, ur_now_ns() + UR_FAULT_REORDER_MAX_NS, true);
 			continue;
 		}
 		if (a.delay) {

@@ -24,7 +24,7 @@ struct ur_link {
 
 int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 {
-	const char *spec = getenv("UROCE_FAULT");
+	const char *spec = cfg->fault;
 	bool faults = spec && *spec;
 	struct ur_link *l;
 	int rc;
@@ -34,7 +34,7 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 	if (!l)
 		return -ENOMEM;
 	rc = ur_udp_open(cfg, &l->udp);
-	/* with UROCE_FAULT, a poller must also wake for held datagrams */
+	/* with faults, a poller must also wake for held datagrams */
 	rc = rc ?: ur_fault_create(l->udp, faults, &l->fi);
 	rc = rc ?: (faults ? ur_link_set_fault(l, spec) : 0);
 	if (rc) {

@@ -5,7 +5,8 @@
  * their contents. Today's link is a UDP socket bound to <ip>:4791 with
  * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive (udp.c), plus a
  * fault injection filter (drop, duplicate, reorder, corrupt, delay;
- * fault.c) configured from the environment; link.c joins the two.
+ * fault.c) configured by ur_link_config.fault (the engine passes
+ * UROCE_FAULT); link.c joins the two.
  *
  * Threads: ur_link_send() may be called from any thread concurrently.
  * ur_link_recv() is called by one thread at a time (the engine serialises
@@ -23,10 +24,12 @@ struct ur_link;
 
 struct ur_link_config {
 	union ur_sockaddr bind;		/* address and port to bind */
-	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = default */
-	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = default */
+	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = link/params.h */
+	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = link/params.h */
 	int use_gso;			/* allow UDP_SEGMENT on send */
 	int use_gro;			/* enable UDP_GRO on receive */
+	const char *fault;		/* fault injection spec (fault.c) or
+					 * NULL; the engine passes UROCE_FAULT */
 };
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
@@ -87,11 +90,11 @@ void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
 
 /*
  * Replaces the fault injection config (syntax in fault.c; NULL or "" turns
- * it off). UROCE_FAULT sets it at ur_link_open(). For tests; call it while
- * no other thread sends. Returns 0 or -EINVAL (bad spec, old one kept).
- * With UROCE_FAULT set at open, ur_link_fd() is an epoll fd that also turns
- * readable when a delayed/reordered datagram is due (call ur_link_recv() to
- * let it out); after a later ur_link_set_fault() only ur_link_send/recv
+ * it off); ur_link_config.fault sets it at ur_link_open(). For tests; call
+ * it while no other thread sends. Returns 0 or -EINVAL (bad spec, old one
+ * kept). With a fault spec at open, ur_link_fd() is an epoll fd that also
+ * turns readable when a delayed/reordered datagram is due (call
+ * ur_link_recv() to let it out); after a later ur_link_set_fault() only ur_link_send/recv
  * calls release held datagrams (poll with a timeout and call again).
  */
 int ur_link_set_fault(struct ur_link *l, const char *spec);

@@ -29,8 +29,6 @@
  * last message is out, so earlier pointers stay valid as link.h promises).
  */
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -38,14 +36,15 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "link/params.h"
 #include "link/udp.h"
 #include "util/log.h"
+#include "util/netif.h"
 #include "util/compiler.h"
 
 #ifndef UDP_SEGMENT
@@ -54,19 +53,6 @@
 #ifndef UDP_GRO
 #define UDP_GRO 104
 #endif
-
-#define UR_LINK_DEF_BUF (4u << 20)
-#define UR_LINK_TX_RETRIES 16
-#define UR_LINK_MAX_IOV 64		/* iovecs per datagram, split path */
-
-/* Receive buffers: one per recvmmsg slot. With GRO a slot may hold a whole
- * 64 KiB train; without it a jumbo datagram is the largest we expect. */
-#define UR_LINK_RX_SLOTS 64
-#define UR_LINK_RX_SLOTS_GRO 32
-#define UR_LINK_RX_BUF 9216u
-#define UR_LINK_RX_BUF_GRO 65536u
-#define UR_LINK_TX_CHUNK 64		/* messages per sendmmsg() */
-#define UR_LINK_CMSG_SPACE 128		/* per received message */
 
 /* What we parsed from one received message (a datagram or a GRO train). */
 struct udp_rxmeta {
@@ -119,7 +105,7 @@ static int setopt(int fd, int level, int name, int val)
 
 static void set_buf(int fd, int force_name, int name, unsigned int bytes)
 {
-	int v = (int)(bytes ? bytes : UR_LINK_DEF_BUF);
+	int v = (int)bytes;
 
 	/* FORCE works with CAP_NET_ADMIN only; the plain one is capped by
 	 * net.core.[rw]mem_max. */
@@ -127,74 +113,29 @@ static void set_buf(int fd, int force_name, int name, unsigned int bytes)
 		setopt(fd, SOL_SOCKET, name, v);
 }
 
-static bool addr_is_loopback(const union ur_sockaddr *a)
+static uint32_t compute_max_payload(const union ur_sockaddr *a)
 {
+	uint32_t mtu;
+
+	ur_netif_of_addr(a, &mtu, NULL);	/* an assumed MTU if none */
+
+	/* IP + UDP headers, and the 16-bit length limits: IPv4's total
+	 * length counts its header, IPv6's payload length does not */
 	if (a->sa.sa_family == AF_INET)
-		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
-}
-
-static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
-{
-	const struct sockaddr *s = ifa->ifa_addr;
-
-	if (!s || s->sa_family != a->sa.sa_family)
-		return false;
-	if (s->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)s)->sin_addr.s_addr ==
-		       a->in.sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)s)->sin6_addr,
-		       &a->in6.sin6_addr, 16);
-}
-
-static int if_mtu(int fd, const char *name)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
-	if (ioctl(fd, SIOCGIFMTU, &ifr))
-		return -1;
-	return ifr.ifr_mtu;
-}
-
-/* Interface MTU of the bound address; 1500 when we cannot tell (wildcard
- * or unknown address). */
-static int bound_mtu(int fd, const union ur_sockaddr *a)
-{
-	struct ifaddrs *ifs, *ifa;
-	int mtu = -1;
-
-	if (!getifaddrs(&ifs)) {
-		for (ifa = ifs; ifa; ifa = ifa->ifa_next)
-			if (ifa_matches(ifa, a)) {
-				mtu = if_mtu(fd, ifa->ifa_name);
-				break;
-			}
-		freeifaddrs(ifs);
-	}
-	/* 127.0.0.0/8 is routed to lo but only 127.0.0.1 is listed */
-	if (mtu < 0 && addr_is_loopback(a))
-		mtu = if_mtu(fd, "lo");
-	return mtu > 0 ? mtu : 1500;
-}
-
-static uint32_t compute_max_payload(int fd, const union ur_sockaddr *a)
-{
-	int mtu = bound_mtu(fd, a);
-
-	/* IP + UDP headers, and the 16-bit IP length limits */
-	if (a->sa.sa_family == AF_INET)
-		return (uint32_t)UR_MIN(mtu - 28, 65535 - 28);
-	return (uint32_t)UR_MIN(mtu - 48, 65535 - 8);
+		return UR_MIN(mtu, UR_IP_LEN_MAX) - UR_IPV4_HDR_BYTES -
+		       UR_UDP_HDR_BYTES;
+	return UR_MIN(mtu - UR_IPV6_HDR_BYTES, UR_IP_LEN_MAX) -
+	       UR_UDP_HDR_BYTES;
 }
 
 static int sock_setup(struct ur_udp *u, const struct ur_link_config *cfg)
 {
 	int fd = u->fd, rc;
 
-	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg->rcvbuf);
-	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg->sndbuf);
+	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF,
+		cfg->rcvbuf ? cfg->rcvbuf : UR_LINK_RCVBUF);
+	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF,
+		cfg->sndbuf ? cfg->sndbuf : UR_LINK_SNDBUF);
 	if (u->family == AF_INET) {
 		rc = setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
 		rc = rc ?: setopt(fd, IPPROTO_IP, IP_PKTINFO, 1);
@@ -283,7 +224,7 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 	sl = sizeof(u->local);
 	/* learn the port when the caller asked for an ephemeral one */
 	getsockname(u->fd, &u->local.sa, &sl);
-	u->max_payload = compute_max_payload(u->fd, &cfg->bind);
+	u->max_payload = compute_max_payload(&cfg->bind);
 	rc = rx_setup(u);
 	if (rc)
 		goto fail;

@@ -15,7 +15,6 @@
 
 #include "obj/obj_priv.h"
 
-#define UR_GRH_LEN 40
 #define UR_GRH_V4_OFF 20
 
 static int gid_index_valid(const struct ur_device *dev, unsigned int idx)

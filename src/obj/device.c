@@ -13,18 +13,16 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "obj/device.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/netif.h"
 
 /* What only this file needs per device, indexed by ur_device.index. */
 struct dev_extra {
@@ -63,80 +61,16 @@ static uint64_t guid_from_gid(const union ibv_gid *gid)
 	return be;
 }
 
-static bool addr_is_loopback(const union ur_sockaddr *a)
-{
-	if (a->sa.sa_family == AF_INET)
-		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
-}
-
-static bool ifa_matches(const struct ifaddrs *ifa, const union ur_sockaddr *a)
-{
-	if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != a->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET)
-		return ((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr ==
-		       a->in.sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr,
-		       &a->in6.sin6_addr, 16);
-}
-
-/*
- * Finds the interface carrying a (any loopback interface for 127/8 and ::1)
- * and its MTU. Falls back to 1500 with ifindex 0 when there is none.
- */
-static void addr_link(const union ur_sockaddr *a, uint32_t *mtu,
-		      unsigned int *ifindex)
-{
-	bool loop = addr_is_loopback(a);
-	struct ifaddrs *ifs, *ifa;
-	struct ifreq ifr;
-	int fd;
-
-	*mtu = loop ? 65536 : 1500;
-	*ifindex = 0;
-	if (getifaddrs(&ifs))
-		return;
-	for (ifa = ifs; ifa; ifa = ifa->ifa_next) {
-		if (ifa_matches(ifa, a) ||
-		    (loop && ifa->ifa_addr && (ifa->ifa_flags & IFF_LOOPBACK) &&
-		     ifa->ifa_addr->sa_family == a->sa.sa_family))
-			break;
-	}
-	if (!ifa) {
-		if (!loop)
-			ur_warn("no interface has address of a UROCE_ADDRS entry; assuming MTU 1500");
-		freeifaddrs(ifs);
-		return;
-	}
-	*ifindex = if_nametoindex(ifa->ifa_name);
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifa->ifa_name);
-		if (!ioctl(fd, SIOCGIFMTU, &ifr) && ifr.ifr_mtu > 0)
-			*mtu = (uint32_t)ifr.ifr_mtu;
-		close(fd);
-	}
-	freeifaddrs(ifs);
-}
-
 /* Largest IB MTU that fits in a link MTU once RoCEv2 headers are added. */
 static enum ibv_mtu ib_mtu_for_link(uint32_t link_mtu)
 {
-	static const struct {
-		enum ibv_mtu mtu;
-		uint32_t bytes;
-	} tbl[] = {
-		{ IBV_MTU_4096, 4096 }, { IBV_MTU_2048, 2048 },
-		{ IBV_MTU_1024, 1024 }, { IBV_MTU_512, 512 },
-	};
 	uint32_t room = link_mtu > 80 ? link_mtu - 80 : 0;
+	enum ibv_mtu m;
 
-	for (unsigned int i = 0; i < UR_ARRAY_SIZE(tbl); i++)
-		if (tbl[i].bytes <= room)
-			return tbl[i].mtu;
-	return IBV_MTU_256;
+	for (m = UR_MAX_MTU; m > IBV_MTU_256; m--)
+		if (ur_mtu_bytes(m) <= room)
+			break;
+	return m;
 }
 
 static void set_gid(struct ur_device *dev, unsigned int i,
@@ -148,7 +82,10 @@ static void set_gid(struct ur_device *dev, unsigned int i,
 	dev->gids[i].addr = *a;
 	ur_sockaddr_to_gid(a, dev->gids[i].gid.raw);
 	dev->gids[i].valid = true;
-	addr_link(a, &mtu, &x->ifindex[i]);
+	if (ur_netif_of_addr(a, &mtu, &x->ifindex[i]) &&
+	    !ur_addr_is_loopback(a))
+		ur_warn("no interface has address of a UROCE_ADDRS entry; assuming MTU %u",
+			mtu);
 	if (i == 0) {
 		dev->link_mtu = mtu;
 		dev->active_mtu = ib_mtu_for_link(mtu);

@@ -2,14 +2,12 @@
 /*
  * QP1 (the GSI QP) for the connection manager. Verbs give applications no
  * way to create QP number 1, so librdmacm creates an ordinary UD QP and asks
- * for it to be renumbered; the engine then treats it as the GSI QP (Q_Key
- * 0x80010000, wire notes §5.2) because of its number alone.
+ * for it to be renumbered; the engine then treats it as the GSI QP
+ * (UR_GSI_QKEY, docs/wire-notes.md §5.2) because of its number alone.
  */
 #include <errno.h>
 
 #include "obj/obj_priv.h"
-
-#define UR_QPN_GSI_NUM 1
 
 int ur_qp_claim_gsi(struct ur_qp *qp)
 {
@@ -22,17 +20,17 @@ int ur_qp_claim_gsi(struct ur_qp *qp)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (ur_u32_map_contains(&dev->qpns, UR_QPN_GSI_NUM)) {
+	if (ur_u32_map_contains(&dev->qpns, UR_QPN_GSI)) {
 		ret = -EBUSY;
 		goto out;
 	}
-	ret = ur_u32_map_insert(&dev->qpns, UR_QPN_GSI_NUM, qp);
+	ret = ur_u32_map_insert(&dev->qpns, UR_QPN_GSI, qp);
 	if (ret)
 		goto out;
 	if (ur_u32_map_find(&dev->qpns, old) == qp)
 		ur_u32_map_remove(&dev->qpns, old);
 	/* the handle stays: the live-object registry knows the QP by it */
-	qp->ibqp_ex.qp_base.qp_num = UR_QPN_GSI_NUM;
+	qp->ibqp_ex.qp_base.qp_num = UR_QPN_GSI;
 out:
 	pthread_rwlock_unlock(&dev->obj_lock);
 	return ret;

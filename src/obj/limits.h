@@ -9,13 +9,14 @@
 #ifndef UR_OBJ_LIMITS_H
 #define UR_OBJ_LIMITS_H
 
+#include "util/iba.h"
+
 /* GID table: one entry per configured IP address. */
 #define UR_MAX_GID 16
 /* One port, as rxe and most RoCE functions expose. */
 #define UR_NUM_PORTS 1
-/* P_Key table of one entry, the default 0xFFFF (RoCE has no partitions). */
+/* P_Key table of one entry, UR_PKEY_DEFAULT (RoCE has no partitions). */
 #define UR_PKEY_TBL_LEN 1
-#define UR_DEFAULT_PKEY 0xFFFF
 
 /* Queue depths: rxe 6.12 advertises 2^20; 32K keeps a full SQ near 32 MiB. */
 #define UR_MAX_QP_WR 32768
@@ -68,13 +69,7 @@
 #define UR_VENDOR_PART_ID 0x7572	/* 'ur' */
 #define UR_HW_VER 1
 
-/* A QPN is 24 bits; 0 and 1 are the special QPs, 0xFFFFFF multicast.
- * PSNs are 24 bits too. (Named apart from wire/'s masks: both layers are
- * included together by the engine.) */
-#define UR_QP_NUM_MASK 0xFFFFFFu
-#define UR_QP_PSN_MASK 0xFFFFFFu
-/* The GRH/IPv6 flow label is 20 bits. */
-#define UR_FLOW_LABEL_MASK 0xFFFFFu
+/* QPN, PSN and flow label widths, the default P_Key: util/iba.h. */
 
 /* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
  * generation, P_Key/Q_Key violation counters, port events, SRQ resize,

@@ -486,12 +486,20 @@ struct ur_qp {
 	enum ibv_qp_type type;
 	bool sq_sig_all;
 
-	/* state and attributes as last set by modify_qp (query_qp reads) */
-	enum ibv_qp_state state;
+	/* state and attributes as last set by modify_qp (query_qp reads).
+	 * state is written only under sq_lock (modify_qp, and the engine's
+	 * move to ERR) and read anywhere: atomic, so a reader without
+	 * sq_lock sees a recent value and rechecks under the lock before
+	 * acting on it (docs/design.md, "Engine: threads, locks and
+	 * progress"). */
+	_Atomic enum ibv_qp_state state;
 	struct ibv_qp_attr attr;
 	struct ur_av av;		/* RC/UC: the connected peer */
 	uint32_t path_mtu_bytes;	/* RC/UC segment size */
 
+	/* ibv_modify_qp from validation to the engine's apply, and
+	 * ibv_destroy_qp's engine teardown (api/ibverbs/verbs_qp.c) */
+	pthread_mutex_t modify_lock;
 	pthread_mutex_t sq_lock;
 	struct ur_wq sq;
 	pthread_spinlock_t rq_lock;

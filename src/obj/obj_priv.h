@@ -7,12 +7,13 @@
 #define UR_OBJ_OBJ_PRIV_H
 
 #include "obj/obj.h"
+#include "obj/wr_opcode.h"
 
-/* ------------------------------------------------------------------ */
-/* pd.c */
-/* ------------------------------------------------------------------ */
-/* Sections pd.c .. async.c belong to the "mem" engineer. They return 0 or
- * -errno and never touch errno: api/ translates to verbs conventions. */
+/*
+ * Functions that can fail return 0 or -errno and never touch errno: api/
+ * translates to each verb's convention. (The posting functions of post.c
+ * return a positive errno, as ibv_post_send does.)
+ */
 
 static inline struct ur_device *ur_ctx_dev(struct ibv_context *ctx)
 {
@@ -222,18 +223,6 @@ void ur_qp_wait_acked(struct ur_qp *qp);
 /* ------------------------------------------------------------------ */
 
 /*
- * Doorbells obj/ rings after enqueueing WQEs. obj/ cannot call engine/, so
- * api/ registers them once (ur_api_install_qp_ops); tests register fakes.
- * sq_kick runs with qp->sq_lock held, rq_kick with no QP lock held.
- */
-struct ur_qp_hooks {
-	void (*sq_kick)(struct ur_qp *qp);
-	void (*rq_kick)(struct ur_qp *qp);
-};
-void ur_qp_set_hooks(const struct ur_qp_hooks *hooks);
-extern struct ur_qp_hooks ur_qp_hooks;
-
-/*
  * Checks attr (comp_mask, type, caps, CQs/SRQ/PD of the same context) and
  * builds a QP in RESET with its rings. cap gets the granted capabilities.
  * The QP has no number and is not findable until ur_qp_publish().
@@ -290,35 +279,7 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 void ur_qp_attr_defaults(struct ur_qp *qp);
 void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 		     struct ur_av *av);
-/* IBV_MTU_256..4096 -> bytes, 0 for anything else. */
-uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu);
-
-/* ------------------------------------------------------------------ */
-/* wr_opcode.c */
-/* ------------------------------------------------------------------ */
-
-enum {
-	UR_WR_PAYLOAD = 1 << 0,		/* gathers local data (may be inline) */
-	UR_WR_REMOTE = 1 << 1,		/* rdma.remote_addr/rkey */
-	UR_WR_IMM = 1 << 2,		/* imm_data */
-	UR_WR_INV = 1 << 3,		/* invalidate_rkey sent in IETH */
-	UR_WR_SCATTER = 1 << 4,		/* SGEs receive the response */
-	UR_WR_ATOMIC = 1 << 5,		/* atomic.*, one 8-byte SGE */
-	UR_WR_LOCAL = 1 << 6,		/* executed locally (BIND_MW/LOCAL_INV) */
-};
-
-struct ur_wr_opcode_info {
-	const char *name;
-	unsigned int types;		/* bit 0 RC, 1 UC, 2 UD */
-	unsigned int flags;		/* UR_WR_* */
-	uint64_t ops_flag;		/* IBV_QP_EX_WITH_* */
-};
-
-/* NULL when op is unknown or not allowed on a QP of this type. */
-const struct ur_wr_opcode_info *ur_wr_opcode(enum ibv_qp_type type,
-					     enum ibv_wr_opcode op);
-/* IBV_QP_EX_WITH_* bits a QP of this type supports. */
-uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type);
+/* wr_opcode.c: obj/wr_opcode.h (the engine reads the same table) */
 
 /* ------------------------------------------------------------------ */
 /* post.c */
@@ -327,6 +288,12 @@ uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type);
 /*
  * ibv_post_send/ibv_post_recv semantics: WRs before a bad one stay posted,
  * *bad names the bad one, and the return is a positive errno or 0.
+ *
+ * The send side (post_send, bind_mw, the wr_* batch) runs with qp->sq_lock
+ * held by the caller (asserted in debug builds), and publishes by advancing qp->sq.producer; the
+ * caller rings the engine's doorbell (ur_engine_sq_kick) when it moved,
+ * still holding the lock. post_recv takes qp->rq_lock itself; the caller
+ * rings ur_engine_rq_kick after it when a WR was posted.
  */
 int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad);
@@ -337,7 +304,17 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 		  const struct ibv_mw_bind *bind);
 /* The post-time rules of one built WQE, whatever API built it. */
 int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe);
-/* Sets the ibv_qp_ex wr_* function pointers. */
+/*
+ * ibv_wr_start/complete/abort without the lock (qp->sq_lock held): begin
+ * records where the batch starts; end checks every WQE of it and publishes
+ * all (0) or rewinds and returns the first error (a positive errno);
+ * rewind drops the batch.
+ */
+void ur_qp_wr_begin(struct ur_qp *qp);
+int ur_qp_wr_end(struct ur_qp *qp);
+void ur_qp_wr_rewind(struct ur_qp *qp);
+/* Sets the ibv_qp_ex builders (wr_send .. wr_set_*); wr_start, wr_complete
+ * and wr_abort are api/'s, which owns the lock and the doorbell. */
 void ur_qp_init_wr_ops(struct ur_qp *qp);
 
 #endif

@@ -4,8 +4,9 @@
  * builders of ibv_qp_ex. Every path writes a WQE into the next free slot
  * (above sq.producer), and ur_send_wqe_check() applies the post-time rules
  * of IBA to it, whichever API built it. Only a WQE that passed is
- * published by advancing sq.producer; the doorbell (ur_qp_hooks.sq_kick)
- * rings once per call, with qp->sq_lock held.
+ * published by advancing sq.producer. The send side runs with qp->sq_lock
+ * held by the caller (api/verbs_qp.c), who rings the engine's doorbell
+ * before releasing it when sq.producer moved: obj/ never calls the engine.
  *
  * Post-time rules (anything else fails later, with an error completion):
  *  - state RESET, INIT or RTR -> EINVAL (ERR: queued, the engine flushes;
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "obj/obj_priv.h"
+#include "util/lock_assert.h"
 
 #define UR_SEND_FLAGS_OK                                                       \
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |             \
@@ -79,7 +81,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD &&
 	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
-	     wqe->ud.remote_qpn > UR_QP_NUM_MASK))
+	     wqe->ud.remote_qpn > UR_QPN_MASK))
 		return -EINVAL;
 	if (wqe->opcode == IBV_WR_BIND_MW) {
 		if (!wqe->bind.mw)
@@ -217,19 +219,12 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	return ur_send_wqe_check(qp, wqe);
 }
 
-static void sq_kick(struct ur_qp *qp)
-{
-	if (ur_qp_hooks.sq_kick)
-		ur_qp_hooks.sq_kick(qp);
-}
-
 int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad)
 {
-	unsigned int n = 0;
 	int ret = 0;
 
-	pthread_mutex_lock(&qp->sq_lock);
+	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		if (!sq_state_ok(qp->state)) {
 			ret = EINVAL;
@@ -244,11 +239,7 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 		if (ret)
 			break;
 		qp->sq.producer++;
-		n++;
 	}
-	if (n)
-		sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
 	if (ret)
 		*bad = wr;
 	return ret;
@@ -259,7 +250,6 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 {
 	struct ur_wq *rq = &qp->rq;
 	struct ur_recv_wqe *w;
-	unsigned int n = 0;
 	uint64_t total;
 	int ret = 0;
 	int i;
@@ -287,11 +277,8 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 		}
 		w->length = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 		rq->producer++;
-		n++;
 	}
 	pthread_spin_unlock(&qp->rq_lock);
-	if (n && ur_qp_hooks.rq_kick)
-		ur_qp_hooks.rq_kick(qp);
 	if (ret)
 		*bad = wr;
 	return ret;
@@ -305,17 +292,13 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 	uint32_t rkey;
 	int ret;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!mw || mw->type != IBV_MW_TYPE_1)
 		return EINVAL;
-	pthread_mutex_lock(&qp->sq_lock);
-	if (!sq_state_ok(qp->state)) {
-		ret = EINVAL;
-		goto out;
-	}
-	if (sq_full(qp)) {
-		ret = ENOMEM;
-		goto out;
-	}
+	if (!sq_state_ok(qp->state))
+		return EINVAL;
+	if (sq_full(qp))
+		return ENOMEM;
 	rkey = ibv_inc_rkey(mw->rkey);
 	wqe = ur_wq_slot(&qp->sq, qp->sq.producer);
 	wqe_init(wqe, bind->wr_id, IBV_WR_BIND_MW,
@@ -328,13 +311,10 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 	wqe->bind.access = bi->mw_access_flags;
 	ret = -ur_send_wqe_check(qp, wqe);
 	if (ret)
-		goto out;
+		return ret;
 	qp->sq.producer++;
 	mw->rkey = rkey;
-	sq_kick(qp);
-out:
-	pthread_mutex_unlock(&qp->sq_lock);
-	return ret;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -342,9 +322,10 @@ out:
 /* ------------------------------------------------------------------ */
 
 /*
- * Between wr_start and wr_complete the caller holds qp->sq_lock, so WQEs
- * can be written straight into slots and sq.producer advanced: nobody else
- * reads it until the lock is released. wr_start_producer is where the
+ * Between wr_start and wr_complete the caller holds qp->sq_lock (api/
+ * takes it in wr_start and releases it in wr_complete or wr_abort), so
+ * WQEs can be written straight into slots and sq.producer advanced: nobody
+ * else reads it until the lock is released. wr_start_producer is where the
  * batch began; an abort or a failed complete rewinds to it. The first
  * error is kept in wr_err and every later call of the batch is ignored.
  */
@@ -361,6 +342,7 @@ static struct ur_send_wqe *wr_new(struct ibv_qp_ex *qpx,
 	struct ur_qp *qp = to_ur_qp_ex(qpx);
 	struct ur_send_wqe *wqe;
 
+	UR_ASSERT_HELD(&qp->sq_lock);	/* inside ibv_wr_start .. complete */
 	if (qp->wr_err)
 		return NULL;
 	if (!ur_wr_opcode(qp->type, op)) {
@@ -391,39 +373,32 @@ static struct ur_send_wqe *wr_cur(struct ibv_qp_ex *qpx)
 	return ur_wq_slot(&qp->sq, qp->sq.producer - 1);
 }
 
-static void wr_start(struct ibv_qp_ex *qpx)
+void ur_qp_wr_begin(struct ur_qp *qp)
 {
-	struct ur_qp *qp = to_ur_qp_ex(qpx);
-
-	pthread_mutex_lock(&qp->sq_lock);
+	UR_ASSERT_HELD(&qp->sq_lock);
 	qp->wr_err = 0;
 	qp->wr_start_producer = qp->sq.producer;
 }
 
-static int wr_complete(struct ibv_qp_ex *qpx)
+int ur_qp_wr_end(struct ur_qp *qp)
 {
-	struct ur_qp *qp = to_ur_qp_ex(qpx);
 	uint32_t i;
 	int ret = qp->wr_err;
 
+	UR_ASSERT_HELD(&qp->sq_lock);
 	for (i = qp->wr_start_producer; !ret && i != qp->sq.producer; i++)
 		ret = -ur_send_wqe_check(qp, ur_wq_slot(&qp->sq, i));
 	if (ret)
 		qp->sq.producer = qp->wr_start_producer;
-	else if (qp->sq.producer != qp->wr_start_producer)
-		sq_kick(qp);
 	qp->wr_err = 0;
-	pthread_mutex_unlock(&qp->sq_lock);
 	return ret;
 }
 
-static void wr_abort(struct ibv_qp_ex *qpx)
+void ur_qp_wr_rewind(struct ur_qp *qp)
 {
-	struct ur_qp *qp = to_ur_qp_ex(qpx);
-
+	UR_ASSERT_HELD(&qp->sq_lock);
 	qp->sq.producer = qp->wr_start_producer;
 	qp->wr_err = 0;
-	pthread_mutex_unlock(&qp->sq_lock);
 }
 
 static void wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
@@ -623,9 +598,6 @@ void ur_qp_init_wr_ops(struct ur_qp *qp)
 {
 	struct ibv_qp_ex *x = &qp->ibqp_ex;
 
-	x->wr_start = wr_start;
-	x->wr_complete = wr_complete;
-	x->wr_abort = wr_abort;
 	x->wr_send = wr_send;
 	x->wr_send_imm = wr_send_imm;
 	x->wr_send_inv = wr_send_inv;

@@ -19,19 +19,9 @@
 #define UR_QPN_RECENT 1024
 #define UR_QPN_TRIES 256
 
-struct ur_qp_hooks ur_qp_hooks;
-
-/* srq.c (mem); also in obj.h once that lands */
-int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
-
 static pthread_mutex_t recent_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t recent_qpns[UR_QPN_RECENT];
 static unsigned int recent_pos;
-
-void ur_qp_set_hooks(const struct ur_qp_hooks *hooks)
-{
-	ur_qp_hooks = *hooks;
-}
 
 static uint32_t pow2_at_least(uint32_t v)
 {
@@ -179,6 +169,7 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp->sq_sig_all = !!attr->sq_sig_all;
 	qp->state = IBV_QPS_RESET;
 	ur_qp_attr_defaults(qp);
+	pthread_mutex_init(&qp->modify_lock, NULL);
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 
@@ -237,8 +228,8 @@ int ur_qp_publish(struct ur_qp *qp)
 	if (dev->qpns.live >= UR_MAX_QP)
 		goto out;
 	for (i = 0; i < UR_QPN_TRIES; i++) {
-		qpn = ur_random_u32() & UR_QP_NUM_MASK;
-		if (qpn <= 1 || qpn == UR_QP_NUM_MASK)
+		qpn = ur_random_u32() & UR_QPN_MASK;
+		if (qpn <= 1 || qpn == UR_QPN_MASK)
 			continue;
 		if (ur_u32_map_contains(&dev->qpns, qpn) || qpn_recent(qpn))
 			continue;
@@ -284,6 +275,7 @@ void ur_qp_free(struct ur_qp *qp)
 		atomic_fetch_sub(&qp->srq->usecnt, 1);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&qp->modify_lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	qp_bufs_free(qp);
@@ -323,7 +315,7 @@ void ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr,
 
 struct ur_qp *ur_qp_lookup(struct ur_device *dev, uint32_t qpn)
 {
-	return ur_u32_map_find(&dev->qpns, qpn & UR_QP_NUM_MASK);
+	return ur_u32_map_find(&dev->qpns, qpn & UR_QPN_MASK);
 }
 
 int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)

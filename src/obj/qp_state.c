@@ -252,7 +252,7 @@ static int attr_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & MRNR) && attr->min_rnr_timer > 31)
 		return -EINVAL;
-	if ((mask & DQPN) && attr->dest_qp_num > UR_QP_NUM_MASK)
+	if ((mask & DQPN) && attr->dest_qp_num > UR_QPN_MASK)
 		return -EINVAL;
 	if ((mask & ACC) && (attr->qp_access_flags & ~UR_QP_ACCESS_OK))
 		return -EINVAL;
@@ -301,17 +301,10 @@ void ur_av_from_attr(const struct ur_device *dev, const struct ibv_ah_attr *ah,
 	av->src = sg->addr;
 	av->sgid_index = ah->grh.sgid_index;
 	av->traffic_class = ah->grh.traffic_class;
-	/* 0 would be dropped by the first router (or the IP stack) */
-	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
+	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit :
+					    UR_DEFAULT_HOP_LIMIT;
 	av->flow_label = ah->grh.flow_label & UR_FLOW_LABEL_MASK;
 	av->attr.grh.flow_label = av->flow_label;
-}
-
-uint32_t ur_mtu_enum_bytes(enum ibv_mtu mtu)
-{
-	if (!mtu_ok(mtu))
-		return 0;
-	return 128u << mtu;
 }
 
 /* Attributes of a QP just created or just reset. */
@@ -368,7 +361,7 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 	}
 	if (mask & MTU) {
 		a->path_mtu = attr->path_mtu;
-		qp->path_mtu_bytes = ur_mtu_enum_bytes(attr->path_mtu);
+		qp->path_mtu_bytes = ur_mtu_bytes(attr->path_mtu);
 	}
 	if (mask & TMO)
 		a->timeout = attr->timeout;
@@ -377,9 +370,9 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 	if (mask & RNR)
 		a->rnr_retry = attr->rnr_retry;
 	if (mask & RQPSN)
-		a->rq_psn = attr->rq_psn & UR_QP_PSN_MASK;
+		a->rq_psn = attr->rq_psn & UR_PSN_MASK;
 	if (mask & SQPSN)
-		a->sq_psn = attr->sq_psn & UR_QP_PSN_MASK;
+		a->sq_psn = attr->sq_psn & UR_PSN_MASK;
 	if (mask & RDA)
 		a->max_rd_atomic = attr->max_rd_atomic;
 	if (mask & DRDA)

@@ -2,8 +2,9 @@
 /*
  * Work-request opcodes x QP types (IBA 1.x, "service types and the
  * operations they support"): which opcode a QP of each type may post,
- * what the WQE carries, and the ibv_qp_ex send_ops_flags bit that enables
- * it in the ibv_wr_* API.
+ * what the WQE carries, the ibv_qp_ex send_ops_flags bit that enables it
+ * in the ibv_wr_* API, and its completion's opcode and length (declared
+ * in obj/wr_opcode.h, which the engine reads too).
  *
  * SEND_WITH_INV is refused at post time on UC/UD (the IETH exists only on
  * RC; rxe accepts it and fails at execution). LOCAL_INV and BIND_MW are
@@ -20,51 +21,63 @@ static const struct ur_wr_opcode_info ur_wr_ops[] = {
 		.name = "RDMA_WRITE", .types = RC | UC,
 		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE,
+		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = {
 		.name = "RDMA_WRITE_WITH_IMM", .types = RC | UC,
 		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE | UR_WR_IMM,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[IBV_WR_SEND] = {
 		.name = "SEND", .types = RC | UC | UD,
 		.flags = UR_WR_PAYLOAD,
 		.ops_flag = IBV_QP_EX_WITH_SEND,
+		.wc_opcode = IBV_WC_SEND,
 	},
 	[IBV_WR_SEND_WITH_IMM] = {
 		.name = "SEND_WITH_IMM", .types = RC | UC | UD,
 		.flags = UR_WR_PAYLOAD | UR_WR_IMM,
 		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_IMM,
+		.wc_opcode = IBV_WC_SEND,
 	},
 	[IBV_WR_RDMA_READ] = {
 		.name = "RDMA_READ", .types = RC,
 		.flags = UR_WR_REMOTE | UR_WR_SCATTER,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_READ,
+		.wc_opcode = IBV_WC_RDMA_READ,
 	},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
 		.name = "ATOMIC_CMP_AND_SWP", .types = RC,
 		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+		.wc_opcode = IBV_WC_COMP_SWAP,
+		.wc_byte_len = 8,
 	},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {
 		.name = "ATOMIC_FETCH_AND_ADD", .types = RC,
 		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+		.wc_opcode = IBV_WC_FETCH_ADD,
+		.wc_byte_len = 8,
 	},
 	[IBV_WR_LOCAL_INV] = {
 		.name = "LOCAL_INV", .types = RC | UC,
 		.flags = UR_WR_LOCAL,
 		.ops_flag = IBV_QP_EX_WITH_LOCAL_INV,
+		.wc_opcode = IBV_WC_LOCAL_INV,
 	},
 	[IBV_WR_BIND_MW] = {
 		.name = "BIND_MW", .types = RC | UC,
 		.flags = UR_WR_LOCAL,
 		.ops_flag = IBV_QP_EX_WITH_BIND_MW,
+		.wc_opcode = IBV_WC_BIND_MW,
 	},
 	[IBV_WR_SEND_WITH_INV] = {
 		.name = "SEND_WITH_INV", .types = RC,
 		.flags = UR_WR_PAYLOAD | UR_WR_INV,
 		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_INV,
+		.wc_opcode = IBV_WC_SEND,
 	},
 	/* TSO, DRIVER1, FLUSH, ATOMIC_WRITE: not supported (types = 0) */
 };
@@ -94,6 +107,14 @@ const struct ur_wr_opcode_info *ur_wr_opcode(enum ibv_qp_type type,
 	if (!(info->types & type_bit(type)))
 		return NULL;
 	return info;
+}
+
+const struct ur_wr_opcode_info *ur_wr_opcode_any(enum ibv_wr_opcode op)
+{
+	if ((unsigned int)op >= UR_ARRAY_SIZE(ur_wr_ops) ||
+	    !ur_wr_ops[op].types)
+		return NULL;
+	return &ur_wr_ops[op];
 }
 
 uint64_t ur_wr_send_ops_supported(enum ibv_qp_type type)

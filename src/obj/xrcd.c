@@ -150,7 +150,7 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 	err = -ENOMEM;
 	pthread_rwlock_wrlock(&dev->obj_lock);
 	for (i = 0; i < UR_SRQN_TRIES; i++) {
-		n = ur_random_u32() & UR_QP_NUM_MASK;
+		n = ur_random_u32() & UR_QPN_MASK;
 		if (!n || ur_u32_map_contains(&dev->srqns, n))
 			continue;
 		err = ur_u32_map_insert(&dev->srqns, n, srq);

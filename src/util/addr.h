@@ -10,10 +10,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #define UR_ROCEV2_PORT 4791
+/* Header sizes (IPv4 without options) and the 16-bit IP length field. */
+#define UR_IPV4_HDR_BYTES 20
+#define UR_IPV6_HDR_BYTES 40
+#define UR_UDP_HDR_BYTES 8
+#define UR_IP_LEN_MAX 65535u
+/* IPv4 TTL / IPv6 hop limit when the verbs give none (0 would be dropped
+ * by the first router): Linux's default, net.ipv4.ip_default_ttl. */
+#define UR_DEFAULT_HOP_LIMIT 64
 
 union ur_sockaddr {
 	struct sockaddr sa;
@@ -63,6 +72,33 @@ static inline void ur_sockaddr_to_gid(const union ur_sockaddr *sa,
 	} else {
 		memcpy(gid, &sa->in6.sin6_addr, 16);
 	}
+}
+
+/* A numeric IPv4 or IPv6 address (port 0). false if s is neither. */
+static inline bool ur_addr_parse(const char *s, union ur_sockaddr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, &out->in.sin_addr) == 1) {
+		out->in.sin_family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, &out->in6.sin6_addr) == 1) {
+		out->in6.sin6_family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+/* 127.0.0.0/8, ::1, or ::ffff:127.x.y.z: routed to the loopback interface. */
+static inline bool ur_addr_is_loopback(const union ur_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET)
+		return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
+	if (a->sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr) &&
+			a->in6.sin6_addr.s6_addr[12] == 127);
+	return false;
 }
 
 /* Same host address (ports ignored). */

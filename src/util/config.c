@@ -2,30 +2,19 @@
 /* Environment configuration; the variables are documented in config.h. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/config.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/random.h"
 
 static struct ur_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
-
-static bool parse_one(const char *s, union ur_sockaddr *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (inet_pton(AF_INET, s, &out->in.sin_addr) == 1) {
-		out->in.sin_family = AF_INET;
-		return true;
-	}
-	if (inet_pton(AF_INET6, s, &out->in6.sin6_addr) == 1) {
-		out->in6.sin6_family = AF_INET6;
-		return true;
-	}
-	return false;
-}
 
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 				   unsigned int max)
@@ -48,7 +37,7 @@ unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 		if (len && len < sizeof(buf)) {
 			memcpy(buf, p, len);
 			buf[len] = '\0';
-			if (parse_one(buf, &out[n]))
+			if (ur_addr_parse(buf, &out[n]))
 				n++;
 			else
 				ur_warn("UROCE_ADDRS: ignoring '%s'", buf);
@@ -77,30 +66,159 @@ int ur_config_auto_addr(union ur_sockaddr *out)
 	return 0;
 }
 
-static void config_load(void)
+/* The variable's value, or NULL when it is unset or empty. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static bool env_bool(const char *name, bool def)
+{
+	const char *v = env(name);
+	bool b;
+
+	if (!v)
+		return def;
+	if (!ur_parse_bool(v, &b))
+		return b;
+	ur_warn("%s=%s: want %s; using the default (%s)", name, v,
+		UR_PARSE_BOOL_WORDS, def ? "on" : "off");
+	return def;
+}
+
+static uint64_t env_uint(const char *name, uint64_t min, uint64_t max,
+			 uint64_t def)
+{
+	const char *v = env(name);
+	uint64_t x;
+
+	if (!v)
+		return def;
+	if (!ur_parse_uint(v, min, max, &x))
+		return x;
+	ur_warn("%s=%s: want a whole number %" PRIu64 "..%" PRIu64
+		"; using the default (%" PRIu64 ")", name, v, min, max, def);
+	return def;
+}
+
+static char *env_dup(const char *name)
+{
+	const char *v = env(name);
+	char *copy;
+
+	if (!v)
+		return NULL;
+	copy = strdup(v);
+	if (!copy)
+		ur_err("%s: out of memory, ignored", name);
+	return copy;
+}
+
+static int parse_log_level(void)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	const char *v = env("UROCE_LOG");
+
+	if (!v)
+		return UR_LOG_WARN;
+	for (unsigned int i = 0; i < UR_ARRAY_SIZE(names); i++)
+		if (!strcasecmp(v, names[i]))
+			return (int)i;
+	ur_warn("UROCE_LOG=%s: want error, warn, info or debug; using the "
+		"default (warn)", v);
+	return UR_LOG_WARN;
+}
+
+static void parse_stats(struct ur_config *c)
+{
+	const char *v = env("UROCE_STATS");
+	bool b;
+
+	c->stats = UR_STATS_OFF;
+	c->stats_path = NULL;
+	if (!v)
+		return;
+	if (!ur_parse_bool(v, &b)) {
+		c->stats = b ? UR_STATS_STDERR : UR_STATS_OFF;
+		return;
+	}
+	c->stats_path = env_dup("UROCE_STATS");
+	if (c->stats_path)
+		c->stats = UR_STATS_FILE;
+}
+
+static bool parse_hardened(void)
+{
+	const char *v = env("UROCE_HARDENED");
+	bool b;
+
+	if (!v)
+		return false;
+	if (!ur_parse_bool(v, &b))
+		return b;
+	ur_err("UROCE_HARDENED=%s: want %s; taking it as on, since it was "
+	       "set to harden", v, UR_PARSE_BOOL_WORDS);
+	return true;
+}
+
+static void parse_devices(struct ur_config *c)
 {
 	const char *v;
 
-	ur_log_init();
-	config.num_devices = 1;
-	v = getenv("UROCE_NUM_DEVICES");
-	if (v && *v) {
-		char *end;
-		long n = strtol(v, &end, 10);
+	c->num_devices = (unsigned int)env_uint("UROCE_NUM_DEVICES", 1,
+						UR_CONFIG_MAX_DEVICES, 1);
+	c->num_addrs = 0;
+	v = env("UROCE_ADDRS");
+	if (v) {
+		c->num_addrs = ur_config_parse_addrs(v, c->addrs,
+						     UR_CONFIG_MAX_ADDRS);
+		if (!c->num_addrs)
+			ur_warn("UROCE_ADDRS=%s has no usable address, using "
+				"an automatic one", v);
+	}
+}
 
-		if (*end || n < 1 || n > UR_CONFIG_MAX_DEVICES)
-			ur_warn("UROCE_NUM_DEVICES=%s invalid (1..%d), using 1",
-				v, UR_CONFIG_MAX_DEVICES);
-		else
-			config.num_devices = (unsigned int)n;
-	}
-	v = getenv("UROCE_ADDRS");
-	if (v && *v) {
-		config.num_addrs = ur_config_parse_addrs(v, config.addrs,
-							 UR_CONFIG_MAX_ADDRS);
-		if (!config.num_addrs)
-			ur_warn("UROCE_ADDRS has no usable address, using an automatic one");
-	}
+/* Everything but the log level, which config_load applies first. */
+static void parse_rest(struct ur_config *c)
+{
+	parse_devices(c);
+	parse_stats(c);
+	c->pcap = env_dup("UROCE_PCAP");
+	c->fault = env_dup("UROCE_FAULT");
+	c->busy_poll = env_bool("UROCE_BUSY_POLL", false);
+	c->gso = env_bool("UROCE_GSO", true);
+	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
+	c->hardened = parse_hardened();
+	c->spin_ns = env_uint("UROCE_SPIN_US", 0, UR_CONFIG_MAX_US, 0) * 1000;
+	c->quiet_ns = env_uint("UROCE_QUIET_US", 0, UR_CONFIG_MAX_US, 500) *
+		      1000;
+	c->rt_prio = (int)env_uint("UROCE_RT_PRIO", 0, UR_CONFIG_MAX_RT_PRIO,
+				   0);
+}
+
+void ur_config_parse(struct ur_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->log_level = parse_log_level();
+	parse_rest(c);
+}
+
+void ur_config_release(struct ur_config *c)
+{
+	free(c->stats_path);
+	free(c->pcap);
+	free(c->fault);
+	c->stats_path = c->pcap = c->fault = NULL;
+}
+
+/* The log level first, so that it filters the other variables' messages. */
+static void config_load(void)
+{
+	config.log_level = parse_log_level();
+	ur_log_set_level(config.log_level);
+	parse_rest(&config);
 }
 
 const struct ur_config *ur_config_get(void)

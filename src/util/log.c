@@ -2,25 +2,16 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "util/log.h"
 
 int ur_log_level = UR_LOG_WARN;
 
-void ur_log_init(void)
+void ur_log_set_level(int level)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	const char *v = getenv("UROCE_LOG");
-
-	if (!v)
-		return;
-	for (unsigned int i = 0; i < UR_ARRAY_SIZE(names); i++)
-		if (!strcasecmp(v, names[i]))
-			ur_log_level = (int)i;
+	if (level >= UR_LOG_ERR && level <= UR_LOG_DEBUG)
+		ur_log_level = level;
 }
 
 void ur_log(enum ur_log_level lvl, const char *fmt, ...)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Logging. Level from UROCE_LOG (error, warn, info, debug; default warn),
- * output to stderr. Every macro preserves errno so that a log line never
+ * Logging to stderr, at the level UROCE_LOG sets (util/config.c applies it
+ * when the configuration is loaded; default warn). Every macro preserves errno so that a log line never
  * changes what the caller reports. ur_dbg_dp() is for the data path and
  * compiles to nothing unless UROCE_DEBUG_DATAPATH is defined.
  */
@@ -19,7 +19,8 @@ enum ur_log_level {
 
 extern int ur_log_level;
 
-void ur_log_init(void);
+/* Out-of-range levels are ignored. */
+void ur_log_set_level(int level);
 void ur_log(enum ur_log_level lvl, const char *fmt, ...) UR_PRINTF(2, 3);
 
 #define ur_log_at(lvl, ...)                                                   \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The per-user runtime directory (rundir.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +10,32 @@
 
 #include "util/rundir.h"
 
-int ur_rundir_root(char *buf, size_t len)
+static bool usable_base(const char *base)
+{
+	struct stat st;
+
+	return base && base[0] == '/' && !stat(base, &st) &&
+	       S_ISDIR(st.st_mode) && !access(base, W_OK | X_OK);
+}
+
+int ur_rundir_path(char *buf, size_t len)
 {
 	const char *base = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
 	int n;
 
-	if (!base || !*base)
+	if (!usable_base(base))
 		base = "/tmp";
 	n = snprintf(buf, len, "%s/uroce-%u", base, (unsigned int)getuid());
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int ur_rundir_root(char *buf, size_t len)
+{
+	struct stat st;
+	int rc = ur_rundir_path(buf, len);
+
+	if (rc)
+		return rc;
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return -errno;
 	if (lstat(buf, &st))

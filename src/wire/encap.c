@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * IPv4/IPv6/UDP header build and parse for RoCEv2 datagrams, the UD GRH
- * image and rxe's UDP source-port hashes (wire notes §2.1, §2.9). Headers
- * are written byte by byte in network order; nothing here does I/O.
+ * image and rxe's UDP source-port hashes (docs/wire-notes.md §2.1, §2.9).
+ * Headers are written byte by byte in network order; nothing here does I/O.
  */
 #include "wire/encap.h"
 #include <arpa/inet.h>
@@ -151,7 +151,7 @@ int ur_ipv4_hdr_build(void *buf, const struct ur_ip_flow *flow,
 	put16(h + 2, (uint16_t)tot);
 	put16(h + 4, flow->ip_id);
 	put16(h + 6, 0x4000); /* DF, offset 0 */
-	h[8] = flow->ttl ? flow->ttl : UR_DEFAULT_TTL;
+	h[8] = flow->ttl ? flow->ttl : UR_DEFAULT_HOP_LIMIT;
 	h[9] = IPPROTO_UDP_NUM;
 	put16(h + 10, 0);
 	memcpy(h + 12, &flow->src.v4, 4);
@@ -176,7 +176,7 @@ int ur_ipv6_hdr_build(void *buf, const struct ur_ip_flow *flow,
 	h[3] = w;
 	put16(h + 4, (uint16_t)plen);
 	h[6] = IPPROTO_UDP_NUM;
-	h[7] = flow->ttl ? flow->ttl : UR_DEFAULT_TTL;
+	h[7] = flow->ttl ? flow->ttl : UR_DEFAULT_HOP_LIMIT;
 	memcpy(h + 8, &flow->src.v6, 16);
 	memcpy(h + 24, &flow->dst.v6, 16);
 	return UR_IPV6_HDR_BYTES;
@@ -341,7 +341,7 @@ enum ur_drop_reason ur_frame_parse(const void *frame, size_t len, int linktype,
 }
 
 /* 0xC000 | 14 bits: the low 14 bits of a 20-bit label folded with its
- * top 6 bits (rdma_get_udp_sport() semantics, wire notes §2.1). */
+ * top 6 bits (rdma_get_udp_sport() semantics, docs/wire-notes.md §2.1). */
 uint16_t ur_udp_sport_flow_label(uint32_t flow_label)
 {
 	uint32_t fl = flow_label & 0xfffff;

@@ -1,26 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * IPv4/IPv6 + UDP encapsulation of RoCEv2 (wire notes §2.1, §2.9): header
- * builders (for pcaps, the ICRC pseudo-header and the 40-byte GRH image that
- * UD receivers get), a frame parser for captures (tests), and rxe's UDP
+ * IPv4/IPv6 + UDP encapsulation of RoCEv2 (docs/wire-notes.md §2.1, §2.9):
+ * header builders (for pcaps, the ICRC pseudo-header and the 40-byte GRH image
+ * that UD receivers get), a frame parser for captures (tests), and rxe's UDP
  * source-port hashes. Pure functions; IPv4 headers carry a valid checksum.
  */
 #ifndef UR_WIRE_ENCAP_H
 #define UR_WIRE_ENCAP_H
 
 #include "util/addr.h"
+#include "util/iba.h"
 #include "wire/pkt.h"
 #include <netinet/in.h>
 #include <sys/uio.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define UR_IPV4_HDR_BYTES 20
-#define UR_IPV6_HDR_BYTES 40
-#define UR_UDP_HDR_BYTES 8
-#define UR_GRH_BYTES 40
 #define UR_ETH_HDR_BYTES 14
-#define UR_DEFAULT_TTL 64
 
 /* The IP/UDP view of one RoCEv2 datagram. Ports are host order. */
 struct ur_ip_flow {
@@ -81,10 +77,10 @@ int ur_ip_udp_hdr_build(void *buf, const struct ur_ip_flow *flow,
 uint16_t ur_udp_csum_iov(const struct ur_ip_flow *flow, const uint8_t *udp_hdr,
 			 const struct iovec *iov, int iovcnt);
 
-/* The 40-byte GRH image placed in front of a UD receive buffer (wire notes
- * §2.9): IPv4 -> 20 zero bytes + IPv4 header with a valid checksum (what
- * ibv_init_ah_from_wc checks); IPv6 -> the IPv6 header. Uses family,
- * addresses, tos, ttl, ip_id, flow_label of flow. 0 or -EINVAL. */
+/* The 40-byte GRH image placed in front of a UD receive buffer
+ * (docs/wire-notes.md §2.9): IPv4 -> 20 zero bytes + IPv4 header with a valid
+ * checksum (what ibv_init_ah_from_wc checks); IPv6 -> the IPv6 header. Uses
+ * family, addresses, tos, ttl, ip_id, flow_label of flow. 0 or -EINVAL. */
 int ur_grh_image_build(uint8_t grh[UR_GRH_BYTES], const struct ur_ip_flow *flow,
 		       size_t udp_payload_len);
 
@@ -103,7 +99,7 @@ enum ur_drop_reason ur_frame_parse(const void *frame, size_t len, int linktype,
 				   const uint8_t **payload,
 				   size_t *payload_len);
 
-/* rxe's UDP source ports (wire notes §2.1), all in 0xC000..0xFFFF:
+/* rxe's UDP source ports (docs/wire-notes.md §2.1), all in 0xC000..0xFFFF:
  * - per QP pair, symmetric (RC/UC after RTR): fold20(lqpn * rqpn);
  * - from a 20-bit flow label (flow label 0 -> use the QP-pair form);
  * - at QP create time: 0xC000 + hash_32(qpn, 14) (QP1 -> 55410). */

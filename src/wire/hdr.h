@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * RoCEv2 transport headers (IBA vol 1 ch. 9; wire notes §2.2-2.4) as packed
- * structs with get/set accessors. Fields are stored big-endian exactly as on
- * the wire; every byte swap in the project happens in these accessors. The
- * structs have alignment 1, so they may overlay any byte of a packet buffer.
+ * RoCEv2 transport headers (IBA vol 1 ch. 9; docs/wire-notes.md §2.2-2.4) as
+ * packed structs with get/set accessors. Fields are stored big-endian exactly
+ * as on the wire; every byte swap in the project happens in these accessors.
+ * The structs have alignment 1, so they may overlay any byte of a packet
+ * buffer.
  */
 #ifndef UR_WIRE_HDR_H
 #define UR_WIRE_HDR_H
 
 #include "util/compiler.h"
+#include "util/iba.h"
 #include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,13 +82,8 @@ static_assert(sizeof(struct ur_cnp_rsvd) == 16, "CNP reserved is 16 bytes");
 #define UR_BTH_BYTES 12
 #define UR_ICRC_BYTES 4
 #define UR_PSN_BITS 24
-#define UR_QPN_MASK 0xffffffu
-#define UR_QPN_GSI 1u
-#define UR_QPN_MCAST 0xffffffu
-#define UR_PKEY_DEFAULT 0xffffu
-#define UR_GSI_QKEY 0x80010000u
 
-/* AETH syndrome (wire notes §2.4) */
+/* AETH syndrome (docs/wire-notes.md §2.4) */
 #define UR_AETH_TYPE_MASK 0x60
 #define UR_AETH_ACK 0x00
 #define UR_AETH_RNR_NAK 0x20
@@ -412,7 +409,7 @@ static inline void ur_feth_set(struct ur_feth *h, uint8_t sel, uint8_t plt)
 	UR_HDR_SET32(h->bits, ((uint32_t)(sel & 3) << 4) | (plt & 0xf));
 }
 
-/* Pad bytes after a payload of len bytes (wire notes §2.7). */
+/* Pad bytes after a payload of len bytes (docs/wire-notes.md §2.7). */
 static inline uint8_t ur_pad_len(uint32_t payload_len)
 {
 	return (uint8_t)(-payload_len & 3);

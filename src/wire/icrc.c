@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ICRC (wire notes §2.8) on top of ISA-L's zlib-compatible CRC-32, and the
- * receive-side IPv4 ID solver. The solver uses that a CRC is affine over
+ * ICRC (docs/wire-notes.md §2.8) on top of ISA-L's zlib-compatible CRC-32, and
+ * the receive-side IPv4 ID solver. The solver uses that a CRC is affine over
  * GF(2): for a fixed length, crc(msg with ID v) = crc(msg with ID 0) ^ L(v)
- * with L linear, L(v) = (raw CRC register of the two ID bytes) * x^(8k)
- * mod P, k = bytes after the ID. Gaussian elimination on L's 16 columns
- * gives the ID or proves none exists. The per-length elimination is cached
- * per thread (packets of one flow mostly share a length).
+ * with L linear, L(v) = (raw CRC register of the two ID bytes) * x^(8k) mod P,
+ * k = bytes after the ID. Gaussian elimination on L's 16 columns gives the ID
+ * or proves none exists. The per-length elimination is cached per thread
+ * (packets of one flow mostly share a length).
  */
 #include "wire/icrc.h"
 #include <isa-l/crc.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * RoCEv2 Invariant CRC (wire notes §2.8): zlib's CRC-32 over 8 x 0xFF, the
- * IP and UDP headers (synthesised from struct ur_ip_flow, IPv4 with DF) with
- * TOS/TTL/checksums (IPv6: tclass/flow label/hop limit) masked, then BTH..pad
- * with BTH byte 4 masked; stored little-endian in the last 4 bytes.
+ * RoCEv2 Invariant CRC (docs/wire-notes.md §2.8): zlib's CRC-32 over 8 x 0xFF,
+ * the IP and UDP headers (synthesised from struct ur_ip_flow, IPv4 with DF)
+ * with TOS/TTL/checksums (IPv6: tclass/flow label/hop limit) masked, then
+ * BTH..pad with BTH byte 4 masked; stored little-endian in the last 4 bytes.
  * Receive strength: see ur_icrc_check_rx().
  */
 #ifndef UR_WIRE_ICRC_H

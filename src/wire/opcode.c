@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The opcode table (IBA vol 1 table 36 "OpCode field"; wire notes §2.5):
- * headers after the BTH in their wire order (BTH, DETH, RETH | FETH+RETH |
- * AtomicETH, AETH, AtomicAckETH, ImmDt | IETH) with offsets from the BTH.
+ * The opcode table (IBA vol 1 table 36 "OpCode field"; docs/wire-notes.md
+ * §2.5): headers after the BTH in their wire order (BTH, DETH,
+ * RETH | FETH+RETH | AtomicETH, AETH, AtomicAckETH, ImmDt | IETH) with
+ * offsets from the BTH.
  * Unlisted opcodes are zero-filled, i.e. not UR_MASK_VALID.
  */
 #include "wire/opcode.h"

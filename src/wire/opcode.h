@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The RoCEv2 opcode table as data (wire notes §2.5): one entry per 8-bit
- * opcode with its name, which headers follow the BTH, their offsets and
- * flags (first/middle/last/only, payload, request/response...). Parse and
- * build read it; others use the predicates. No entry (RD, reserved): mask 0.
+ * The RoCEv2 opcode table as data (docs/wire-notes.md §2.5): one entry per
+ * 8-bit opcode with its name, which headers follow the BTH, their offsets and
+ * flags (first/middle/last/only, payload, request/response...). Parse and build
+ * read it; others use the predicates. No entry (RD, reserved): mask 0.
  */
 #ifndef UR_WIRE_OPCODE_H
 #define UR_WIRE_OPCODE_H

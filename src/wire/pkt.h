@@ -88,7 +88,7 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 				 struct ur_pkt *pkt);
 
 /* Payload length vs path MTU (bytes: 256..4096): FIRST/MIDDLE == mtu,
- * LAST 1..mtu, ONLY 0..mtu (wire notes §2.5, rxe CHK_LENGTH). */
+ * LAST 1..mtu, ONLY 0..mtu (docs/wire-notes.md §2.5, rxe CHK_LENGTH). */
 enum ur_drop_reason ur_pkt_check_mtu(const struct ur_pkt *pkt, uint32_t mtu);
 
 /* Opcode allowed on a QP of transport class tclass (UR_TCLASS_RC/UC/UD). */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * 24-bit PSN serial arithmetic (IBA 9.7.1; wire notes §2.6). Every result is
- * masked to 24 bits. Ordering is by signed distance, meaningful while the two
- * PSNs are less than 2^23 apart.
+ * 24-bit PSN serial arithmetic (IBA 9.7.1; docs/wire-notes.md §2.6). Every
+ * result is masked to 24 bits. Ordering is by signed distance, meaningful while
+ * the two PSNs are less than 2^23 apart.
  */
 #ifndef UR_WIRE_PSN_H
 #define UR_WIRE_PSN_H
@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define UR_PSN_MASK 0xffffffu
+#include "util/iba.h"
+
 #define UR_PSN_HALF 0x800000u
 
 static inline uint32_t ur_psn_add(uint32_t psn, int32_t n)

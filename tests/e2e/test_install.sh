@@ -28,6 +28,10 @@ check private_libdir bash -c "
 	[[ -n \$libs ]] || exit 1
 	for l in \$libs; do [[ \$(basename \$(dirname \$l)) == uroce ]] || { echo \"outside: \$l\"; exit 1; }; done"
 check installed_run bash -c "'$P/bin/uroce' run -- ibv_devices | grep -q uroce0"
+# librdmacm.so.1 too: without it an installed `uroce run -- rping` loads
+# the system's, which needs /dev/infiniband/rdma_cm
+check installed_rdmacm bash -c "'$P/bin/uroce' run -- ldd \$(command -v rping || echo /usr/bin/rping) | grep -q \"librdmacm.so.1 => $P/.*/uroce/librdmacm.so.1\""
+check installed_hold bash -c "'$P/bin/uroce' run --hold -- ibv_devices | grep -q uroce0 && [[ -x \$('$P/bin/uroce' libdir)/uroce-hold ]]"
 check installed_libdir bash -c "[[ \$('$P/bin/uroce' libdir) == '$P'/*/uroce ]]"
 check man_pages bash -c "ls '$P'/share/man/man1/uroce.1 '$P'/share/man/man7/uroce.7 && man -l '$P/share/man/man7/uroce.7' 2>/dev/null | grep -q INTERPOSER"
 cat >"$E2E_TMP/pc.c" <<'C'

@@ -94,4 +94,25 @@ lib.ibv_get_device_list.restype = ctypes.c_void_p
 assert lib.ibv_get_device_list(None)
 assert not os.path.exists("/sys/class/infiniband/uroce0")
 '
+# UROCE_INTERPOSE takes util/parse.h's booleans; a bad value leaves it on
+if [[ ! -e /dev/infiniband/rdma_cm ]]; then
+	check optout_off env UROCE_INTERPOSE=off LD_PRELOAD=$PRE bash -c '[[ ! -e /dev/infiniband/rdma_cm ]]'
+	check bad_value_stays_on bash -c '
+		UROCE_INTERPOSE=maybe LD_PRELOAD=$0 bash -c "[[ -c /dev/infiniband/rdma_cm ]]" 2>"$1" &&
+		grep -q "UROCE_INTERPOSE=maybe: want" "$1"' "$PRE" "$E2E_TMP/bad_value.err"
+fi
+# an unusable XDG_RUNTIME_DIR: the library and the interposer both fall
+# back to /tmp/uroce-<uid> (one function, util/rundir.c), so they agree
+check sys_tree_xdg_fallback env XDG_RUNTIME_DIR=$E2E_TMP/missing LD_PRELOAD=$PRE python3 - <<'PY'
+import ctypes, os
+lib = ctypes.CDLL("libibverbs.so.1")
+lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
+lib.ibv_get_sysfs_path.restype = ctypes.c_char_p
+n = ctypes.c_int()
+assert lib.ibv_get_device_list(ctypes.byref(n)) and n.value >= 1
+tree = lib.ibv_get_sysfs_path().decode()
+assert tree == "/tmp/uroce-%d/%d/sys" % (os.getuid(), os.getpid()), tree
+assert os.listdir("/sys/class/infiniband") == ["uroce0"]
+print("ok")
+PY
 e2e_summary

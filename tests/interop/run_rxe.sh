@@ -249,6 +249,24 @@ run_case rping_hs hs "rping -s -a $HOST_IP -p $p $ropts" \
 	"rping -c -p $p $ropts -a" \
 	"100 4 12 16 10 17" "ping data: rdma-ping-4"
 
+# rsockets: uroce's rsocket against rdma-core's (the guest's librdmacm on
+# the kernel rdma_cm), both directions: the connect private data, credits
+# and buffer offers, RDMA WRITE WITH IMMEDIATE (first/middle/last-with-imm/
+# only-with-imm) carrying the data, -T v checking every byte on each side.
+# The host client starts 8 s late: the guest's rstream (TCG) takes a while
+# to listen, and a refused first try, retried by run_case, would leave a REQ
+# on the bridge that the retry's UROCE_PCAP no longer holds (seen once:
+# the data went through, -T v on both ends, but the cross-check failed).
+sopts="-S 100000 -C 10 -T b -T v"
+p=$(port)
+run_case rstream_gs gs "sh -c 'sleep 8; exec rstream -p $p $sopts -s \"\$0\"'" \
+	"rstream -b $GUEST_IP -p $p $sopts" \
+	"100 6 9 11 17" "^custom +[0-9.kmg]+ +10 "
+p=$(port)
+run_case rstream_hs hs "rstream -b $HOST_IP -p $p $sopts" \
+	"rstream -p $p $sopts -s" \
+	"100 6 9 11 17" "^custom +[0-9.kmg]+ +10 "
+
 echo "run_rxe: $PASS passed, $FAIL failed  (captures and logs in $OUT)"
 ((FAIL == 0))
 exit

@@ -4,9 +4,10 @@
  * The exported ibv_* functions are defined across device.c (devices,
  * contexts, queries), verbs_mem.c (PD, MR, MW, CQ, channels, SRQ, AH,
  * async events), verbs_dm.c (device memory), verbs_domain.c (thread and
- * parent domains), verbs_clock.c (device clock), verbs_qp.c (QP, posting,
- * ibv_wr_*) and stubs.c (symbols
- * that exist so binaries load and that return EOPNOTSUPP).
+ * parent domains), verbs_clock.c (device clock), verbs_qp.c (QP life
+ * cycle), verbs_post.c (posting, ibv_wr_*), misc.c and compat.c (helpers,
+ * IBVERBS_1.0 versions) and stubs.c (symbols that exist so binaries load
+ * and that return EOPNOTSUPP); ops.c installs the context ops.
  */
 #ifndef UR_API_IBVERBS_PRIV_H
 #define UR_API_IBVERBS_PRIV_H
@@ -17,22 +18,65 @@
 #include "obj/obj_priv.h"
 
 /*
- * Fill the ibv_context_ops / verbs_context slots that the inline functions
- * of verbs.h jump through. open_device calls all three; each file owns the
- * slots of its objects. Slots nobody sets stay NULL, which verbs.h turns
- * into EOPNOTSUPP/ENOSYS for the verbs_get_ctx_op() users; the legacy
- * ibv_context_ops slots must all be set (stubs.c fills them).
+ * ops.c: fills every slot of ibv_context_ops and verbs_context that the
+ * inline verbs of verbs.h jump through (open_device calls it once).
  */
-void ur_api_install_device_ops(struct verbs_context *vctx);
-void ur_api_install_mem_cq_ops(struct verbs_context *vctx);
-void ur_api_install_qp_ops(struct verbs_context *vctx);
-/* verbs_dm.c; ur_api_install_mem_cq_ops calls it (device memory is a
- * memory verb, and open_device need not know one more file). */
-void ur_api_install_dm_ops(struct verbs_context *vctx);
-/* verbs_domain.c (TDs, parent domains); called the same way. */
-void ur_api_install_domain_ops(struct verbs_context *vctx);
-/* verbs_clock.c (ibv_query_rt_values_ex); called the same way. */
-void ur_api_install_clock_ops(struct verbs_context *vctx);
+void ur_api_install_ops(struct verbs_context *vctx);
+
+/*
+ * The ops uroce implements, each in the file of its objects; ops.c's
+ * table points the slots at them. Each follows its verb's convention.
+ */
+/* device.c */
+int ur_op_query_device_ex(struct ibv_context *context,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size);
+int ur_op_query_port(struct ibv_context *context, uint8_t port_num,
+		     struct ibv_port_attr *port_attr, size_t port_attr_len);
+int ur_op_compat_query_port(struct ibv_context *context, uint8_t port_num,
+			    struct _compat_ibv_port_attr *port_attr);
+/* verbs_mem.c */
+struct ibv_mw *ur_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ur_op_dealloc_mw(struct ibv_mw *mw);
+int ur_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
+int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+int ur_op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+struct ibv_cq_ex *ur_op_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
+struct ibv_srq *ur_op_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int ur_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad);
+/* verbs_dm.c */
+struct ibv_dm *ur_op_alloc_dm(struct ibv_context *ctx,
+			      struct ibv_alloc_dm_attr *attr);
+int ur_op_free_dm(struct ibv_dm *dm);
+struct ibv_mr *ur_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			       uint64_t off, size_t len, unsigned int access);
+/* verbs_domain.c */
+struct ibv_td *ur_op_alloc_td(struct ibv_context *ctx,
+			      struct ibv_td_init_attr *attr);
+int ur_op_dealloc_td(struct ibv_td *td);
+struct ibv_pd *
+ur_op_alloc_parent_domain(struct ibv_context *ctx,
+			  struct ibv_parent_domain_init_attr *attr);
+/* verbs_clock.c */
+int ur_op_query_rt_values(struct ibv_context *ctx,
+			  struct ibv_values_ex *values);
+/* verbs_qp.c */
+struct ibv_qp *ur_op_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr);
+/* verbs_post.c */
+int ur_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad);
+int ur_op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad);
+int ur_op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *bind);
+/* ibv_wr_start/complete/abort for a QP created with send_ops_flags (obj/
+ * sets the builders; these hold the lock and ring the doorbell). */
+void ur_api_init_wr_batch_ops(struct ur_qp *qp);
 
 /*
  * An int verb's return from obj/'s 0/-errno: 0, or the positive errno

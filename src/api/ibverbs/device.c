@@ -86,9 +86,9 @@ UR_EXPORT int ibv_get_device_index(struct ibv_device *device)
 /* Context ops owned here                                               */
 /* ------------------------------------------------------------------ */
 
-static int ur_query_device_ex(struct ibv_context *context,
-			      const struct ibv_query_device_ex_input *input,
-			      struct ibv_device_attr_ex *attr, size_t attr_size)
+int ur_op_query_device_ex(struct ibv_context *context,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	struct ibv_device_attr_ex full;
 
@@ -104,8 +104,8 @@ static int ur_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
-static int ur_query_port(struct ibv_context *context, uint8_t port_num,
-			 struct ibv_port_attr *port_attr, size_t port_attr_len)
+int ur_op_query_port(struct ibv_context *context, uint8_t port_num,
+		     struct ibv_port_attr *port_attr, size_t port_attr_len)
 {
 	struct ibv_port_attr full;
 	int rc;
@@ -122,7 +122,7 @@ static int ur_query_port(struct ibv_context *context, uint8_t port_num,
 UR_EXPORT int ibv_query_device(struct ibv_context *context,
 			       struct ibv_device_attr *device_attr)
 {
-	return ur_query_device_ex(context, NULL,
+	return ur_op_query_device_ex(context, NULL,
 				  (struct ibv_device_attr_ex *)device_attr,
 				  sizeof(*device_attr));
 }
@@ -136,13 +136,13 @@ UR_EXPORT int ibv_query_device(struct ibv_context *context,
 UR_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 			     struct _compat_ibv_port_attr *port_attr)
 {
-	return ur_query_port(context, port_num,
+	return ur_op_query_port(context, port_num,
 			     (struct ibv_port_attr *)port_attr,
 			     offsetof(struct ibv_port_attr, flags));
 }
 
-static int compat_query_port(struct ibv_context *context, uint8_t port_num,
-			     struct _compat_ibv_port_attr *port_attr)
+int ur_op_compat_query_port(struct ibv_context *context, uint8_t port_num,
+			    struct _compat_ibv_port_attr *port_attr)
 {
 	return ibv_query_port(context, port_num, port_attr);
 }
@@ -247,7 +247,7 @@ UR_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = htobe16(UR_DEFAULT_PKEY);
+	*pkey = htobe16(UR_PKEY_DEFAULT);
 	return 0;
 }
 
@@ -269,107 +269,6 @@ UR_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
 /* ------------------------------------------------------------------ */
 /* Open / close                                                         */
 /* ------------------------------------------------------------------ */
-
-static void *ur_legacy_unsupported(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-/*
- * Data-path slots of ibv_context_ops that the inline verbs call directly:
- * never left NULL (a NULL would crash the caller), replaced by the files that
- * implement them.
- */
-static struct ibv_mw *stub_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int stub_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-			struct ibv_mw_bind *mw_bind)
-{
-	return EOPNOTSUPP;
-}
-
-static int stub_dealloc_mw(struct ibv_mw *mw)
-{
-	return EOPNOTSUPP;
-}
-
-static int stub_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
-{
-	return -EOPNOTSUPP;
-}
-
-static int stub_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return EOPNOTSUPP;
-}
-
-static int stub_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			      struct ibv_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-static int stub_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			  struct ibv_send_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-static int stub_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			  struct ibv_recv_wr **bad_wr)
-{
-	*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-void ur_api_install_device_ops(struct verbs_context *vctx)
-{
-	struct ibv_context_ops *ops = &vctx->context.ops;
-
-	ops->_compat_query_device = ibv_query_device;
-	ops->_compat_query_port = compat_query_port;
-	ops->_compat_alloc_pd = ur_legacy_unsupported;
-	ops->_compat_dealloc_pd = ur_legacy_unsupported;
-	ops->_compat_reg_mr = ur_legacy_unsupported;
-	ops->_compat_rereg_mr = ur_legacy_unsupported;
-	ops->_compat_dereg_mr = ur_legacy_unsupported;
-	ops->_compat_create_cq = ur_legacy_unsupported;
-	ops->_compat_cq_event = ur_legacy_unsupported;
-	ops->_compat_resize_cq = ur_legacy_unsupported;
-	ops->_compat_destroy_cq = ur_legacy_unsupported;
-	ops->_compat_create_srq = ur_legacy_unsupported;
-	ops->_compat_modify_srq = ur_legacy_unsupported;
-	ops->_compat_query_srq = ur_legacy_unsupported;
-	ops->_compat_destroy_srq = ur_legacy_unsupported;
-	ops->_compat_create_qp = ur_legacy_unsupported;
-	ops->_compat_query_qp = ur_legacy_unsupported;
-	ops->_compat_modify_qp = ur_legacy_unsupported;
-	ops->_compat_destroy_qp = ur_legacy_unsupported;
-	ops->_compat_create_ah = ur_legacy_unsupported;
-	ops->_compat_destroy_ah = ur_legacy_unsupported;
-	ops->_compat_attach_mcast = ur_legacy_unsupported;
-	ops->_compat_detach_mcast = ur_legacy_unsupported;
-	ops->_compat_async_event = ur_legacy_unsupported;
-	/* data-path slots: verbs_mem.c / verbs_qp.c replace these */
-	ops->alloc_mw = stub_alloc_mw;
-	ops->bind_mw = stub_bind_mw;
-	ops->dealloc_mw = stub_dealloc_mw;
-	ops->poll_cq = stub_poll_cq;
-	ops->req_notify_cq = stub_req_notify_cq;
-	ops->post_srq_recv = stub_post_srq_recv;
-	ops->post_send = stub_post_send;
-	ops->post_recv = stub_post_recv;
-
-	vctx->query_device_ex = ur_query_device_ex;
-	vctx->query_port = ur_query_port;
-}
 
 UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -403,9 +302,7 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto err;
 	}
 
-	ur_api_install_device_ops(&uctx->vctx);
-	ur_api_install_mem_cq_ops(&uctx->vctx);
-	ur_api_install_qp_ops(&uctx->vctx);
+	ur_api_install_ops(&uctx->vctx);
 
 	pthread_mutex_lock(&dev->lock);
 	rc = -ur_nic_get(dev);

@@ -11,7 +11,9 @@
  *
  * Counters (ports/1/hw_counters and ports/1/counters) are rewritten from the
  * engine's every UR_DEVTREE_REFRESH_MS by one thread that runs while a
- * device is open. The tree is removed at exit; trees of processes that are
+ * device is open, each file only when its value changed (so they are at
+ * most two periods old while traffic flows, and an idle round writes
+ * nothing). The tree is removed at exit; trees of processes that are
  * gone (killed) are removed by the next process that publishes one.
  */
 #ifndef UR_API_IBVERBS_DEVTREE_H

@@ -4,13 +4,13 @@
  * report "not supported" without crashing.
  *
  * Who defines which exported verb (libibverbs.map lists them all):
- *  - device.c (abi): device list, names, GUID, index, open/close,
+ *  - device.c: device list, names, GUID, index, open/close,
  *    query_device(_ex), query_port, query_gid(_ex/_table), query_gid_type,
  *    query_pkey, get_pkey_index.
- *  - misc.c (abi): *_str helpers, rate helpers, fork helpers,
+ *  - misc.c: *_str helpers, rate helpers, fork helpers,
  *    ibv_copy_*_kern, sysfs, ibv_resolve_eth_l2_from_gid,
  *    ibv_query_qp_data_in_order.
- *  - verbs_mem.c (mem): ibv_alloc_pd, ibv_dealloc_pd, ibv_reg_mr,
+ *  - verbs_mem.c: ibv_alloc_pd, ibv_dealloc_pd, ibv_reg_mr,
  *    ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_rereg_mr, ibv_dereg_mr, MW ops,
  *    ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_create_cq,
  *    create_cq_ex op, ibv_resize_cq, ibv_destroy_cq, ibv_get_cq_event,
@@ -18,10 +18,12 @@
  *    ibv_modify_srq, ibv_query_srq, ibv_destroy_srq, post_srq_recv op,
  *    ibv_create_ah, ibv_create_ah_from_wc, ibv_init_ah_from_wc,
  *    ibv_destroy_ah, ibv_get_async_event, ibv_ack_async_event.
- *  - verbs_qp.c (qp): ibv_create_qp, create_qp_ex op, ibv_qp_to_qp_ex,
- *    ibv_query_qp, ibv_modify_qp, ibv_destroy_qp, post_send/post_recv ops,
- *    bind_mw op, ibv_wr_* ops.
- *  - compat.c (abi): the IBVERBS_1.0 compatibility versions.
+ *  - verbs_qp.c: ibv_create_qp, create_qp_ex op, ibv_qp_to_qp_ex,
+ *    ibv_query_qp, ibv_modify_qp, ibv_destroy_qp.
+ *  - verbs_post.c: post_send/post_recv/bind_mw ops, ibv_wr_start/
+ *    complete/abort (obj/post.c holds the ibv_wr_* builders).
+ *  - compat.c: the IBVERBS_1.0 compatibility versions.
+ *  - gsi.c: uroce_gsi_claim (UROCE_PRIVATE_1, for our librdmacm).
  *  - here: IBVERBS_PRIVATE_34 (the provider interface: providers such as
  *    libmlx5 and libefa are loaded by perftest/UCX and call
  *    verbs_register_driver_34 from a constructor; we accept and ignore it,
@@ -29,10 +31,9 @@
  *    multicast (ibv_attach/detach_mcast), ECE, import/unimport (needs a
  *    kernel context to share), dma-buf MRs (needs kernel dma-buf).
  *    Verbs that are inline in verbs.h (XRC, flows, WQs, RWQ indirection
- *    tables, counters, open_qp ...) go through verbs_context slots that
- *    we leave NULL, which verbs.h turns into EOPNOTSUPP/ENOSYS itself;
- *    device memory's are set by verbs_dm.c, TDs' and parent domains' by
- *    verbs_domain.c.
+ *    tables, counters, open_qp ...) go through context slots, which
+ *    ops.c fills: uroce's ops where we implement the verb, otherwise a
+ *    default that fails with EOPNOTSUPP.
  *
  * int-returning private functions return EOPNOTSUPP (they follow the
  * errno-value convention), pointer-returning ones NULL with errno set.

@@ -13,8 +13,8 @@
 #include "api/ibverbs/api_priv.h"
 #include "util/time.h"
 
-static int op_query_rt_values(struct ibv_context *ctx,
-			      struct ibv_values_ex *values)
+int ur_op_query_rt_values(struct ibv_context *ctx,
+			  struct ibv_values_ex *values)
 {
 	uint32_t filled = 0;
 
@@ -27,9 +27,4 @@ static int op_query_rt_values(struct ibv_context *ctx,
 	}
 	values->comp_mask = filled;
 	return 0;
-}
-
-void ur_api_install_clock_ops(struct verbs_context *vctx)
-{
-	vctx->query_rt_values = op_query_rt_values;
 }

@@ -22,8 +22,8 @@ static int dm_copy_from(void *dst, struct ibv_dm *dm, uint64_t off,
 	return ur_api_ret(ur_dm_copy_from(dst, to_ur_dm(dm), off, len));
 }
 
-static struct ibv_dm *op_alloc_dm(struct ibv_context *ctx,
-				  struct ibv_alloc_dm_attr *attr)
+struct ibv_dm *ur_op_alloc_dm(struct ibv_context *ctx,
+			      struct ibv_alloc_dm_attr *attr)
 {
 	struct ur_dm *dm = NULL;
 	int err = ur_dm_alloc(ctx, attr, &dm);
@@ -42,7 +42,7 @@ static struct ibv_dm *op_alloc_dm(struct ibv_context *ctx,
 	return &dm->ibdm;
 }
 
-static int op_free_dm(struct ibv_dm *dm)
+int ur_op_free_dm(struct ibv_dm *dm)
 {
 	int err = ur_live_take(UR_OBJ_DM, dm);
 
@@ -51,9 +51,9 @@ static int op_free_dm(struct ibv_dm *dm)
 	return ur_api_destroyed(dm, ur_dm_free(to_ur_dm(dm)));
 }
 
-static struct ibv_mr *op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
-				   uint64_t off, size_t len,
-				   unsigned int access)
+struct ibv_mr *ur_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			       uint64_t off, size_t len,
+			       unsigned int access)
 {
 	struct ur_mr *mr = NULL;
 	int err = ur_live_check(UR_OBJ_PD, pd);
@@ -74,11 +74,4 @@ static struct ibv_mr *op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 		return NULL;
 	}
 	return &mr->ibmr;
-}
-
-void ur_api_install_dm_ops(struct verbs_context *vctx)
-{
-	vctx->alloc_dm = op_alloc_dm;
-	vctx->free_dm = op_free_dm;
-	vctx->reg_dm_mr = op_reg_dm_mr;
 }

@@ -11,8 +11,8 @@
 #include "api/ibverbs/api_priv.h"
 #include "obj/obj_priv.h"
 
-static struct ibv_td *op_alloc_td(struct ibv_context *ctx,
-				  struct ibv_td_init_attr *attr)
+struct ibv_td *ur_op_alloc_td(struct ibv_context *ctx,
+			      struct ibv_td_init_attr *attr)
 {
 	struct ur_td *td = NULL;
 	int err = ur_td_alloc(ctx, attr, &td);
@@ -29,7 +29,7 @@ static struct ibv_td *op_alloc_td(struct ibv_context *ctx,
 	return &td->ibtd;
 }
 
-static int op_dealloc_td(struct ibv_td *td)
+int ur_op_dealloc_td(struct ibv_td *td)
 {
 	int err = ur_live_take(UR_OBJ_TD, td);
 
@@ -38,9 +38,9 @@ static int op_dealloc_td(struct ibv_td *td)
 	return ur_api_destroyed(td, ur_td_free(to_ur_td(td)));
 }
 
-static struct ibv_pd *
-op_alloc_parent_domain(struct ibv_context *ctx,
-		       struct ibv_parent_domain_init_attr *attr)
+struct ibv_pd *
+ur_op_alloc_parent_domain(struct ibv_context *ctx,
+			  struct ibv_parent_domain_init_attr *attr)
 {
 	struct ur_pd *pd = NULL;
 	int err = attr ? ur_live_check(UR_OBJ_PD, attr->pd) : -EINVAL;
@@ -59,11 +59,4 @@ op_alloc_parent_domain(struct ibv_context *ctx,
 		return NULL;
 	}
 	return &pd->ibpd;
-}
-
-void ur_api_install_domain_ops(struct verbs_context *vctx)
-{
-	vctx->alloc_td = op_alloc_td;
-	vctx->dealloc_td = op_dealloc_td;
-	vctx->alloc_parent_domain = op_alloc_parent_domain;
 }

@@ -140,10 +140,10 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /* ------------------------------------------------------------------ */
-/* MW (bind_mw is the qp engineer's: it queues a BIND_MW WQE)           */
+/* MW (binding a window queues a BIND_MW WQE: verbs_post.c)            */
 /* ------------------------------------------------------------------ */
 
-static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+struct ibv_mw *ur_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct ur_mw *mw = NULL;
 	int err = ur_live_check(UR_OBJ_PD, pd);
@@ -159,7 +159,7 @@ static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	return ptr_or_errno(err, err ? NULL : &mw->ibmw);
 }
 
-static int op_dealloc_mw(struct ibv_mw *mw)
+int ur_op_dealloc_mw(struct ibv_mw *mw)
 {
 	int err = ur_live_take(UR_OBJ_MW, mw);
 
@@ -168,8 +168,8 @@ static int op_dealloc_mw(struct ibv_mw *mw)
 	return ur_api_destroyed(mw, ur_mw_dealloc(to_ur_mw(mw)));
 }
 
-static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
-			uint32_t flags, struct ibv_sge *sg, uint32_t num_sge)
+int ur_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg, uint32_t num_sge)
 {
 	int err = ur_live_check(UR_OBJ_PD, pd);
 
@@ -183,7 +183,7 @@ static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 /* CQ                                                                   */
 /* ------------------------------------------------------------------ */
 
-static int op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ur_cq *cq = to_ur_cq(ibcq);
 	int got;
@@ -200,7 +200,7 @@ static int op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return got;
 }
 
-static int op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int ur_op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	return ur_api_ret(ur_cq_arm(to_ur_cq(ibcq), solicited_only));
 }
@@ -342,8 +342,8 @@ static void cq_set_ex_ops(struct ibv_cq_ex *c)
 	c->read_completion_wallclock_ns = ex_read_completion_wallclock_ns;
 }
 
-static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
-					 struct ibv_cq_init_attr_ex *attr)
+struct ibv_cq_ex *ur_op_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
 {
 	struct ur_cq *cq = NULL;
 	int err;
@@ -383,7 +383,7 @@ UR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 		.comp_vector = comp_vector >= 0 ? (uint32_t)comp_vector :
 						  UINT32_MAX,
 	};
-	struct ibv_cq_ex *c = op_create_cq_ex(context, &attr);
+	struct ibv_cq_ex *c = ur_op_create_cq_ex(context, &attr);
 
 	return c ? ibv_cq_ex_to_cq(c) : NULL;
 }
@@ -487,8 +487,8 @@ UR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	return ptr_or_errno(err, err ? NULL : &srq->ibsrq);
 }
 
-static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
-					struct ibv_srq_init_attr_ex *attr)
+struct ibv_srq *ur_op_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr)
 {
 	const uint32_t basic = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
 
@@ -545,8 +545,8 @@ UR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	return ur_api_destroyed(srq, ur_srq_destroy(to_ur_srq(srq)));
 }
 
-static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad)
+int ur_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad)
 {
 	return ur_api_ret(ur_srq_post(to_ur_srq(srq), wr, bad));
 }
@@ -641,20 +641,3 @@ UR_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 }
 
 /* ------------------------------------------------------------------ */
-
-void ur_api_install_mem_cq_ops(struct verbs_context *vctx)
-{
-	struct ibv_context_ops *ops = &vctx->context.ops;
-
-	ops->alloc_mw = op_alloc_mw;
-	ops->dealloc_mw = op_dealloc_mw;
-	ops->poll_cq = op_poll_cq;
-	ops->req_notify_cq = op_req_notify_cq;
-	ops->post_srq_recv = op_post_srq_recv;
-	vctx->create_cq_ex = op_create_cq_ex;
-	vctx->advise_mr = op_advise_mr;
-	vctx->create_srq_ex = op_create_srq_ex;
-	ur_api_install_dm_ops(vctx);
-	ur_api_install_domain_ops(vctx);
-	ur_api_install_clock_ops(vctx);
-}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * QP verbs: ibv_create_qp, the create_qp_ex op, ibv_qp_to_qp_ex,
- * ibv_query_qp, ibv_modify_qp, ibv_destroy_qp, and the post_send,
- * post_recv and bind_mw ops. obj/ checks and applies; this file turns
+ * ibv_query_qp, ibv_modify_qp and ibv_destroy_qp (posting is
+ * verbs_post.c's). obj/ checks and applies; this file turns
  * -errno into the verbs conventions (NULL + errno, or a positive errno)
  * and tells the engine what changed.
  *
@@ -18,11 +18,13 @@
 #include "obj/obj_priv.h"
 
 /*
- * Modifies are serialized so the engine hears about state changes in the
- * order they were applied (ur_engine_qp_modified takes the NIC's receive
- * lock and then qp->sq_lock, so it runs after ur_qp_modify released it).
+ * A QP's modifies are serialized by its qp->modify_lock, from obj/'s
+ * validation to the engine's apply, so the engine hears about its state
+ * changes in the order they were applied (ur_engine_qp_modified takes the
+ * NIC's receive lock and then qp->sq_lock, so it runs after ur_qp_modify
+ * released sq_lock), and destroy's engine teardown never overlaps one.
+ * Different QPs modify in parallel: nothing here is shared between them.
  */
-static pthread_mutex_t modify_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The PD, CQs and SRQ a new QP names must be live objects of ours. */
 static int check_objects(const struct ibv_qp_init_attr_ex *attr)
@@ -52,6 +54,8 @@ static struct ibv_qp *create_qp(struct ibv_context *ctx,
 	ret = ur_qp_create(ctx, attr, &attr->cap, &qp);
 	if (ret)
 		goto fail;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		ur_api_init_wr_batch_ops(qp);
 	ret = ur_engine_qp_init(qp);
 	if (ret) {
 		ur_qp_free(qp);
@@ -109,8 +113,8 @@ UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	return qp;
 }
 
-static struct ibv_qp *op_create_qp_ex(struct ibv_context *ctx,
-				      struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *ur_op_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr)
 {
 	if (!attr) {
 		errno = EINVAL;
@@ -169,11 +173,11 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		ret = -EINVAL;
 	if (ret)
 		return ur_api_ret(ret);
-	pthread_mutex_lock(&modify_lock);
+	pthread_mutex_lock(&qp->modify_lock);
 	ret = ur_qp_modify(qp, attr, attr_mask, &old);
 	if (!ret)
 		ur_engine_qp_modified(qp, old, attr_mask);
-	pthread_mutex_unlock(&modify_lock);
+	pthread_mutex_unlock(&qp->modify_lock);
 	if (!ret && qp->state == IBV_QPS_RESET)
 		clean_cqs(qp);
 	return ur_api_ret(ret);
@@ -188,63 +192,12 @@ UR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return ur_api_ret(err);
 	/* after unpublish no packet can find it (obj_lock write) */
 	ur_qp_unpublish(qp);
-	pthread_mutex_lock(&modify_lock);
+	pthread_mutex_lock(&qp->modify_lock);
 	ur_engine_qp_fini(qp);
-	pthread_mutex_unlock(&modify_lock);
+	pthread_mutex_unlock(&qp->modify_lock);
 	clean_cqs(qp);
 	ur_async_events_purge(ibqp->context, ibqp);
 	ur_qp_wait_acked(qp);
 	ur_qp_free(qp);
 	return ur_api_destroyed(ibqp, 0);
-}
-
-static int op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad)
-{
-	int err = ur_qp_post_send(to_ur_qp(ibqp), wr, bad);
-
-	if (err)
-		errno = err;
-	return err;
-}
-
-static int op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad)
-{
-	int err = ur_qp_post_recv(to_ur_qp(ibqp), wr, bad);
-
-	if (err)
-		errno = err;
-	return err;
-}
-
-static int op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
-		      struct ibv_mw_bind *bind)
-{
-	int err = ur_live_check(UR_OBJ_MW, mw);
-
-	if (!err && !bind)
-		err = -EINVAL;
-	if (!err && bind->bind_info.mr)
-		err = ur_live_check(UR_OBJ_MR, bind->bind_info.mr);
-	if (err)
-		return ur_api_ret(err);
-	err = ur_qp_bind_mw(to_ur_qp(ibqp), mw, bind);
-	if (err)
-		errno = err;
-	return err;
-}
-
-static const struct ur_qp_hooks qp_hooks = {
-	.sq_kick = ur_engine_sq_kick,
-	.rq_kick = ur_engine_rq_kick,
-};
-
-void ur_api_install_qp_ops(struct verbs_context *vctx)
-{
-	ur_qp_set_hooks(&qp_hooks);
-	vctx->create_qp_ex = op_create_qp_ex;
-	vctx->context.ops.post_send = op_post_send;
-	vctx->context.ops.post_recv = op_post_recv;
-	vctx->context.ops.bind_mw = op_bind_mw;
 }

@@ -8,17 +8,6 @@
 
 #include "api/rdmacm/rdmacm_priv.h"
 
-bool cma_addr_is_loopback(const union ur_sockaddr *sa)
-{
-	if (sa->sa.sa_family == AF_INET)
-		return (ntohl(sa->in.sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa.sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&sa->in6.sin6_addr) ||
-		       (IN6_IS_ADDR_V4MAPPED(&sa->in6.sin6_addr) &&
-			sa->in6.sin6_addr.s6_addr[12] == 127);
-	return false;
-}
-
 bool cma_addr_is_any(const union ur_sockaddr *sa)
 {
 	if (sa->sa.sa_family == AF_INET)

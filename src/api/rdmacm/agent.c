@@ -21,9 +21,7 @@
 #include "util/log.h"
 #include "util/time.h"
 
-#define GSI_QKEY 0x80010000u
-#define AGENT_SEND_DEPTH 128
-#define BUF_SIZE (UR_GRH_SIZE + UR_MAD_SIZE)
+#define BUF_SIZE (UR_GRH_BYTES + UR_MAD_SIZE)
 
 static int post_recv(struct cma_dev *d, unsigned int i)
 {
@@ -44,7 +42,7 @@ static int qp1_ready(struct cma_dev *d)
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = 1,
-		.qkey = GSI_QKEY,
+		.qkey = UR_GSI_QKEY,
 	};
 	int ret;
 
@@ -70,7 +68,7 @@ static void grh_src_gid(const uint8_t *grh, uint8_t gid[16])
 	}
 	memset(gid, 0, 10);
 	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, grh + UR_GRH_SIZE - 20 + 12, 4);
+	memcpy(gid + 12, grh + UR_GRH_BYTES - 20 + 12, 4);
 }
 
 static void agent_drain(struct cma_dev *d)
@@ -100,8 +98,8 @@ static void agent_drain(struct cma_dev *d)
 			pthread_mutex_lock(&cma.lock);
 			d->stats[CMA_STAT_RX]++;
 			if (wc[i].byte_len >= BUF_SIZE)
-				d->handlers->mad(d, gid, b + UR_GRH_SIZE,
-					       wc[i].byte_len - UR_GRH_SIZE);
+				d->handlers->mad(d, gid, b + UR_GRH_BYTES,
+						 wc[i].byte_len - UR_GRH_BYTES);
 			else
 				d->stats[CMA_STAT_DROP]++;
 			pthread_mutex_unlock(&cma.lock);
@@ -160,7 +158,7 @@ int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_UD,
 		.cap = {
-			.max_send_wr = AGENT_SEND_DEPTH,
+			.max_send_wr = UR_CM_AGENT_SEND_DEPTH,
 			.max_recv_wr = UR_CM_RECV_BUFS,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -182,7 +180,7 @@ int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 	if (fcntl(d->cch->fd, F_SETFL,
 		  fcntl(d->cch->fd, F_GETFL) | O_NONBLOCK) < 0)
 		goto err;
-	d->cq = ibv_create_cq(d->verbs, AGENT_SEND_DEPTH + UR_CM_RECV_BUFS,
+	d->cq = ibv_create_cq(d->verbs, UR_CM_AGENT_SEND_DEPTH + UR_CM_RECV_BUFS,
 			      NULL, d->cch, 0);
 	d->mr = ibv_reg_mr(d->agent_pd, d->bufs,
 			   (size_t)UR_CM_RECV_BUFS * BUF_SIZE,
@@ -283,7 +281,7 @@ static int agent_ah(struct cma_dev *d, const uint8_t gid[16])
 	struct ibv_ah_attr aa = {
 		.is_global = 1,
 		.port_num = 1,
-		.grh = { .sgid_index = 0, .hop_limit = UR_CM_HOP_LIMIT },
+		.grh = { .sgid_index = 0, .hop_limit = UR_DEFAULT_HOP_LIMIT },
 	};
 	unsigned int i;
 	int victim = -1;
@@ -335,7 +333,7 @@ int cma_agent_send(struct cma_dev *d, const uint8_t gid[16],
 	wr.wr_id = (uint64_t)slot;
 	wr.wr.ud.ah = d->ahs[slot].ah;
 	wr.wr.ud.remote_qpn = 1;
-	wr.wr.ud.remote_qkey = GSI_QKEY;
+	wr.wr.ud.remote_qkey = UR_GSI_QKEY;
 	ret = ibv_post_send(d->qp1, &wr, &bad);
 	if (!ret) {
 		d->ahs[slot].inflight++;

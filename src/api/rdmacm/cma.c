@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/rdmacm/cm_priv.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/time.h"
 
@@ -70,7 +71,7 @@ int cma_init(void)
 
 	if (cma.inited)
 		return cma.init_err;
-	ur_log_init();
+	(void)ur_config_get();	/* this library's UROCE_LOG */
 	list = ibv_get_device_list(&n);
 	if (!list || n <= 0) {
 		if (list)
@@ -103,13 +104,13 @@ static void dump_stats(void)
 	static const char *const names[] = {
 		"cm_mads_rx", "cm_mads_tx", "cm_retransmits", "cm_mads_dropped",
 	};
-	const char *v = getenv("UROCE_STATS");
+	const struct ur_config *cfg = ur_config_get();
 	FILE *f;
 	int i, k;
 
-	if (!v || !*v || !strcmp(v, "0") || !cma.ndev)
+	if (cfg->stats == UR_STATS_OFF || !cma.ndev)
 		return;
-	f = strcmp(v, "1") ? fopen(v, "a") : stderr;
+	f = cfg->stats_path ? fopen(cfg->stats_path, "a") : stderr;
 	if (!f)
 		return;
 	for (i = 0; i < cma.ndev; i++) {
@@ -123,11 +124,9 @@ static void dump_stats(void)
 		fclose(f);
 }
 
-#define LINGER_MAX_NS (3ULL * 1000000000ULL)
-
 __attribute__((destructor)) static void cma_fini(void)
 {
-	uint64_t until = ur_now_ns() + LINGER_MAX_NS;
+	uint64_t until = ur_now_ns() + UR_CM_LINGER_MAX_NS;
 	int i;
 
 	/* let the last DREQs be answered (struct cma_linger) */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The connection calls of rdma_cma.h: rdma_connect, rdma_accept,
- * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and what
- * rdma_destroy_id tells the peer. The protocol they start is described in
- * recv.c, which handles the answers.
+ * rdma_reject, rdma_establish, rdma_notify, rdma_disconnect, and
+ * rdma_destroy_id, which starts with what the connection tells the peer.
+ * The protocol they start is described in recv.c, which handles the
+ * answers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -131,7 +132,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	 * receive: the peer's send queue starts there. The Linux CM (rxe,
 	 * every kernel peer) sets rq_psn from the REQ it sends and sq_psn
 	 * from the REQ it receives; the e2e rping capture checks it. */
-	cid->rq_psn = ur_random_u32() & 0xFFFFFF;
+	cid->rq_psn = ur_random_u32() & UR_PSN_MASK;
 	cid->local_comm_id = cma_new_comm_id();
 	cid->remote_comm_id = 0;
 	cid->tid = cma_new_tid();
@@ -143,7 +144,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->service_id = ur_cm_service_id((uint16_t)id->ps,
 					 cma_addr_port(&id->route.addr.dst_addr));
 	r->local_ca_guid = cid->dev->guid;
-	r->local_qpn = cid->qp_num & 0xFFFFFF;
+	r->local_qpn = cid->qp_num & UR_QPN_MASK;
 	r->responder_resources = cid->resp_res;
 	r->initiator_depth = cid->init_depth;
 	r->remote_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
@@ -152,7 +153,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->starting_psn = cid->rq_psn;
 	r->local_cm_response_timeout = UR_CM_RESPONSE_TIMEOUT;
 	r->retry_count = cid->retry_count;
-	r->pkey = 0xFFFF;
+	r->pkey = UR_PKEY_DEFAULT;
 	r->path_mtu = (uint8_t)cid->path_mtu;
 	r->rnr_retry_count = cid->rnr_retry;
 	r->max_cm_retries = UR_CM_MAX_RETRIES;
@@ -163,7 +164,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	memcpy(r->primary.remote_gid, cid->dgid, 16);
 	r->primary.packet_rate = (uint8_t)cid->path.rate;
 	r->primary.traffic_class = cid->tos;
-	r->primary.hop_limit = UR_CM_HOP_LIMIT;
+	r->primary.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	r->primary.local_ack_timeout = cid->ack_timeout;
 
 	memset(&h, 0, sizeof(h));
@@ -209,7 +210,7 @@ static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 	memset(&m, 0, sizeof(m));
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REQ, cid->tid);
 	m.sidr_req.request_id = cid->local_comm_id;
-	m.sidr_req.pkey = 0xFFFF;
+	m.sidr_req.pkey = UR_PKEY_DEFAULT;
 	m.sidr_req.service_id = ur_cm_service_id(
 		(uint16_t)id->ps, cma_addr_port(&id->route.addr.dst_addr));
 	memset(&h, 0, sizeof(h));
@@ -256,7 +257,6 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return 0;
 	}
 	cid->qp_num = id->qp ? id->qp->qp_num : p->qp_num;
-	cid->rq_psn = ur_random_u32() & 0xFFFFFF;	/* goes in the REP */
 	cid->srq = id->qp ? id->qp->srq != NULL : p->srq;
 	cid->state = CMA_REP_SENT;
 	ret = cma_qp_connect(cid);
@@ -268,7 +268,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_REP, cid->tid);
 	r->local_comm_id = cid->local_comm_id;
 	r->remote_comm_id = cid->remote_comm_id;
-	r->local_qpn = cid->qp_num & 0xFFFFFF;
+	r->local_qpn = cid->qp_num & UR_QPN_MASK;
 	r->starting_psn = cid->rq_psn;
 	r->responder_resources = cid->resp_res;
 	r->initiator_depth = cid->init_depth;
@@ -443,7 +443,7 @@ static void linger(struct cma_id *id)
 }
 
 /* rdma_destroy_id: tell the peer; only a DREQ is retransmitted after. */
-void cma_conn_teardown(struct cma_id *id)
+static void conn_teardown(struct cma_id *id)
 {
 	struct ur_list *pos;
 
@@ -495,3 +495,35 @@ children:
 /* Receive                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Here rather than in id.c: an id's end starts with what its connection
+ * tells the peer (conn_teardown), and id.c sits below this file. */
+UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct cma_id *cid;
+
+	if (!id)
+		return cma_err(EINVAL);
+	cid = to_cma_id(id);
+	pthread_mutex_lock(&cma.lock);
+	cid->destroying = true;
+	conn_teardown(cid);
+	cma_rv_withdraw(cid);
+	if (cid->sync && id->event) {
+		struct rdma_cm_event *ev = id->event;
+
+		id->event = NULL;
+		pthread_mutex_unlock(&cma.lock);
+		rdma_ack_cm_event(ev);
+		pthread_mutex_lock(&cma.lock);
+	}
+	cma_chan_drop_events(cid);
+	/* rdma-core's rule: wait until every event handed out is acked */
+	while (cid->events_out > 0)
+		pthread_cond_wait(&cma.cond, &cma.lock);
+	ur_list_del(&cid->node);
+	pthread_mutex_unlock(&cma.lock);
+	if (cid->sync)
+		cma_chan_free(cid->chan);
+	free(cid);
+	return 0;
+}

@@ -13,8 +13,6 @@
 
 #include "api/rdmacm/rdmacm_priv.h"
 
-#define EP_TIMEOUT_MS 2000
-
 static int gai_errno(int e)
 {
 	switch (e) {
@@ -183,9 +181,9 @@ UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 		return 0;
 	}
 	ret = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr,
-				EP_TIMEOUT_MS);
+				UR_CM_RESOLVE_MS);
 	if (!ret)
-		ret = rdma_resolve_route(cid, EP_TIMEOUT_MS);
+		ret = rdma_resolve_route(cid, UR_CM_RESOLVE_MS);
 	if (!ret && qp_init_attr)
 		ret = rdma_create_qp(cid, pd, qp_init_attr);
 	if (ret)

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rdma_cm ids: creation, binding, address and route resolution, listening,
- * options, and the id's QP, which the CM moves through its states as
- * rdma-core does (INIT with no remote access at rdma_create_qp; the access
- * flags, RTR and RTS when the connection is made; ERR on disconnect).
+ * options and migration between channels. The id's QP is qp.c's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -76,37 +74,6 @@ UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 	return 0;
 }
 
-UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
-{
-	struct cma_id *cid;
-
-	if (!id)
-		return cma_err(EINVAL);
-	cid = to_cma_id(id);
-	pthread_mutex_lock(&cma.lock);
-	cid->destroying = true;
-	cma_conn_teardown(cid);
-	cma_rv_withdraw(cid);
-	if (cid->sync && id->event) {
-		struct rdma_cm_event *ev = id->event;
-
-		id->event = NULL;
-		pthread_mutex_unlock(&cma.lock);
-		rdma_ack_cm_event(ev);
-		pthread_mutex_lock(&cma.lock);
-	}
-	cma_chan_drop_events(cid);
-	/* rdma-core's rule: wait until every event handed out is acked */
-	while (cid->events_out > 0)
-		pthread_cond_wait(&cma.cond, &cma.lock);
-	ur_list_del(&cid->node);
-	pthread_mutex_unlock(&cma.lock);
-	if (cid->sync)
-		cma_chan_free(cid->chan);
-	free(cid);
-	return 0;
-}
-
 static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
 		       const union ur_sockaddr *sa, uint16_t port)
 {
@@ -150,7 +117,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	memcpy(&sa, addr, len);
 	if (!cma_addr_is_any(&sa)) {
 		dev = cma_dev_by_addr(&sa);
-		if (!dev && cma_addr_is_loopback(&sa) && cma.ndev)
+		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev)
 			dev = &cma.devs[0];	/* rendezvous (rendezvous.c) */
 		if (!dev)
 			return EADDRNOTAVAIL;
@@ -179,7 +146,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 		id->dev = dev;
 		id->id.verbs = dev->verbs;
 		id->id.port_num = 1;
-		id->id.pd = NULL;
+		id->id.pd = dev->pd;	/* rdma-core: the device's PD */
 	}
 	return 0;
 }
@@ -196,7 +163,7 @@ UR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return ret ? cma_err(ret) : 0;
 }
 
-/* Fills the path record of a resolved route (wire notes §5.5). */
+/* Fills the path record of a resolved route (docs/wire-notes.md §5.5). */
 static void fill_path(struct cma_id *id)
 {
 	struct ibv_sa_path_rec *p = &id->path;
@@ -207,8 +174,8 @@ static void fill_path(struct cma_id *id)
 	p->slid = p->dlid = htobe16(0xFFFF);
 	p->reversible = 1;
 	p->numb_path = 1;
-	p->pkey = htobe16(0xFFFF);
-	p->hop_limit = UR_CM_HOP_LIMIT;
+	p->pkey = htobe16(UR_PKEY_DEFAULT);
+	p->hop_limit = UR_DEFAULT_HOP_LIMIT;
 	p->traffic_class = id->tos;
 	p->mtu_selector = 2;	/* exactly */
 	p->mtu = id->dev->mtu;
@@ -220,7 +187,7 @@ static void fill_path(struct cma_id *id)
 	id->id.route.num_paths = 1;
 	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gid, 16);
 	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
-	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 }
 
 /*
@@ -240,7 +207,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 		memcpy(id->dgid, own->gid, 16);
 		return 0;
 	}
-	if (cma_addr_is_loopback(dst)) {
+	if (ur_addr_is_loopback(dst)) {
 		id->loop_dst = true;
 		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
 			return 0;
@@ -298,6 +265,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 			goto out;
 		}
 		id->verbs = cid->dev->verbs;
+		id->pd = cid->dev->pd;
 		id->port_num = 1;
 	}
 	/* an unspecified source becomes the device's own address */
@@ -321,7 +289,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		cid->state = CMA_ADDR_RESOLVED;
 		memcpy(id->route.addr.addr.ibaddr.sgid.raw, cid->dev->gid, 16);
 		memcpy(id->route.addr.addr.ibaddr.dgid.raw, cid->dgid, 16);
-		id->route.addr.addr.ibaddr.pkey = htobe16(0xFFFF);
+		id->route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 		cma_event_post(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0,
 			       NULL, NULL);
 	}
@@ -487,242 +455,4 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	if (was_sync && old != to)
 		cma_chan_free(old);
 	return 0;
-}
-
-/* Attributes for moving the id's QP to state (rdma_init_qp_attr). Lock held. */
-int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
-		struct ibv_qp_attr *a, int *mask)
-{
-	bool connected = id->state >= CMA_REQ_SENT;
-
-	memset(a, 0, sizeof(*a));
-	a->qp_state = state;
-	switch (state) {
-	case IBV_QPS_INIT:
-		a->pkey_index = 0;
-		a->port_num = 1;
-		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-		if (id->id.qp_type == IBV_QPT_UD) {
-			a->qkey = RDMA_UDP_QKEY;
-			*mask |= IBV_QP_QKEY;
-			return 0;
-		}
-		a->qp_access_flags = 0;
-		if (connected) {
-			a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-			if (id->resp_res)
-				a->qp_access_flags |= IBV_ACCESS_REMOTE_READ |
-						      IBV_ACCESS_REMOTE_ATOMIC;
-		}
-		*mask |= IBV_QP_ACCESS_FLAGS;
-		return 0;
-	case IBV_QPS_RTR:
-		*mask = IBV_QP_STATE;
-		if (id->id.qp_type == IBV_QPT_UD)
-			return 0;
-		if (!connected)
-			return EINVAL;
-		a->path_mtu = id->path_mtu;
-		a->dest_qp_num = id->remote_qpn;
-		a->rq_psn = id->rq_psn;
-		a->max_dest_rd_atomic = id->resp_res;
-		a->min_rnr_timer = 0;	/* 655 ms, as rdma-core's CM programs */
-		a->ah_attr.is_global = 1;
-		a->ah_attr.port_num = 1;
-		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
-		a->ah_attr.grh.sgid_index = 0;
-		a->ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
-		a->ah_attr.grh.traffic_class = id->tos;
-		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			 IBV_QP_MIN_RNR_TIMER;
-		return 0;
-	case IBV_QPS_RTS:
-		a->sq_psn = id->sq_psn;
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (id->id.qp_type == IBV_QPT_UD)
-			return 0;
-		if (!connected)
-			return EINVAL;
-		a->timeout = id->ack_timeout;
-		a->retry_cnt = id->retry_count;
-		a->rnr_retry = id->rnr_retry;
-		a->max_rd_atomic = id->init_depth;
-		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			 IBV_QP_MAX_QP_RD_ATOMIC;
-		return 0;
-	default:
-		return EINVAL;
-	}
-}
-
-UR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
-				struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
-{
-	int ret;
-
-	if (!id || !qp_attr || !qp_attr_mask)
-		return cma_err(EINVAL);
-	pthread_mutex_lock(&cma.lock);
-	ret = cma_qp_attr(to_cma_id(id), qp_attr->qp_state, qp_attr,
-			  qp_attr_mask);
-	pthread_mutex_unlock(&cma.lock);
-	return ret ? cma_err(ret) : 0;
-}
-
-/* Moves id->qp to state with cma_qp_attr's attributes. Lock held. */
-int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state)
-{
-	struct ibv_qp_attr a;
-	int mask, ret;
-
-	if (!id->id.qp)
-		return 0;
-	ret = cma_qp_attr(id, state, &a, &mask);
-	if (ret)
-		return ret;
-	return ibv_modify_qp(id->id.qp, &a, mask);
-}
-
-void cma_qp_to_err(struct cma_id *id)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
-	if (id->id.qp)
-		ibv_modify_qp(id->id.qp, &a, IBV_QP_STATE);
-}
-
-static int create_cqs(struct cma_id *cid, struct ibv_qp_init_attr_ex *attr)
-{
-	struct rdma_cm_id *id = &cid->id;
-
-	if (!attr->send_cq) {
-		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
-		if (!id->send_cq_channel)
-			return errno ? errno : ENOMEM;
-		id->send_cq = ibv_create_cq(id->verbs,
-					    (int)(attr->cap.max_send_wr ?
-						  attr->cap.max_send_wr : 1),
-					    id, id->send_cq_channel, 0);
-		if (!id->send_cq)
-			return errno ? errno : ENOMEM;
-		attr->send_cq = id->send_cq;
-	}
-	if (!attr->recv_cq && !attr->srq) {
-		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-		if (!id->recv_cq_channel)
-			return errno ? errno : ENOMEM;
-		id->recv_cq = ibv_create_cq(id->verbs,
-					    (int)(attr->cap.max_recv_wr ?
-						  attr->cap.max_recv_wr : 1),
-					    id, id->recv_cq_channel, 0);
-		if (!id->recv_cq)
-			return errno ? errno : ENOMEM;
-		attr->recv_cq = id->recv_cq;
-	}
-	return 0;
-}
-
-static void destroy_cqs(struct rdma_cm_id *id)
-{
-	if (id->send_cq)
-		ibv_destroy_cq(id->send_cq);
-	if (id->send_cq_channel)
-		ibv_destroy_comp_channel(id->send_cq_channel);
-	if (id->recv_cq)
-		ibv_destroy_cq(id->recv_cq);
-	if (id->recv_cq_channel)
-		ibv_destroy_comp_channel(id->recv_cq_channel);
-	id->send_cq = id->recv_cq = NULL;
-	id->send_cq_channel = id->recv_cq_channel = NULL;
-}
-
-UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
-				struct ibv_qp_init_attr_ex *attr)
-{
-	struct cma_id *cid;
-	struct ibv_qp *qp;
-	int ret;
-
-	if (!id || !attr || !id->verbs)
-		return cma_err(EINVAL);
-	cid = to_cma_id(id);
-	if (id->qp)
-		return cma_err(EINVAL);
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-		attr->pd = id->pd ? id->pd : cid->dev->pd;
-		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
-	}
-	if (attr->pd->context != id->verbs)
-		return cma_err(EINVAL);
-	if (!attr->srq && id->srq)
-		attr->srq = id->srq;
-	ret = create_cqs(cid, attr);
-	if (ret) {
-		destroy_cqs(id);
-		return cma_err(ret);
-	}
-	qp = ibv_create_qp_ex(id->verbs, attr);
-	if (!qp) {
-		ret = errno ? errno : ENOMEM;
-		destroy_cqs(id);
-		return cma_err(ret);
-	}
-	pthread_mutex_lock(&cma.lock);
-	id->qp = qp;
-	id->pd = attr->pd;	/* rdma_verbs.h's rdma_reg_msgs() uses it */
-	cid->srq = attr->srq != NULL;
-	ret = cma_modify_qp(cid, IBV_QPS_INIT);
-	if (!ret && id->qp_type == IBV_QPT_UD) {
-		cid->sq_psn = ur_random_u32() & 0xFFFFFF;
-		ret = cma_modify_qp(cid, IBV_QPS_RTR);
-		if (!ret)
-			ret = cma_modify_qp(cid, IBV_QPS_RTS);
-	}
-	if (ret)
-		id->qp = NULL;
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		ibv_destroy_qp(qp);
-		destroy_cqs(id);
-		return cma_err(ret);
-	}
-	return 0;
-}
-
-UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
-			     struct ibv_qp_init_attr *qp_init_attr)
-{
-	struct ibv_qp_init_attr_ex ax;
-	int ret;
-
-	if (!id || !qp_init_attr)
-		return cma_err(EINVAL);
-	memset(&ax, 0, sizeof(ax));
-	memcpy(&ax, qp_init_attr, sizeof(*qp_init_attr));
-	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
-	ax.pd = pd;
-	ret = rdma_create_qp_ex(id, &ax);
-	if (ret)
-		return ret;
-	qp_init_attr->send_cq = ax.send_cq;
-	qp_init_attr->recv_cq = ax.recv_cq;
-	qp_init_attr->srq = ax.srq;
-	qp_init_attr->cap = ax.cap;
-	return 0;
-}
-
-UR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
-{
-	struct ibv_qp *qp;
-
-	if (!id)
-		return;
-	pthread_mutex_lock(&cma.lock);
-	qp = id->qp;
-	id->qp = NULL;
-	pthread_mutex_unlock(&cma.lock);
-	if (qp)
-		ibv_destroy_qp(qp);
-	destroy_cqs(id);
 }

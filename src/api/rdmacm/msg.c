@@ -17,7 +17,7 @@
 
 uint64_t cma_interval_ns(void)
 {
-	return ur_cm_timeout_us(UR_CM_RESPONSE_TIMEOUT) * 1000;
+	return ur_iba_timeout_ns(UR_CM_RESPONSE_TIMEOUT);
 }
 
 uint32_t cma_new_comm_id(void)
@@ -197,7 +197,7 @@ void cma_send_sidr_rep(struct cma_dev *dev, const uint8_t gid[16],
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REP, tid);
 	m.sidr_rep.request_id = request_id;
 	m.sidr_rep.status = status;
-	m.sidr_rep.qpn = qpn & 0xFFFFFF;
+	m.sidr_rep.qpn = qpn & UR_QPN_MASK;
 	m.sidr_rep.service_id = sid;
 	m.sidr_rep.qkey = qkey;
 	if (pdata && len)

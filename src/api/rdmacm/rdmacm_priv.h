@@ -10,9 +10,10 @@
  * runs the retransmission timers, handing both to the CM state machine
  * through struct cma_agent_handlers. Bottom to top: addr.c (address
  * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
- * directory), channel.c (events), id.c (addresses, routes, QPs), msg.c
- * (CM messages out) and recv.c (CM messages in, timers), conn.c (the
- * application's connect/accept/disconnect calls).
+ * directory), channel.c (events), qp.c (the id's QP), id.c (ids,
+ * addresses, routes), msg.c (CM messages out) and recv.c (CM messages in,
+ * timers), conn.c (the application's connect/accept/disconnect calls and
+ * rdma_destroy_id).
  */
 #ifndef UR_API_RDMACM_PRIV_H
 #define UR_API_RDMACM_PRIV_H
@@ -22,22 +23,12 @@
 #include <stdint.h>
 #include <rdma/rdma_cma.h>
 
+#include "api/rdmacm/params.h"
 #include "cm/mad.h"
 #include "util/addr.h"
 #include "util/compiler.h"
+#include "util/iba.h"
 #include "util/list.h"
-
-/* CM timing (docs/design.md, "Connection manager"). */
-#define UR_CM_RESPONSE_TIMEOUT 18	/* 4.096 us * 2^18 = 1.07 s per try */
-#define UR_CM_MAX_RETRIES 6		/* REQ/REP/DREQ sent at most 1 + 6 times */
-#define UR_CM_MRA_TIMEOUT 24		/* what our MRA asks for: 68.7 s */
-#define UR_CM_ACK_TIMEOUT 14		/* RC local ACK timeout: 67 ms */
-#define UR_CM_TARGET_ACK_DELAY 10	/* REP: what our responder adds, 4 ms */
-#define UR_CM_HOP_LIMIT 64
-#define UR_CM_RECV_BUFS 64
-#define UR_GRH_SIZE 40
-#define UR_CM_RV_WAIT_NS (500ULL * 1000000)	/* see conn.c, rdma_connect */
-#define UR_CM_RV_POLL_NS (20ULL * 1000000)
 
 struct cma_dev {
 	struct ibv_context *verbs;
@@ -196,7 +187,6 @@ struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
 struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa);
 
 /* addr.c */
-bool cma_addr_is_loopback(const union ur_sockaddr *sa);
 bool cma_addr_is_any(const union ur_sockaddr *sa);
 uint16_t cma_addr_port(const struct sockaddr *sa);
 void cma_addr_set_port(struct sockaddr *sa, uint16_t port);
@@ -232,16 +222,15 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to);
 /* id.c */
 struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
-int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
-		struct ibv_qp_attr *attr, int *mask);
-int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);
-void cma_qp_to_err(struct cma_id *id);
 void cma_fill_path(struct cma_id *id);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
 
-/* conn.c (lock held) */
-void cma_conn_teardown(struct cma_id *id);	/* on rdma_destroy_id */
+/* qp.c (lock held) */
+int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
+		struct ibv_qp_attr *attr, int *mask);
+int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);
+void cma_qp_to_err(struct cma_id *id);
 
 /*
  * agent.c. The agent sits below the CM state machine and calls it only

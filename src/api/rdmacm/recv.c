@@ -135,6 +135,7 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->listener = l;
 	c->dev = dev;
 	c->id.verbs = dev->verbs;
+	c->id.pd = dev->pd;
 	c->id.port_num = 1;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
@@ -149,6 +150,8 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->tid = m->hdr.tid;
 	c->remote_qpn = r->local_qpn;
 	c->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
+	/* drawn now, not at accept: rdma_init_qp_attr(RTR) may come first */
+	c->rq_psn = ur_random_u32() & UR_PSN_MASK;
 	c->path_mtu = r->path_mtu < dev->mtu && r->path_mtu ?
 			      (enum ibv_mtu)r->path_mtu : dev->mtu;
 	c->retry_count = r->retry_count;
@@ -232,6 +235,7 @@ static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->listener = l;
 	c->dev = dev;
 	c->id.verbs = dev->verbs;
+	c->id.pd = dev->pd;
 	c->id.port_num = 1;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
@@ -275,7 +279,7 @@ static void handle_sidr_rep(struct cma_dev *dev, const struct ur_cm_msg *m)
 	ud.ah_attr.port_num = 1;
 	memcpy(ud.ah_attr.grh.dgid.raw, id->peer_gid, 16);
 	ud.ah_attr.grh.sgid_index = 0;
-	ud.ah_attr.grh.hop_limit = UR_CM_HOP_LIMIT;
+	ud.ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	ud.ah_attr.grh.traffic_class = id->tos;
 	cma_event_post_ud(id, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
 			  UR_CM_SIDR_REP_PDATA, &ud, NULL);
@@ -429,7 +433,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 			/* the peer is alive but slow: wait, do not resend */
 			id->retries_left = 0;
 			id->deadline_ns = ur_now_ns() + cma_interval_ns() +
-				ur_cm_timeout_us(m.mra.service_timeout) * 1000;
+				ur_iba_timeout_ns(m.mra.service_timeout);
 		}
 		return;
 	case UR_CM_ATTR_REJ:

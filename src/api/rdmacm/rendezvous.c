@@ -5,7 +5,8 @@
  * loopback address that is not a device's, or to the wildcard, publishes
  * itself in a per-user directory
  *
- *   $XDG_RUNTIME_DIR/uroce-<uid>/cm/  (else /tmp/uroce-<uid>/cm/)
+ *   <runtime root>/cm/  (util/rundir.h: $XDG_RUNTIME_DIR/uroce-<uid>/cm/,
+ *                        else /tmp/uroce-<uid>/cm/)
  *
  * as a file "<ps>-<port>-<address|any>" holding "<pid> <device GID>".
  * rdma_resolve_addr/rdma_connect of a loopback destination reads the exact
@@ -26,26 +27,20 @@
 #include <sys/stat.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
+#include "util/rundir.h"
 
+/* The runtime root (util/rundir.h, which refuses someone else's) + /cm. */
 static int rv_dir(char *buf, size_t len)
 {
-	const char *base = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
-	int n;
+	size_t n;
+	int rc = ur_rundir_root(buf, len);
 
-	if (!base || !*base || stat(base, &st) || !S_ISDIR(st.st_mode) ||
-	    access(base, W_OK))
-		base = "/tmp";
-	n = snprintf(buf, len, "%s/uroce-%u", base, (unsigned int)getuid());
-	if (n < 0 || (size_t)n >= len)
+	if (rc)
+		return -rc;
+	n = strlen(buf);
+	if (n + sizeof("/cm") > len)
 		return ENAMETOOLONG;
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return errno;
-	if (stat(buf, &st) || st.st_uid != getuid())
-		return EACCES;	/* someone else's directory: do not trust it */
-	n = snprintf(buf, len, "%s/uroce-%u/cm", base, (unsigned int)getuid());
-	if (n < 0 || (size_t)n >= len)
-		return ENAMETOOLONG;
+	memcpy(buf + n, "/cm", sizeof("/cm"));
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return errno;
 	return 0;
@@ -97,7 +92,7 @@ int cma_rv_publish(struct cma_id *id)
 	int fd, ret, tries;
 
 	if (!cma_addr_is_any(sa) &&
-	    !(cma_addr_is_loopback(sa) && !cma_dev_by_addr(sa)))
+	    !(ur_addr_is_loopback(sa) && !cma_dev_by_addr(sa)))
 		return 0;	/* a device address: reachable as it is */
 	if (!cma.ndev)
 		return ENODEV;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One process, one device, one PD and CQ, RC pairs connected over
- * loopback: the harness of the api tests that move data (test_mem_rules.c,
- * test_dm.c). Include once per test program; setup/teardown are the group's.
+ * loopback (rc_connect.h): the harness of the api tests that move data
+ * (test_mem_rules.c, test_dm.c, test_post_paths.c, ...). Include once per test program; setup/teardown are the group's.
  */
 #ifndef UR_TESTS_API_RC_PAIR_H
 #define UR_TESTS_API_RC_PAIR_H
@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <infiniband/verbs.h>
+
+#include "rc_connect.h"
 
 static struct ibv_device **list;
 static struct ibv_context *ctx;
@@ -67,46 +69,6 @@ static inline struct ibv_wc wait_wr(uint64_t wr_id)
 	return wc;
 }
 
-static inline void to_rts(struct ibv_qp *qp, uint32_t dest)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-	};
-
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE |
-				       IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 2;
-	a.rnr_retry = 2;
-	a.max_rd_atomic = 4;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				       IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
-
 static inline struct ibv_qp *qp_new(struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr qa = {
@@ -123,8 +85,16 @@ static inline struct ibv_qp *qp_new(struct ibv_srq *srq)
 
 static inline void connect_pair(struct ibv_qp *a, struct ibv_qp *b)
 {
-	to_rts(a, b->qp_num);
-	to_rts(b, a->qp_num);
+	rc_to_rts(a, b->qp_num, &gid, &rc_conn_default);
+	rc_to_rts(b, a->qp_num, &gid, &rc_conn_default);
+}
+
+/* Two new RC QPs on the shared CQ, connected to each other. */
+static inline void pair_new(struct ibv_qp *qps[2])
+{
+	qps[0] = qp_new(NULL);
+	qps[1] = qp_new(NULL);
+	connect_pair(qps[0], qps[1]);
 }
 
 static inline void destroy_qps(struct ibv_qp **qps, int n)

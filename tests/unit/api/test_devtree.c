@@ -2,7 +2,7 @@
 /*
  * The per-process device tree through the public API, as a sysfs reader
  * sees it: paths, the values the verbs queries return, live hw_counters
- * while traffic flows, removal at exit, removal of a SIGKILLed process's
+ * while traffic flows, next to no CPU while idle, removal at exit, removal of a SIGKILLed process's
  * tree by the next process, no trampling between a parent and its child,
  * and the trees of live processes left alone.
  */
@@ -12,8 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -329,6 +331,95 @@ static void t_fork_exit_and_kill(void **state)
 	assert_true(exists(mine));
 }
 
+/* CPU time of this process's thread named name (schedstat: ns), or of
+ * the whole process when there is no such thread or no schedstat. */
+static uint64_t thread_cpu_ns(const char *name)
+{
+	char path[64], comm[32];
+	unsigned long long ns;
+	struct dirent *e;
+	struct timespec ts;
+	DIR *d = opendir("/proc/self/task");
+	FILE *f;
+
+	while (d && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		if (strcmp(comm, name))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/schedstat",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%llu", &ns) == 1) {
+			fclose(f);
+			closedir(d);
+			return ns;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * An open device with no traffic costs (next to) no CPU: the refresher
+ * sleeps between rounds and a round with unchanged counters writes
+ * nothing. (Its timed wait once used CLOCK_MONOTONIC deadlines on a
+ * CLOCK_REALTIME condition variable and never slept: half a core per
+ * process with a device open.)
+ */
+static void t_idle_is_cheap(void **state)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	char path[PATH_MAX], file[PATH_MAX];
+	struct stat before, after;
+	uint64_t cpu0, cpu = 0, v0 = 0, v1 = 1;
+	int n, tries;
+
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	ctx = ibv_open_device(list[0]);
+	assert_non_null(ctx);
+	snprintf(path, sizeof(path), "%s/ports/1/hw_counters",
+		 list[0]->ibdev_path);
+	snprintf(file, sizeof(file), "%s/ports/1/hw_counters/rcvd_pkts",
+		 list[0]->ibdev_path);
+	usleep(150 * 1000);	/* the refresher's first rounds */
+	/* a stray datagram (an earlier test's peer) moves the counters: then
+	 * measure again */
+	for (tries = 0; tries < 5 && v0 != v1; tries++) {
+		v0 = read_u64(path, "link_rx_pkts") +
+		     read_u64(path, "link_tx_pkts");
+		assert_int_equal(stat(file, &before), 0);
+		cpu0 = thread_cpu_ns("uroce-devtree");
+		usleep(1000 * 1000);
+		cpu = thread_cpu_ns("uroce-devtree") - cpu0;
+		v1 = read_u64(path, "link_rx_pkts") +
+		     read_u64(path, "link_tx_pkts");
+	}
+	assert_int_equal(v0, v1);
+	/* 20 rounds: a spinning refresher burns hundreds of ms here */
+	print_message("idle second: %" PRIu64 " us of the refresher's CPU\n",
+		      cpu / 1000);
+	assert_true(cpu < 20 * 1000000ull);
+	/* still the file written before (a rewrite renames a new one in) */
+	assert_int_equal(stat(file, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+}
+
 static int setup(void **state)
 {
 	char tmpl[] = "/tmp/uroce-devtree-XXXXXX";
@@ -359,6 +450,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_layout_and_values),
 		cmocka_unit_test(t_live_counters),
+		cmocka_unit_test(t_idle_is_cheap),
 		cmocka_unit_test(t_fork_exit_and_kill),
 	};
 

@@ -43,8 +43,8 @@ static void rand_v4(union ur_sockaddr *s, uint16_t port)
 	s->in.sin_addr.s_addr = htonl(0x7f000000u | r);
 }
 
-static int open_on(const union ur_sockaddr *bind, int gso, int gro,
-		   struct ur_link **out)
+static int open_fault(const union ur_sockaddr *bind, int gso, int gro,
+		      const char *fault, struct ur_link **out)
 {
 	struct ur_link_config c;
 
@@ -52,7 +52,14 @@ static int open_on(const union ur_sockaddr *bind, int gso, int gro,
 	c.bind = *bind;
 	c.use_gso = gso;
 	c.use_gro = gro;
+	c.fault = fault;
 	return ur_link_open(&c, out);
+}
+
+static int open_on(const union ur_sockaddr *bind, int gso, int gro,
+		   struct ur_link **out)
+{
+	return open_fault(bind, gso, gro, NULL, out);
 }
 
 /* Two IPv4 links on random 127/8 addresses, ephemeral ports. */
@@ -508,13 +515,9 @@ static void test_fault_bad_spec(void **state)
 	struct ur_link *a;
 
 	rand_v4(&s, 0);
-	setenv("UROCE_FAULT", "seed=1,bogus=3", 1);
-	assert_int_equal(open_on(&s, 1, 1, &a), -EINVAL);
-	setenv("UROCE_FAULT", "drop=1.5", 1);
-	assert_int_equal(open_on(&s, 1, 1, &a), -EINVAL);
-	setenv("UROCE_FAULT", "seed=9,drop=1", 1);
-	assert_int_equal(open_on(&s, 1, 1, &a), 0);
-	unsetenv("UROCE_FAULT");
+	assert_int_equal(open_fault(&s, 1, 1, "seed=1,bogus=3", &a), -EINVAL);
+	assert_int_equal(open_fault(&s, 1, 1, "drop=1.5", &a), -EINVAL);
+	assert_int_equal(open_fault(&s, 1, 1, "seed=9,drop=1", &a), 0);
 	assert_int_equal(ur_link_set_fault(a, "dir=sideways"), -EINVAL);
 	assert_int_equal(ur_link_set_fault(a, "drop"), -EINVAL);
 	assert_int_equal(ur_link_set_fault(a, "delay=0.5"), -EINVAL);
@@ -522,7 +525,7 @@ static void test_fault_bad_spec(void **state)
 	ur_link_close(a);
 }
 
-/* With UROCE_FAULT at open, ur_link_fd() wakes a poller when a held
+/* With a fault spec at open, ur_link_fd() wakes a poller when a held
  * datagram is due, and ur_link_recv() then lets it out. */
 static void test_fault_fd_timer(void **state)
 {
@@ -536,9 +539,8 @@ static void test_fault_fd_timer(void **state)
 
 	memset(&p, 0, sizeof(p));
 	rand_v4(&s, 0);
-	setenv("UROCE_FAULT", "seed=2,delay_us=20000", 1);
-	assert_int_equal(open_on(&s, 1, 1, &p.a), 0);
-	unsetenv("UROCE_FAULT");
+	assert_int_equal(open_fault(&s, 1, 1, "seed=2,delay_us=20000", &p.a),
+			 0);
 	rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, 1, 1, &p.b), 0);
 	ur_link_local_addr(p.b, &p.ba);

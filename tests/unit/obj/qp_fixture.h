@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A device, context, PDs, CQs and an AH built by hand (no NIC, no engine)
- * for the QP unit tests, plus doorbell hooks that count kicks.
+ * for the QP unit tests, and the send-side calls with qp->sq_lock held as
+ * api/ holds it (api/ also rings the engine's doorbell; here nobody does).
  */
 #ifndef UR_TEST_QP_FIXTURE_H
 #define UR_TEST_QP_FIXTURE_H
@@ -20,22 +21,53 @@ struct qp_fx {
 	struct ur_cq cq, cq2;
 	struct ur_ah ah, ah2;
 	struct ur_srq srq;
-	int sq_kicks;
-	int rq_kicks;
 };
 
-static struct qp_fx *qp_fx_cur;
-
-static void qp_fx_sq_kick(struct ur_qp *qp)
+static inline int qp_fx_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
+				  struct ibv_send_wr **bad)
 {
-	(void)qp;
-	qp_fx_cur->sq_kicks++;
+	int ret;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	ret = ur_qp_post_send(qp, wr, bad);
+	pthread_mutex_unlock(&qp->sq_lock);
+	return ret;
 }
 
-static void qp_fx_rq_kick(struct ur_qp *qp)
+static inline int qp_fx_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
+				const struct ibv_mw_bind *bind)
 {
-	(void)qp;
-	qp_fx_cur->rq_kicks++;
+	int ret;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	ret = ur_qp_bind_mw(qp, mw, bind);
+	pthread_mutex_unlock(&qp->sq_lock);
+	return ret;
+}
+
+static void qp_fx_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct ur_qp *qp = to_ur_qp_ex(qpx);
+
+	pthread_mutex_lock(&qp->sq_lock);
+	ur_qp_wr_begin(qp);
+}
+
+static int qp_fx_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct ur_qp *qp = to_ur_qp_ex(qpx);
+	int ret = ur_qp_wr_end(qp);
+
+	pthread_mutex_unlock(&qp->sq_lock);
+	return ret;
+}
+
+static void qp_fx_wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct ur_qp *qp = to_ur_qp_ex(qpx);
+
+	ur_qp_wr_rewind(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
 }
 
 static void qp_fx_set_gid(struct ur_device *dev, unsigned int i,
@@ -51,10 +83,6 @@ static void qp_fx_set_gid(struct ur_device *dev, unsigned int i,
 
 static struct qp_fx *qp_fx_new(void)
 {
-	static const struct ur_qp_hooks hooks = {
-		.sq_kick = qp_fx_sq_kick,
-		.rq_kick = qp_fx_rq_kick,
-	};
 	struct qp_fx *f = calloc(1, sizeof(*f));
 
 	pthread_rwlock_init(&f->dev.obj_lock, NULL);
@@ -78,8 +106,6 @@ static struct qp_fx *qp_fx_new(void)
 	f->ah2.ibah.context = &f->uctx.vctx.context;
 	f->srq.ibsrq.context = &f->uctx.vctx.context;
 	f->srq.pd = &f->pd;
-	qp_fx_cur = f;
-	ur_qp_set_hooks(&hooks);
 	return f;
 }
 
@@ -122,6 +148,11 @@ static struct ur_qp *qp_fx_create(struct qp_fx *f,
 			qp = NULL;
 		} else {
 			a->cap = cap;
+		}
+		if (qp && qp->ibqp_ex.wr_send) {
+			qp->ibqp_ex.wr_start = qp_fx_wr_start;
+			qp->ibqp_ex.wr_complete = qp_fx_wr_complete;
+			qp->ibqp_ex.wr_abort = qp_fx_wr_abort;
 		}
 	}
 	if (err)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ibv_modify_qp rules: every (current, next) pair for RC, UC and UD against
- * an independent transcription of the IBA table (roce-wire-notes.md 4.1):
+ * an independent transcription of the IBA table (docs/wire-notes.md §4.1):
  * allowed transitions succeed with exactly the required mask, fail with any
  * required bit missing or any bit outside required|optional, and every
  * optional bit is accepted; transitions not in the table always fail.
@@ -431,9 +431,9 @@ static void test_names(void **state)
 	(void)state;
 	assert_string_equal(ur_qp_state_name(IBV_QPS_SQE), "SQE");
 	assert_string_equal(ur_qp_state_name(IBV_QPS_UNKNOWN), "UNKNOWN");
-	assert_int_equal(ur_mtu_enum_bytes(IBV_MTU_4096), 4096);
-	assert_int_equal(ur_mtu_enum_bytes(IBV_MTU_256), 256);
-	assert_int_equal(ur_mtu_enum_bytes(0), 0);
+	assert_int_equal(ur_mtu_bytes(IBV_MTU_4096), 4096);
+	assert_int_equal(ur_mtu_bytes(IBV_MTU_256), 256);
+	assert_int_equal(ur_mtu_bytes(0), 0);
 }
 
 int main(void)

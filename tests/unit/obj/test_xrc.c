@@ -110,7 +110,7 @@ static void test_xrc_srq(void **state)
 	assert_int_equal(ur_srq_create_xrc(pd, x, cq, NULL, &sa, &s1), 0);
 	assert_int_equal(ur_srq_create_xrc(pd, x, cq, NULL, &sa, &s2), 0);
 	assert_int_not_equal(s1->srq_num, 0);
-	assert_int_equal(s1->srq_num & ~UR_QP_NUM_MASK, 0);
+	assert_int_equal(s1->srq_num & ~UR_QPN_MASK, 0);
 	assert_int_not_equal(s1->srq_num, s2->srq_num);
 	assert_ptr_equal(ur_srq_lookup_xrc(dev, s1->srq_num), s1);
 	assert_ptr_equal(ur_srq_lookup_xrc(dev, s2->srq_num), s2);

@@ -8,9 +8,16 @@
  *  - rdma_migrate_id of a synchronous id acks the event the id still
  *    holds from its last synchronous call (rdma_create_ep leaves
  *    ROUTE_RESOLVED there), so a later rdma_destroy_id does not wait for
- *    an ack that never comes (libfabric's fi_close hung there).
+ *    an ack that never comes (libfabric's fi_close hung there);
+ *  - an id that has a device has that device's PD in id->pd (pyverbs
+ *    builds its external QPs and UD AHs on it);
+ *  - the passive side's RTR attributes are final once CONNECT_REQUEST
+ *    arrives: the RQ PSN rdma_init_qp_attr gives before rdma_accept is
+ *    the one the REP announces (pyverbs' external-QP test moves its QP
+ *    to RTS before accepting).
  */
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +31,26 @@
 
 /* a destroy that waits for an ack ends the test here, not in ctest's timeout */
 #define HANG_LIMIT_S 20
+
+static uint16_t test_port(unsigned int n)
+{
+	return (uint16_t)(20000 + (getpid() * 7 + n) % 20000);
+}
+
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
+					enum rdma_cm_event_type t)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev = NULL;
+
+	assert_int_equal(poll(&p, 1, 15000), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	if (ev->event != t)
+		fail_msg("got %s (status %d), wanted %s",
+			 rdma_event_str(ev->event), ev->status,
+			 rdma_event_str(t));
+	return ev;
+}
 
 static void test_getaddrinfo_hints_only(void **state)
 {
@@ -75,10 +102,13 @@ static void test_migrate_sync_id_acks_held_event(void **state)
 
 	(void)state;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)(20000 + getpid() % 20000));
+	a.sin_port = htons(test_port(0));
 	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
 					   2000), 0);
+	assert_non_null(id->verbs);
+	assert_non_null(id->pd);
+	assert_ptr_equal(id->pd->context, id->verbs);
 	assert_int_equal(rdma_resolve_route(id, 2000), 0);
 	/* the synchronous call leaves its event on the id, as rdma-core */
 	assert_non_null(id->event);
@@ -96,11 +126,82 @@ static void test_migrate_sync_id_acks_held_event(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+static void test_passive_rtr_before_accept(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *cl, *child;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr before, after;
+	int mask, i;
+
+	(void)state;
+	assert_non_null(ch);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(test_port(1));
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_non_null(l->pd);
+	assert_int_equal(rdma_listen(l, 1), 0);
+
+	assert_int_equal(rdma_create_id(ch, &cl, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(cl, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_non_null(cl->pd);
+	assert_int_equal(rdma_resolve_route(cl, 2000), 0);
+	rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	assert_int_equal(rdma_create_qp(cl, NULL, &qa), 0);
+	assert_int_equal(rdma_connect(cl, NULL), 0);
+
+	ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	assert_non_null(child->pd);
+	assert_ptr_equal(child->pd->context, child->verbs);
+	memset(&before, 0, sizeof(before));
+	before.qp_state = IBV_QPS_RTR;
+	assert_int_equal(rdma_init_qp_attr(child, &before, &mask), 0);
+	assert_true(mask & IBV_QP_RQ_PSN);
+	assert_int_equal(before.dest_qp_num, cl->qp->qp_num);
+
+	assert_int_equal(rdma_create_qp(child, NULL, &qa), 0);
+	assert_int_equal(rdma_accept(child, NULL), 0);
+	for (i = 0; i < 2; i++)
+		rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+
+	/* the client sends from where the REP said the server receives */
+	memset(&after, 0, sizeof(after));
+	after.qp_state = IBV_QPS_RTS;
+	assert_int_equal(rdma_init_qp_attr(cl, &after, &mask), 0);
+	assert_int_equal(after.sq_psn, before.rq_psn);
+	memset(&after, 0, sizeof(after));
+	after.qp_state = IBV_QPS_RTR;
+	assert_int_equal(rdma_init_qp_attr(child, &after, &mask), 0);
+	assert_int_equal(after.rq_psn, before.rq_psn);
+
+	assert_int_equal(rdma_disconnect(cl), 0);
+	for (i = 0; i < 2; i++)
+		rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_qp(child);
+	assert_int_equal(rdma_destroy_id(child), 0);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_getaddrinfo_hints_only),
 		cmocka_unit_test(test_migrate_sync_id_acks_held_event),
+		cmocka_unit_test(test_passive_rtr_before_accept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,18 +8,12 @@
  * error after invalidation. Completions are read with the cq_ex
  * start/next/end calls and through a completion channel.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <poll.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <infiniband/verbs.h>
+
+#include "rc_connect.h"
 
 static struct {
 	struct ibv_device **list;
@@ -65,43 +59,18 @@ static int wait_wc(struct ibv_wc *wc)
 	return 0;
 }
 
+/* Longer timeouts and retries than rc_conn_default, no atomics. */
+static const struct rc_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	.rd_atomic = 1,
+	.timeout = 14,
+	.retry_cnt = 7,
+	.rnr_retry = 7,
+};
+
 static void to_rts(struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
-	};
-
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE |
-				       IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = g.gid;
-	a.ah_attr.grh.hop_limit = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				       IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	rc_to_rts(qp, dest, &g.gid, &conn);
 }
 
 static int setup(void **state)

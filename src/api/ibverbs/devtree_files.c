@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Writing the device tree's files (devtree_priv.h), atomically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/ibverbs/devtree_priv.h"
+
+int tree_mkdirs(const char *path)
+{
+	char p[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, path, len + 1);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int tree_put_buf(const char *dir, const char *name, const char *buf,
+		 size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	ssize_t w;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+		    (int)sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
+		    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	w = write(fd, buf, len);
+	close(fd);
+	if (w != (ssize_t)len || rename(tmp, path)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+int tree_put(const char *dir, const char *name, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(text) - 1)
+		return -EINVAL;
+	text[n++] = '\n';
+	return tree_put_buf(dir, name, text, (size_t)n);
+}
+
+void tree_pathf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+void tree_ibdev_dir(const struct ur_device *dev, char *buf, size_t len)
+{
+	tree_pathf(buf, len, "%s/class/infiniband/%s", devtree.sys,
+		   dev->ibdev.name);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Congestion window and retransmission timing of an RC requester: how
+ * many PSNs may be unacknowledged (ur_cc_window), how a loss shrinks the
+ * window and ACKs grow it back, and when the retransmit deadline (the QP's
+ * timeout and the recovery probe) fires. The requester reads the window;
+ * the completer reports ACKs and losses. All under qp->sq_lock.
+ */
+#include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+#include "util/time.h"
+
+/*
+ * The window starts at UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a
+ * fast retry halves it, a timeout or probe restarts it at UR_CWND_MIN, as
+ * TCP does, so a retransmission is not the burst a shallow queue just
+ * dropped; ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below
+ * ssthresh (doubling per round trip), by one per window above it. It
+ * bounds GSO trains too: a run sends no more than the window allows.
+ */
+uint32_t ur_cc_window(const struct ur_qp_xport *xp)
+{
+	if (xp->probe_one)
+		return 1;
+	return xp->cwnd && xp->cwnd < UR_WINDOW_PSNS ? xp->cwnd :
+						       UR_WINDOW_PSNS;
+}
+
+void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
+{
+	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->psn_max,
+						       xp->comp_psn), 0);
+	uint32_t half = UR_MAX(UR_MIN(flight, ur_cc_window(xp)) / 2,
+			       UR_CWND_MIN);
+
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	/* one decrease per window: losses found while the last go-back-N
+	 * is being answered are the same congestion episode */
+	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
+		return;
+
+	xp->ssthresh = half;
+	xp->cwnd = timeout ? UR_CWND_MIN : half;
+	xp->cwnd_acc = 0;
+}
+
+void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
+{
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (xp->cwnd >= UR_WINDOW_PSNS)
+		return;
+	if (xp->cwnd < xp->ssthresh) {
+		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
+		return;
+	}
+	xp->cwnd_acc += psns;
+	while (xp->cwnd_acc >= xp->cwnd && xp->cwnd < UR_WINDOW_PSNS) {
+		xp->cwnd_acc -= xp->cwnd;
+		xp->cwnd++;
+	}
+}
+
+
+/*
+ * Two timers share rto_deadline. The QP's timeout (iba_deadline) runs
+ * from the last progress and counts retries. The recovery probe fires
+ * after a few round trips without progress and goes back N without
+ * counting a retry: a lost retransmission, a lost tail or a lost NAK
+ * (which the responder sends only once per gap) is then found in a few
+ * round trips instead of a whole timeout (67 ms at perftest's 14). Every
+ * probe doubles the interval until a new round-trip sample (Karn: never
+ * from a retransmitted PSN) shows the estimate was right, so a loaded
+ * host whose round trips grew does not probe itself into a storm of
+ * replays; only the QP's timeout ends the connection. progress: ACKs
+ * moved the completer's cursor.
+ */
+static uint64_t probe_interval(const struct ur_qp_xport *xp)
+{
+	uint64_t ns = xp->srtt_ns ? UR_MAX(3 * xp->srtt_ns, UR_PROBE_MIN_NS) :
+				    UR_PROBE_INIT_NS;
+
+	return ns << UR_MIN(xp->probe_backoff, UR_PROBE_MAX_BACKOFF);
+}
+
+void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	uint64_t now, when;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
+		return;
+	if (xp->psn == xp->comp_psn) {
+		ur_timer_disarm(&xp->rto_deadline);
+		xp->iba_deadline = 0;
+		xp->probe_backoff = 0;
+		return;
+	}
+	if (!progress &&
+	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+		return;
+	now = ur_now_ns();
+	if (progress)
+		xp->iba_deadline = 0;
+	if (!xp->iba_deadline && xp->timeout_ns)
+		xp->iba_deadline = now + xp->timeout_ns;
+	when = now + probe_interval(xp);
+	if (xp->iba_deadline && xp->iba_deadline < when)
+		when = xp->iba_deadline;
+	ur_timer_arm(xp, &xp->rto_deadline, when);
+}
+

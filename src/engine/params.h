@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The engine's tunables, each with the reason for its value. Protocol
+ * facts (opcodes, the RNR timer table, timeout encoding) are not here:
+ * they come from the IBA and live with the code or in wire/; run-time
+ * settings (UROCE_*) are parsed by util/config.c.
+ */
+#ifndef UR_ENGINE_PARAMS_H
+#define UR_ENGINE_PARAMS_H
+
+#include "obj/limits.h"
+
+/* ---- batching: system calls per packet ---- */
+
+/* Packets per ur_link_send() (one sendmmsg): enough to amortize the
+ * system call over a window's burst, small enough that a QP's batch
+ * (embedded in its transport state) stays a few tens of KB. */
+#define UR_TX_BATCH 32
+/* Datagrams per ur_link_recv() (one recvmmsg): a full batch is read again
+ * at once, so this bounds only the stack of buffers, not throughput. */
+#define UR_RX_BATCH 64
+/* Expired QPs the progress stage handles per visit to the timer heap;
+ * the rest wait for its next loop (it never sleeps while one is due). */
+#define UR_TIMER_BATCH 64
+
+/* ---- one packet ---- */
+
+/* Payload pieces of one packet: every SGE of a WQE (UR_MAX_SGE) may land
+ * in it (an SGE is one piece: registered memory is contiguous in our
+ * address space); two spare. */
+#define UR_TX_PAY_IOV (UR_MAX_SGE + 2)
+/* Room for BTH and the largest extension headers (RETH+IETH/ImmDt or
+ * AtomicETH or DETH+ImmDt), rounded up. */
+#define UR_HDR_MAX 64
+
+/* ---- UDP GSO trains ---- */
+
+/* Packets with more payload pieces than this go alone: a train's iovecs
+ * are copied end to end into one array of UR_TX_BATCH * this. */
+#define UR_GSO_MAX_IOV 4
+/* One UDP_SEGMENT train: under the 64 KiB the kernel accepts per send,
+ * with room for the headers it adds. */
+#define UR_GSO_MAX_BYTES 65000
+
+/* ---- the RC requester's window ---- */
+
+/* Unacknowledged PSNs one QP may have: 512 packets of 4 KiB (2 MiB) fit
+ * the peer's 8 MiB receive buffer with room for three more such QPs, and
+ * keep a loopback pipe full. */
+#define UR_WINDOW_PSNS 512
+/* AckReq at least every this many packets, so the responder's ACKs open
+ * the window before it is exhausted (and the lazy doorbell can batch). */
+#define UR_ACKREQ_EVERY 32
+/* Responses asked for by one READ request: a large READ goes out as
+ * several requests so the window bounds READ responses in flight too. */
+#define UR_READ_CHUNK_PKTS 64
+/* The window after a timeout, and its floor after losses (TCP restarts
+ * at a few segments for the same reason: a retransmission must not be the
+ * burst a shallow queue just dropped). */
+#define UR_CWND_MIN 4
+/* Send WQEs the requester handles per run before it lets the caller go
+ * (the rest follows on the next ACK, deadline or doorbell). */
+#define UR_REQ_BUDGET 4096
+
+/* ---- loss recovery ---- */
+
+/* The recovery probe fires after 3 smoothed round trips, at least this
+ * long: a loaded 2-core host delays threads by hundreds of microseconds,
+ * and a probe below that would resend what is only late. */
+#define UR_PROBE_MIN_NS 500000ull
+/* ... and this long before any round trip was measured. */
+#define UR_PROBE_INIT_NS 4000000ull
+/* The probe interval doubles per probe without progress, up to 2^this:
+ * a host whose round trips grew does not probe itself into a storm. */
+#define UR_PROBE_MAX_BACKOFF 6
+
+/* ---- the progress thread and a polling application ---- */
+
+/* An application that spun on its CQs this recently runs the receive path
+ * itself: the progress thread stops watching the socket meanwhile, as a
+ * second thread woken per datagram would steal its core (UROCE_QUIET_US
+ * overrides). */
+#define UR_APP_POLL_QUIET_NS 500000ull
+/* The progress thread polls this long after traffic before it sleeps: 0,
+ * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
+ * overrides). */
+#define UR_RX_SPIN_NS 0ull
+/* Polls closer than this count as a spin ... */
+#define UR_APP_POLL_GAP_NS 20000ull
+/* ... and this many in a row make one: an application that polls once
+ * and then blocks for an event never counts as spinning. */
+#define UR_APP_POLL_SPIN 16
+
+/* ---- the responder ---- */
+
+/* READ and atomic results kept per QP for replay: as many as a requester
+ * may have outstanding (max_dest_rd_atomic's limit), so a retried request
+ * always finds its result. */
+#define UR_NUM_RES UR_MAX_QP_RD_ATOM
+
+#endif

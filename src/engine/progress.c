@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Progress: the receive bursts and the expired deadlines of one NIC, run
+ * by its progress thread and inline by poll_cq (ur_engine_poll).
+ *
+ * One progress thread per device blocks in ppoll() on the link fd (or spins
+ * with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains the socket; so a
+ * one-sided operation aimed at this process completes while the application
+ * never calls the library. poll_cq on an empty CQ runs the same receive
+ * path inline (trylock), so a polling application needs no thread wake-up.
+ * The timer heap (timer.c) names the QPs whose deadlines passed; this
+ * stage runs their handlers.
+ */
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* rx_lock held. Returns datagrams handled. */
+static int nic_rx_burst(struct ur_nic *nic)
+{
+	int n, i, total = 0;
+
+	UR_ASSERT_HELD(&nic->rx_lock);
+	do {
+		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH);
+		if (n <= 0)
+			break;
+		ur_cnt_stat(&nic->cnt, UR_STAT_RX_PKTS, (unsigned int)n);
+		pthread_rwlock_rdlock(&nic->dev->obj_lock);
+		for (i = 0; i < n; i++)
+			ur_rx_datagram(nic, &nic->rxd[i]);
+		ur_txb_flush(&nic->txb);
+		pthread_rwlock_unlock(&nic->dev->obj_lock);
+		total += n;
+		/* A full batch may leave datagrams pending inside the link
+		 * (GRO trains) that the fd no longer announces: go on. */
+	} while (n == UR_RX_BATCH);
+	return total;
+}
+
+/* The deadlines of one QP that the timer heap says are due. */
+static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
+{
+	struct ur_qp *qp = xp->qp;
+	uint64_t kick = atomic_load(&xp->kick_deadline);
+	uint64_t rto, rnr;
+
+	/* the error path asked for this: only the receive path's owner may
+	 * flush the receive WQE its responder holds */
+	if (qp->state == IBV_QPS_ERR && xp->resp.have_rwqe)
+		ur_flush_rq(qp, true);
+	if (kick && kick <= now) {
+		ur_timer_disarm(&xp->kick_deadline);
+		pthread_mutex_lock(&qp->sq_lock);
+		ur_send_step(qp);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+	rto = atomic_load(&xp->rto_deadline);
+	rnr = atomic_load(&xp->rnr_deadline);
+	if ((rto && rto <= now) || (rnr && rnr <= now)) {
+		pthread_mutex_lock(&qp->sq_lock);
+		ur_send_on_deadline(qp, now);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+}
+
+/*
+ * rx_lock held. obj_lock keeps the QPs' objects alive, qp_list_lock keeps
+ * their transport state (ur_engine_qp_fini() waits for it). A QP popped
+ * here goes back into the heap with whatever it still has armed.
+ */
+static void progress_deadlines(struct ur_nic *nic, bool thread)
+{
+	struct ur_qp_xport *due[UR_TIMER_BATCH];
+	uint64_t now = ur_now_ns();
+	unsigned int n, i;
+
+	UR_ASSERT_HELD(&nic->rx_lock);
+	pthread_rwlock_rdlock(&nic->dev->obj_lock);
+	pthread_mutex_lock(&nic->qp_list_lock);
+	n = ur_timer_expired(nic, now, due, UR_TIMER_BATCH);
+	for (i = 0; i < n; i++) {
+		progress_qp_deadlines(due[i], now);
+		ur_timer_rearm(due[i], !thread);
+	}
+	pthread_mutex_unlock(&nic->qp_list_lock);
+	pthread_rwlock_unlock(&nic->dev->obj_lock);
+}
+
+/* rx_lock held: a receive burst, then whatever deadlines passed; thread:
+ * the caller is the progress thread (else poll_cq). */
+static int progress_once(struct ur_nic *nic, bool thread)
+{
+	int n = nic_rx_burst(nic);
+
+	if (ur_timer_due(nic, ur_now_ns()))
+		progress_deadlines(nic, thread);
+	return n;
+}
+
+/*
+ * An application spinning on poll_cq runs the receive path itself; one
+ * that polls once and then blocks for an event (ibv_get_cq_event) needs the
+ * progress thread. Only a streak of close polls counts as spinning.
+ */
+static void app_poll_note(struct ur_nic *nic)
+{
+	uint64_t now = ur_now_ns();
+	uint64_t prev = atomic_exchange_explicit(&nic->prev_poll, now,
+						 memory_order_relaxed);
+	unsigned int streak;
+
+	if (now - prev > UR_APP_POLL_GAP_NS) {
+		atomic_store_explicit(&nic->poll_streak, 0,
+				      memory_order_relaxed);
+		return;
+	}
+	streak = atomic_fetch_add_explicit(&nic->poll_streak, 1,
+					   memory_order_relaxed);
+	if (streak >= UR_APP_POLL_SPIN)
+		atomic_store_explicit(&nic->last_app_poll, now,
+				      memory_order_relaxed);
+}
+
+int ur_engine_poll(struct ur_device *dev)
+{
+	struct ur_nic *nic = dev->nic;
+	int n;
+
+	if (!nic)
+		return 0;
+	app_poll_note(nic);
+	if (pthread_mutex_trylock(&nic->rx_lock))
+		return 0;
+	n = progress_once(nic, false);
+	pthread_mutex_unlock(&nic->rx_lock);
+	return n;
+}
+
+static void nic_wait(struct ur_nic *nic)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
+		{ .fd = nic->wake_fd, .events = POLLIN },
+	};
+	uint64_t d = ur_timer_next(nic), now = ur_now_ns(), v;
+	uint64_t last = atomic_load_explicit(&nic->last_app_poll,
+					     memory_order_relaxed);
+	struct timespec ts, *tsp = NULL;
+	struct pollfd *p = pfd;
+	nfds_t np = 2;
+	ssize_t r;
+
+	/*
+	 * While the application polls its CQs it runs the receive path
+	 * itself; waking up for every datagram as well would only steal its
+	 * core. Check back when it may have stopped.
+	 */
+	if (last && now - last < nic->quiet_ns) {
+		uint64_t until = last + nic->quiet_ns;
+
+		if (!d || until < d)
+			d = until;
+		p = &pfd[1];
+		np = 1;
+	}
+	if (d) {
+		d = d > now ? d - now : 0;
+		ts.tv_sec = (time_t)(d / 1000000000ull);
+		ts.tv_nsec = (long)(d % 1000000000ull);
+		tsp = &ts;
+	}
+	if (ppoll(p, np, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+		r = read(nic->wake_fd, &v, sizeof(v));
+		(void)r;
+	}
+}
+
+/*
+ * The progress thread is our interrupt handler: when an application spins
+ * on memory waiting for an RDMA WRITE (ib_write_lat), the thread that must
+ * deliver it competes with that spinner for the core, and the scheduler
+ * may let it wait a whole tick (ms). Where allowed (CAP_SYS_NICE, e.g. root
+ * in a container), a low real-time priority makes the wake-up preempt the
+ * spinner at once; it blocks in ppoll() between bursts, so it never hogs a
+ * core (and RT throttling bounds it anyway). Unprivileged: a no-op.
+ * Opt-in with UROCE_RT_PRIO=<1..99> (measurements on the shared 2-core
+ * box were inconclusive); busy polling never uses it.
+ */
+static void nic_thread_priority(struct ur_nic *nic)
+{
+	const char *v = getenv("UROCE_RT_PRIO");
+	struct sched_param sp = { .sched_priority = v ? atoi(v) : 0 };
+
+	if (nic->busy_poll || sp.sched_priority <= 0)
+		return;
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		ur_dbg("engine: no real-time priority for the progress thread");
+}
+
+void *ur_progress_thread(void *arg)
+{
+	struct ur_nic *nic = arg;
+	uint64_t spin_until = 0;
+	int n;
+
+	nic_thread_priority(nic);
+
+	while (!atomic_load(&nic->stop)) {
+		/*
+		 * After traffic, keep looking for a short while before
+		 * sleeping: in a stream the next datagram is microseconds
+		 * away and a sleep/wake-up costs more than that.
+		 */
+		if (!nic->busy_poll && ur_now_ns() >= spin_until)
+			nic_wait(nic);
+		pthread_mutex_lock(&nic->rx_lock);
+		n = progress_once(nic, true);
+		pthread_mutex_unlock(&nic->rx_lock);
+		if (n > 0 && nic->spin_ns)
+			spin_until = ur_now_ns() + nic->spin_ns;
+		if (!n && (nic->busy_poll || spin_until))
+			sched_yield();
+	}
+	return NULL;
+}
+

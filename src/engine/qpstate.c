@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What happens to a QP's state inside the engine: a WQE that failed, the
+ * move to ERR (the failing WQE completes with its status, everything else
+ * with IBV_WC_WR_FLUSH_ERR), flushing the send and receive queues, and
+ * SQD's drained event. Below the requester, completer and responder, which
+ * all end up here; it calls only the timers.
+ *
+ * qp->state is written by obj/ (ibv_modify_qp) and here (the move to ERR);
+ * docs/design.md, "Engine: threads, locks and progress", says under which
+ * locks.
+ */
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+#include "util/time.h"
+
+int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		    enum ibv_wc_status status)
+{
+	const struct ur_wr_opcode_info *info = ur_wr_opcode_any(wqe->opcode);
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wqe->wr_id;
+	wc.status = status;
+	wc.opcode = info ? info->wc_opcode : IBV_WC_SEND;
+	wc.qp_num = ur_qp_num(qp);
+	wc.byte_len = info && info->wc_byte_len ? info->wc_byte_len :
+						  wqe->length;
+	return ur_cq_push(qp->send_cq, &wc, false);
+}
+
+void ur_flush_sq(struct ur_qp *qp)
+{
+	struct ur_wq *sq = &qp->sq;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	while (sq->consumer != sq->producer) {
+		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
+
+		ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
+		sq->consumer++;
+	}
+	sq->cursor = sq->consumer;
+	if (qp->xp) {
+		qp->xp->sq_high = sq->consumer;
+		qp->xp->req_pkt = 0;
+		qp->xp->req_entered = false;
+		qp->xp->rd_outstanding = 0;
+	}
+}
+
+static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = ur_qp_num(qp);
+	ur_cq_push(qp->recv_cq, &wc, false);
+}
+
+void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	union {
+		struct ur_recv_wqe w;
+		uint8_t buf[sizeof(struct ur_recv_wqe) +
+			    UR_MAX_SGE * sizeof(struct ur_sge)];
+	} r;
+
+	if (xp && xp->resp.have_rwqe) {
+		/* the WQE the responder holds is older than the ring's: only
+		 * its owner flushes, that one first (RQ completions in order) */
+		if (!rx_owner)
+			return;
+		xp->resp.have_rwqe = false;
+		flush_recv_one(qp, xp->resp.rwqe.wr_id);
+	}
+	if (qp->srq)
+		return;	/* SRQ WQEs belong to the other QPs too */
+	while (!ur_qp_take_recv(qp, &r.w))
+		flush_recv_one(qp, r.w.wr_id);
+}
+
+void ur_qp_error_locked(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (qp->state != IBV_QPS_ERR) {
+		qp->state = IBV_QPS_ERR;
+		qp->attr.qp_state = IBV_QPS_ERR;
+		if (qp->srq) {
+			struct ibv_async_event ev = {
+				.element.qp = &qp->ibqp_ex.qp_base,
+				.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
+			};
+
+			ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+		}
+	}
+	if (xp) {
+		ur_timer_disarm(&xp->rto_deadline);
+		ur_timer_disarm(&xp->rnr_deadline);
+		xp->rnr_wait = false;
+		xp->need_retry = false;
+		/* a receive WQE the responder holds is flushed by the receive
+		 * path owner: have the progress stage visit this QP now */
+		ur_timer_arm(xp, &xp->kick_deadline, ur_now_ns());
+	}
+	ur_flush_sq(qp);
+	ur_flush_rq(qp, false);
+}
+
+/* SQD: once nothing is in flight, IBV_EVENT_SQ_DRAINED (once). */
+void ur_sqd_check(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ibv_async_event ev = {
+		.element.qp = &qp->ibqp_ex.qp_base,
+		.event_type = IBV_EVENT_SQ_DRAINED,
+	};
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
+		return;
+	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
+	    (qp->type == IBV_QPT_RC && xp->psn != xp->comp_psn))
+		return;
+	xp->sqd_notified = true;
+	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+}
+
+/* The requester's cursor passes its WQE (sent, failed or done locally). */
+void ur_sq_advance(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	sq->cursor++;
+	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
+		xp->sq_high = sq->cursor;
+	xp->req_pkt = 0;
+	xp->req_entered = false;
+}
+
+/*
+ * The WQE at SQ index idx failed: it completes with st when the completer
+ * reaches it, and the requester sends nothing more. The QP moves to ERR
+ * then (ur_comp_drain()).
+ */
+void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
+		 enum ibv_wc_status st)
+{
+	UR_ASSERT_HELD(&qp->sq_lock);
+	w->state = UR_WQE_ERROR;
+	w->status = st;
+	qp->xp->req_halted = true;
+	if (idx == qp->sq.cursor)	/* partly sent */
+		ur_sq_advance(qp);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The send step of a QP: run the requester, then drain the completer (post
+ * the CQEs of whatever finished at the head of the SQ). It is the one way
+ * into the requester: a doorbell (post_send), a response the completer
+ * took, an expired deadline, a state change. So the requester and the
+ * completer never call each other; each does its part and returns here.
+ * Everything runs under qp->sq_lock.
+ */
+#include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+
+void ur_send_step(struct ur_qp *qp)
+{
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (!qp->xp)
+		return;
+	ur_req_run(qp);
+	ur_comp_drain(qp);
+}
+
+void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt)
+{
+	UR_ASSERT_NOT_HELD(&qp->sq_lock);
+	if (qp->type != IBV_QPT_RC)
+		return;
+	pthread_mutex_lock(&qp->sq_lock);
+	if (ur_comp_rx(qp, pkt))
+		ur_send_step(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+void ur_send_on_deadline(struct ur_qp *qp, uint64_t now)
+{
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (ur_comp_timer(qp, now))
+		ur_send_step(qp);
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Transmit: packets are assembled into a batch (headers, payload iovecs
+ * straight from registered memory, ICRC computed over them incrementally)
+ * and leave with one ur_link_send(); with UDP GSO, runs of equal-sized
+ * packets to one peer leave as one UDP_SEGMENT train. The lowest engine
+ * stage: it calls only link/, wire/ and util/.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/memguard.h"
+
+void ur_txb_init(struct ur_txb *b, struct ur_nic *nic)
+{
+	b->nic = nic;
+	b->n = 0;
+	b->ack_slot = -1;
+	b->ack_qp = NULL;
+}
+
+static size_t txd_bytes(const struct ur_txd *d)
+{
+	size_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < d->iovcnt; i++)
+		len += d->iov[i].iov_len;
+	return len;
+}
+
+/*
+ * Where a train is cut into datagrams in software (a bridge or tap towards
+ * another host), Linux gives segment i of a DF train with ID 0 the IPv4 ID
+ * i, and the peer's ICRC check covers that ID (rxe drops the segment
+ * otherwise). So segment i carries the ICRC for ID i, and its flow says so
+ * (the pcap record shows the header the kernel will write).
+ */
+static void txb_train_set_ids(struct ur_txb *b, unsigned int first,
+			      unsigned int end)
+{
+	for (unsigned int k = first + 1; k < end; k++) {
+		struct ur_txd *d = &b->txd[k];
+		const struct iovec *last = &d->iov[d->iovcnt - 1];
+		uint8_t *icrc = (uint8_t *)last->iov_base + last->iov_len -
+				UR_ICRC_BYTES;
+		uint16_t id = (uint16_t)(k - first);
+
+		if (b->pkt[k].flow.family != AF_INET)
+			return;
+		ur_icrc_store(icrc, ur_icrc_ipv4_id_adjust(ur_icrc_load(icrc),
+							   txd_bytes(d), 0, id));
+		b->pkt[k].flow.ip_id = id;
+	}
+}
+
+/*
+ * Packets of equal size to the same peer go out as one UDP_SEGMENT train
+ * (the last may be shorter), each segment with the ICRC of the IPv4 ID it
+ * will carry (txb_train_set_ids()).
+ */
+static void txb_send_gso(struct ur_txb *b)
+{
+	struct ur_nic *nic = b->nic;
+	unsigned int i = 0, j, k, nt = 0, ng = 0, ntx = 0, sent = 0;
+	int rc;
+
+	while (i < b->n) {
+		size_t seg = txd_bytes(&b->txd[i]), total = seg, len;
+		struct ur_txd *t = &b->gtxd[nt++];
+
+		j = i + 1;
+		if (b->txd[i].iovcnt <= UR_GSO_MAX_IOV && seg <= UINT16_MAX) {
+			for (; j < b->n; j++) {
+				const struct ur_txd *d = &b->txd[j];
+
+				len = txd_bytes(d);
+				if (d->iovcnt > UR_GSO_MAX_IOV ||
+				    d->tos != b->txd[i].tos ||
+				    !ur_sockaddr_same_host(d->dst,
+							   b->txd[i].dst) ||
+				    len > seg || total + len > UR_GSO_MAX_BYTES)
+					break;
+				total += len;
+				if (len < seg) {
+					j++;
+					break;	/* a shorter one ends it */
+				}
+			}
+		}
+		if (j - i == 1) {
+			*t = b->txd[i];
+			ntx++;
+			i = j;
+			continue;
+		}
+		txb_train_set_ids(b, i, j);
+		t->dst = b->txd[i].dst;
+		t->tos = b->txd[i].tos;
+		t->iov = &b->giov[ng];
+		t->iovcnt = 0;
+		t->gso_size = (uint16_t)seg;
+		for (k = i; k < j; k++) {
+			memcpy(&b->giov[ng], b->txd[k].iov,
+			       b->txd[k].iovcnt * sizeof(struct iovec));
+			ng += b->txd[k].iovcnt;
+			t->iovcnt += b->txd[k].iovcnt;
+		}
+		ntx += j - i;
+		i = j;
+	}
+	rc = ur_link_send(nic->link, b->gtxd, nt);
+	for (k = 0; rc > 0 && k < (unsigned int)rc; k++)
+		sent += b->gtxd[k].gso_size ?
+				(unsigned int)((txd_bytes(&b->gtxd[k]) +
+						b->gtxd[k].gso_size - 1) /
+					       b->gtxd[k].gso_size) :
+				1;
+	ur_cnt_stat(&nic->cnt, UR_STAT_TX_PKTS, sent);
+	if (sent < ntx)
+		ur_cnt_stat(&nic->cnt, UR_STAT_TX_ERRORS, ntx - sent);
+}
+
+void ur_txb_flush(struct ur_txb *b)
+{
+	struct ur_nic *nic = b->nic;
+	unsigned int i;
+	int rc;
+
+	if (!b->n)
+		return;
+	if (nic->use_gso && b->n > 1) {
+		txb_send_gso(b);
+	} else {
+		rc = ur_link_send(nic->link, b->txd, b->n);
+		if (rc < 0)
+			rc = 0;
+		ur_cnt_stat(&nic->cnt, UR_STAT_TX_PKTS, (unsigned int)rc);
+		if ((unsigned int)rc < b->n)
+			ur_cnt_stat(&nic->cnt, UR_STAT_TX_ERRORS, b->n - rc);
+	}
+	/* after sending: trains have set their segments' IDs and ICRCs */
+	if (nic->pcap)
+		for (i = 0; i < b->n; i++)
+			ur_pcap_write(nic->pcap, &b->pkt[i].flow, b->txd[i].iov,
+				      (int)b->txd[i].iovcnt);
+	b->n = 0;
+	b->ack_slot = -1;
+	b->ack_qp = NULL;
+}
+
+struct icrc_piece {
+	struct ur_icrc *c;
+	const struct iovec *iov;
+};
+
+static void icrc_piece_update(void *arg)
+{
+	const struct icrc_piece *p = arg;
+
+	ur_icrc_update(p->c, p->iov->iov_base, p->iov->iov_len);
+}
+
+/* 0, -EINVAL (headers), or -EFAULT: the payload, which points into
+ * registered memory, faulted while the ICRC read it (util/memguard.h). */
+static int txb_fill(struct ur_txb *b, unsigned int slot,
+		    const union ur_sockaddr *dst, const struct ur_ip_flow *flow,
+		    struct ur_hdr_fields *f, const struct iovec *pay,
+		    unsigned int npay, uint32_t paylen)
+{
+	struct ur_txpkt *p = &b->pkt[slot];
+	struct ur_txd *d = &b->txd[slot];
+	uint8_t pad = ur_pad_len(paylen);
+	struct ur_icrc c;
+	unsigned int i, n = 0;
+	size_t udp_len;
+	int hlen;
+
+	f->pad = pad;
+	f->pkey = UR_PKEY_DEFAULT;
+	hlen = ur_hdr_build(p->hdr, sizeof(p->hdr), f);
+	if (hlen < 0)
+		return -EINVAL;
+	udp_len = (size_t)hlen + paylen + pad + UR_ICRC_BYTES;
+	p->flow = *flow;
+	ur_icrc_begin(&c, flow, udp_len);
+	ur_icrc_update(&c, p->hdr, (size_t)hlen);
+	p->iov[n].iov_base = p->hdr;
+	p->iov[n++].iov_len = (size_t)hlen;
+	for (i = 0; i < npay && n < UR_TX_PAY_IOV + 1; i++) {
+		struct icrc_piece piece = { .c = &c, .iov = &pay[i] };
+
+		if (!pay[i].iov_len)
+			continue;
+		if (ur_memguard_call(pay[i].iov_base, pay[i].iov_len,
+				     icrc_piece_update, &piece))
+			return -EFAULT;
+		p->iov[n++] = pay[i];
+	}
+	memset(p->trailer, 0, sizeof(p->trailer));
+	if (pad)
+		ur_icrc_update(&c, p->trailer, pad);
+	ur_icrc_store(p->trailer + pad, ur_icrc_final(&c));
+	p->iov[n].iov_base = p->trailer;
+	p->iov[n++].iov_len = pad + UR_ICRC_BYTES;
+	d->dst = dst;
+	d->iov = p->iov;
+	d->iovcnt = n;
+	d->gso_size = 0;
+	d->tos = flow->tos;
+	return 0;
+}
+
+int ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen)
+{
+	int rc = txb_fill(b, b->n, dst, flow, f, pay, npay, paylen);
+
+	if (rc)
+		return rc;
+	b->n++;
+	b->ack_slot = -1;
+	if (b->n == UR_TX_BATCH)
+		ur_txb_flush(b);
+	return 0;
+}
+
+void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
+		    struct ur_hdr_fields *f)
+{
+	const struct ur_qp_xport *xp = qp->xp;
+
+	/* ACKs are cumulative: a newer one replaces the queued one. */
+	if (b->ack_slot >= 0 && b->ack_qp == qp &&
+	    (unsigned int)b->ack_slot == b->n - 1) {
+		txb_fill(b, (unsigned int)b->ack_slot, &qp->av.dest, &xp->flow,
+			 f, NULL, 0, 0);
+		return;
+	}
+	if (txb_fill(b, b->n, &qp->av.dest, &xp->flow, f, NULL, 0, 0))
+		return;
+	b->ack_slot = (int)b->n;
+	b->ack_qp = qp;
+	b->n++;
+	if (b->n == UR_TX_BATCH)
+		ur_txb_flush(b);
+}
+

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The link's tunables, each with why it has its value. Changing one
+ * changes behaviour only, never the wire; the benchmarks in
+ * docs/benchmarks.md were taken with these.
+ */
+#ifndef UR_LINK_PARAMS_H
+#define UR_LINK_PARAMS_H
+
+/*
+ * Socket buffers (what ur_link_config's 0 means; the engine uses these).
+ * Receive: 8 MiB, room for what the peers' send windows put in flight while
+ * the progress thread is off the core, since a datagram the kernel drops
+ * there costs a retransmission timeout. Send: 4 MiB, room for a burst of
+ * 64 KiB GSO trains before sendmmsg() meets ENOBUFS. Both are capped by
+ * net.core.[rw]mem_max unless the process has CAP_NET_ADMIN (the FORCE
+ * options).
+ */
+#define UR_LINK_RCVBUF (8u << 20)
+#define UR_LINK_SNDBUF (4u << 20)
+
+/* A full socket buffer (EAGAIN/ENOBUFS) empties within microseconds: retry
+ * this many times before the datagram counts as lost (RC retransmits it). */
+#define UR_LINK_TX_RETRIES 16
+/* Datagrams per sendmmsg(): one call per burst, a 64-entry stack array. */
+#define UR_LINK_TX_CHUNK 64
+/* iovecs of one datagram when a GSO train is cut by hand (no UDP_SEGMENT):
+ * headers plus an SGE list of up to 32 entries fit. */
+#define UR_LINK_MAX_IOV 64
+
+/*
+ * Receive slots, one per recvmmsg() entry. With GRO a slot may hold a
+ * whole 64 KiB train, so fewer of them; without it a 9000-byte jumbo
+ * datagram is the largest we expect. The arena is mmap'd, so slots never
+ * filled cost no memory.
+ */
+#define UR_LINK_RX_SLOTS 64
+#define UR_LINK_RX_SLOTS_GRO 32
+#define UR_LINK_RX_BUF 9216u
+#define UR_LINK_RX_BUF_GRO 65536u
+/* Control messages of one received datagram: pktinfo, TOS/tclass, TTL and
+ * the GRO segment size fit with room to spare. */
+#define UR_LINK_CMSG_SPACE 128
+
+/* Fault injection (fault.c): a reordered datagram waits for the next one
+ * in its direction at most this long, so a lone datagram still arrives. */
+#define UR_FAULT_REORDER_MAX_NS (10ull * 1000000ull)
+/* Datagrams taken from the socket per fault-stage receive. */
+#define UR_FAULT_RAW_BATCH 64
+/* The stage flattens each send descriptor into one scratch buffer before
+ * cutting it into datagrams: a GSO train is at most 64 KiB (UDP's limit). */
+#define UR_FAULT_SCRATCH 65536
+
+#endif
