@@ -14,6 +14,7 @@
 #include "util/random.h"
 
 static struct ur_config config;
+static bool config_quiet;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
@@ -231,12 +232,24 @@ void ur_config_release(struct ur_config *c)
 	c->stats_path = c->pcap = c->fault = NULL;
 }
 
-/* The log level first, so that it filters the other variables' messages. */
+/*
+ * The log level first, so that it filters the other variables' messages;
+ * quiet, below every message's level until the load is done.
+ */
 static void config_load(void)
 {
+	if (config_quiet)
+		ur_log_level = UR_LOG_ERR - 1;
 	config.log_level = parse_log_level();
-	ur_log_set_level(config.log_level);
+	if (!config_quiet)
+		ur_log_set_level(config.log_level);
 	parse_rest(&config);
+	ur_log_set_level(config.log_level);
+}
+
+void ur_config_quiet(void)
+{
+	config_quiet = true;
 }
 
 const struct ur_config *ur_config_get(void)

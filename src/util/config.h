@@ -101,6 +101,13 @@ struct ur_config {
 const struct ur_config *ur_config_get(void);
 
 /*
+ * Makes this copy's load silent. librdmacm links its own copy of util/ and
+ * calls it before its first ur_config_get(): libibverbs' copy, loaded in
+ * the same process, reports the same bad values already.
+ */
+void ur_config_quiet(void);
+
+/*
  * Parses the environment as it is now into *c, with the messages above,
  * without touching the process' configuration or log level. For tests;
  * ur_config_release() frees what it allocated.
