@@ -109,8 +109,8 @@ struct ur_nic {
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
-	uint64_t quiet_ns;		/* UROCE_QUIET_US (util/config.c) */
-	uint64_t spin_ns;		/* UROCE_SPIN_US (util/config.c) */
+	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
+	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: timers moved, shutdown */
 
 	pthread_mutex_t rx_lock;

@@ -17,6 +17,7 @@
 #include "util/log.h"
 #include "util/memguard.h"
 
+
 static void nic_open_pcap(struct ur_nic *nic)
 {
 	const char *path = ur_config_get()->pcap, *pp;
@@ -100,10 +101,13 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_timers_init(&nic->timers);
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
-	/* UROCE_* settings, parsed and validated once (util/config.c) */
 	nic->busy_poll = cfg->busy_poll;
 	nic->spin_ns = cfg->spin_ns;
+	if (nic->spin_ns == UR_CONFIG_DEFAULT)
+		nic->spin_ns = UR_RX_SPIN_NS;
 	nic->quiet_ns = cfg->quiet_ns;
+	if (nic->quiet_ns == UR_CONFIG_DEFAULT)
+		nic->quiet_ns = UR_APP_POLL_QUIET_NS;
 	nic->use_gso = cfg->gso;
 	nic->hardened = cfg->hardened;
 	nic->lazy_doorbell = cfg->lazy_doorbell;
@@ -142,7 +146,7 @@ static void nic_dump_stats_env(struct ur_nic *nic)
 	if (cfg->stats == UR_STATS_OFF || nic->stats_written)
 		return;
 	nic->stats_written = true;
-	if (cfg->stats == UR_STATS_STDERR) {
+	if (!cfg->stats_path) {
 		ur_engine_dump_counters(nic->dev, stderr);
 		return;
 	}

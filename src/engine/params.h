@@ -76,13 +76,15 @@
 
 /* ---- the progress thread and a polling application ---- */
 
-/* Two of these are settings, parsed with their defaults in util/config.c:
- * UROCE_QUIET_US (500): an application that spun on its CQs this recently
- * runs the receive path itself, so the progress thread stops watching the
- * socket meanwhile (a second thread woken per datagram would steal its
- * core); UROCE_SPIN_US (0): how long the progress thread polls after
- * traffic before it sleeps, 0 as on 2 cores spinning threads starve the
- * applications. */
+/* An application that spun on its CQs this recently runs the receive path
+ * itself: the progress thread stops watching the socket meanwhile, as a
+ * second thread woken per datagram would steal its core (UROCE_QUIET_US
+ * overrides; util/config.c parses it). */
+#define UR_APP_POLL_QUIET_NS 500000ull
+/* The progress thread polls this long after traffic before it sleeps: 0,
+ * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
+ * overrides). */
+#define UR_RX_SPIN_NS 0ull
 /* Polls closer than this count as a spin ... */
 #define UR_APP_POLL_GAP_NS 20000ull
 /* ... and this many in a row make one: an application that polls once

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
-#include "util/lock_assert.h"
 #include "util/config.h"
+#include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/time.h"
 

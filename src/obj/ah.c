@@ -15,8 +15,6 @@
 
 #include "obj/obj_priv.h"
 
-#define UR_GRH_V4_OFF 20
-
 static int gid_index_valid(const struct ur_device *dev, unsigned int idx)
 {
 	return idx < UR_MAX_GID && idx < dev->num_gids && dev->gids[idx].valid;
@@ -105,17 +103,14 @@ int ur_ah_attr_from_grh(struct ur_device *dev, uint8_t port_num,
 
 	if (port_num != 1 || !(wc->wc_flags & IBV_WC_GRH) || !grh)
 		return -EINVAL;
-	if (zero_bytes(b, UR_GRH_V4_OFF) && (b[UR_GRH_V4_OFF] >> 4) == 4) {
-		const uint8_t *h = b + UR_GRH_V4_OFF;
+	if (zero_bytes(b, UR_GRH_IPV4_OFF) && (b[UR_GRH_IPV4_OFF] >> 4) == 4) {
+		const uint8_t *h = b + UR_GRH_IPV4_OFF;
 
 		if (!ipv4_csum_ok(h))
 			return -EINVAL;
 		tc = h[1];
-		memset(src, 0, 16);
-		memset(dst, 0, 16);
-		src[10] = src[11] = dst[10] = dst[11] = 0xFF;
-		memcpy(src + 12, h + 12, 4);
-		memcpy(dst + 12, h + 16, 4);
+		ur_gid_from_ipv4(h + 12, src);	/* source address */
+		ur_gid_from_ipv4(h + 16, dst);
 	} else if ((b[0] >> 4) == 6) {
 		tc = (uint8_t)((b[0] & 0xF) << 4 | b[1] >> 4);
 		flow = (uint32_t)(b[1] & 0xF) << 16 | (uint32_t)b[2] << 8 | b[3];

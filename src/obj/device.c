@@ -61,18 +61,6 @@ static uint64_t guid_from_gid(const union ibv_gid *gid)
 	return be;
 }
 
-/* Largest IB MTU that fits in a link MTU once RoCEv2 headers are added. */
-static enum ibv_mtu ib_mtu_for_link(uint32_t link_mtu)
-{
-	uint32_t room = link_mtu > 80 ? link_mtu - 80 : 0;
-	enum ibv_mtu m;
-
-	for (m = UR_MAX_MTU; m > IBV_MTU_256; m--)
-		if (ur_mtu_bytes(m) <= room)
-			break;
-	return m;
-}
-
 static void set_gid(struct ur_device *dev, unsigned int i,
 		    const union ur_sockaddr *a)
 {
@@ -88,7 +76,8 @@ static void set_gid(struct ur_device *dev, unsigned int i,
 			mtu);
 	if (i == 0) {
 		dev->link_mtu = mtu;
-		dev->active_mtu = ib_mtu_for_link(mtu);
+		dev->active_mtu = (enum ibv_mtu)ur_mtu_for_link(mtu,
+				a->sa.sa_family == AF_INET6);
 		dev->node_guid = guid_from_gid(&dev->gids[0].gid);
 	}
 }

@@ -45,6 +45,14 @@ static inline bool ur_gid_is_zero(const uint8_t gid[16])
 	return !memcmp(gid, zero, sizeof(zero));
 }
 
+/* An IPv4 address (4 bytes, network order) as its GID, ::ffff:a.b.c.d. */
+static inline void ur_gid_from_ipv4(const void *v4, uint8_t gid[16])
+{
+	memset(gid, 0, 10);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, v4, 4);
+}
+
 /* GID -> socket address with the given UDP port (host order). */
 static inline void ur_gid_to_sockaddr(const uint8_t gid[16], uint16_t port,
 				      union ur_sockaddr *out)
@@ -65,13 +73,10 @@ static inline void ur_gid_to_sockaddr(const uint8_t gid[16], uint16_t port,
 static inline void ur_sockaddr_to_gid(const union ur_sockaddr *sa,
 				      uint8_t gid[16])
 {
-	memset(gid, 0, 16);
-	if (sa->sa.sa_family == AF_INET) {
-		gid[10] = gid[11] = 0xff;
-		memcpy(gid + 12, &sa->in.sin_addr, 4);
-	} else {
+	if (sa->sa.sa_family == AF_INET)
+		ur_gid_from_ipv4(&sa->in.sin_addr, gid);
+	else
 		memcpy(gid, &sa->in6.sin6_addr, 16);
-	}
 }
 
 /* A numeric IPv4 or IPv6 address (port 0). false if s is neither. */

@@ -14,6 +14,7 @@
 #include "util/random.h"
 
 static struct ur_config config;
+static bool config_quiet;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
@@ -101,6 +102,23 @@ static uint64_t env_uint(const char *name, uint64_t min, uint64_t max,
 	ur_warn("%s=%s: want a whole number %" PRIu64 "..%" PRIu64
 		"; using the default (%" PRIu64 ")", name, v, min, max, def);
 	return def;
+}
+
+/* A number whose default is another layer's (UR_CONFIG_DEFAULT if unset or
+ * bad), scaled by unit. */
+static uint64_t env_uint_or_default(const char *name, uint64_t max,
+				    uint64_t unit)
+{
+	const char *v = env(name);
+	uint64_t x;
+
+	if (!v)
+		return UR_CONFIG_DEFAULT;
+	if (!ur_parse_uint(v, 0, max, &x))
+		return x * unit;
+	ur_warn("%s=%s: want a whole number 0..%" PRIu64 "; using the default",
+		name, v, max);
+	return UR_CONFIG_DEFAULT;
 }
 
 static char *env_dup(const char *name)
@@ -191,9 +209,10 @@ static void parse_rest(struct ur_config *c)
 	c->gso = env_bool("UROCE_GSO", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();
-	c->spin_ns = env_uint("UROCE_SPIN_US", 0, UR_CONFIG_MAX_US, 0) * 1000;
-	c->quiet_ns = env_uint("UROCE_QUIET_US", 0, UR_CONFIG_MAX_US, 500) *
-		      1000;
+	c->spin_ns = env_uint_or_default("UROCE_SPIN_US", UR_CONFIG_MAX_US,
+					 1000);
+	c->quiet_ns = env_uint_or_default("UROCE_QUIET_US", UR_CONFIG_MAX_US,
+					  1000);
 	c->rt_prio = (int)env_uint("UROCE_RT_PRIO", 0, UR_CONFIG_MAX_RT_PRIO,
 				   0);
 }
@@ -213,12 +232,24 @@ void ur_config_release(struct ur_config *c)
 	c->stats_path = c->pcap = c->fault = NULL;
 }
 
-/* The log level first, so that it filters the other variables' messages. */
+/*
+ * The log level first, so that it filters the other variables' messages;
+ * quiet, below every message's level until the load is done.
+ */
 static void config_load(void)
 {
+	if (config_quiet)
+		ur_log_level = UR_LOG_ERR - 1;
 	config.log_level = parse_log_level();
-	ur_log_set_level(config.log_level);
+	if (!config_quiet)
+		ur_log_set_level(config.log_level);
 	parse_rest(&config);
+	ur_log_set_level(config.log_level);
+}
+
+void ur_config_quiet(void)
+{
+	config_quiet = true;
 }
 
 const struct ur_config *ur_config_get(void)

@@ -40,12 +40,14 @@
  *   UROCE_LAZY_DOORBELL=bool  posts may wait for the progress thread
  *                         (default on; engine/qp.c says when).
  *   UROCE_SPIN_US=n       the progress thread keeps polling n µs after
- *                         traffic before it sleeps (0..UR_CONFIG_MAX_US,
- *                         default 0: on 2 cores a spinning thread starves
- *                         the applications).
+ *                         traffic before it sleeps (0..UR_CONFIG_MAX_US).
  *   UROCE_QUIET_US=n      an application that polled its CQs in a spin this
  *                         recently keeps the progress thread off the socket
- *                         (0..UR_CONFIG_MAX_US, default 500).
+ *                         (0..UR_CONFIG_MAX_US).
+ *                         Unset (or bad): UR_CONFIG_DEFAULT, and the engine
+ *                         uses its own default, engine/params.h's
+ *                         UR_RX_SPIN_NS / UR_APP_POLL_QUIET_NS, which say
+ *                         why they have their values.
  *   UROCE_RT_PRIO=n       SCHED_FIFO priority of the progress thread where
  *                         permitted (1..99; default 0 = off).
  *   UROCE_HARDENED=bool   hardened mode for untrusted networks (default
@@ -66,6 +68,7 @@
 #define UR_CONFIG_MAX_DEVICES 16
 #define UR_CONFIG_MAX_US 1000000u	/* spin/quiet above 1 s is a typo */
 #define UR_CONFIG_MAX_RT_PRIO 99	/* SCHED_FIFO's range on Linux */
+#define UR_CONFIG_DEFAULT UINT64_MAX	/* not set: the user's layer decides */
 
 enum ur_config_stats {
 	UR_STATS_OFF,
@@ -90,12 +93,19 @@ struct ur_config {
 	bool gso;
 	bool lazy_doorbell;
 	bool hardened;
-	uint64_t spin_ns;		/* UROCE_SPIN_US, in ns */
-	uint64_t quiet_ns;		/* UROCE_QUIET_US, in ns */
+	uint64_t spin_ns;		/* UROCE_SPIN_US in ns, or UR_CONFIG_DEFAULT */
+	uint64_t quiet_ns;		/* UROCE_QUIET_US in ns, or UR_CONFIG_DEFAULT */
 	int rt_prio;			/* 0 = off */
 };
 
 const struct ur_config *ur_config_get(void);
+
+/*
+ * Makes this copy's load silent. librdmacm links its own copy of util/ and
+ * calls it before its first ur_config_get(): libibverbs' copy, loaded in
+ * the same process, reports the same bad values already.
+ */
+void ur_config_quiet(void);
 
 /*
  * Parses the environment as it is now into *c, with the messages above,

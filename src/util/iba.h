@@ -8,7 +8,10 @@
 #ifndef UR_UTIL_IBA_H
 #define UR_UTIL_IBA_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "util/addr.h"
 
 /* QPNs and PSNs are 24 bits (BTH; PSN arithmetic: IBA 9.7.1). */
 #define UR_QPN_MASK 0xffffffu
@@ -22,8 +25,10 @@
 /* QP1's well-known Q_Key (docs/wire-notes.md §5.2). */
 #define UR_GSI_QKEY 0x80010000u
 
-/* The GRH a UD receive buffer starts with (docs/wire-notes.md §2.9). */
+/* The GRH a UD receive buffer starts with (docs/wire-notes.md §2.9); for
+ * an IPv4 datagram it is 20 zero bytes and then the IPv4 header. */
 #define UR_GRH_BYTES 40
+#define UR_GRH_IPV4_OFF (UR_GRH_BYTES - UR_IPV4_HDR_BYTES)
 /* The GRH/IPv6 flow label is 20 bits. */
 #define UR_FLOW_LABEL_MASK 0xfffffu
 
@@ -45,6 +50,26 @@ static inline uint64_t ur_iba_timeout_ns(unsigned int t)
 static inline uint32_t ur_mtu_bytes(int mtu)
 {
 	return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0;
+}
+
+/*
+ * The most bytes a RoCEv2 packet with a full-MTU payload adds after its IP
+ * header: UDP 8, BTH 12, RETH 16 and ImmDt 4 (an RDMA WRITE Only with
+ * Immediate), ICRC 4 (tests/unit/wire/test_hdr.c checks it against the
+ * opcode table).
+ */
+#define UR_ROCEV2_MAX_HDR_BYTES 44
+
+/* The largest IB MTU code (1..5) whose packets fit in a link MTU. */
+static inline int ur_mtu_for_link(uint32_t link_mtu, bool ipv6)
+{
+	uint32_t hdr = (ipv6 ? UR_IPV6_HDR_BYTES : UR_IPV4_HDR_BYTES) +
+		       UR_ROCEV2_MAX_HDR_BYTES;
+	int m = 5;
+
+	while (m > 1 && ur_mtu_bytes(m) + hdr > link_mtu)
+		m--;
+	return m;
 }
 
 #endif

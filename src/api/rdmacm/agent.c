@@ -66,9 +66,8 @@ static void grh_src_gid(const uint8_t *grh, uint8_t gid[16])
 		memcpy(gid, grh + 8, 16);
 		return;
 	}
-	memset(gid, 0, 10);
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, grh + UR_GRH_BYTES - 20 + 12, 4);
+	/* the IPv4 header's source address */
+	ur_gid_from_ipv4(grh + UR_GRH_IPV4_OFF + 12, gid);
 }
 
 static void agent_drain(struct cma_dev *d)

@@ -71,6 +71,7 @@ int cma_init(void)
 
 	if (cma.inited)
 		return cma.init_err;
+	ur_config_quiet();	/* libibverbs reports bad values */
 	(void)ur_config_get();	/* this library's UROCE_LOG */
 	list = ibv_get_device_list(&n);
 	if (!list || n <= 0) {

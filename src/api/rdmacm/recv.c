@@ -183,11 +183,9 @@ static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
 	memset(src, 0, sizeof(*src));
 	memset(dst, 0, sizeof(*dst));
 	if (h.ip_version == 4) {
-		memset(g, 0, 16);
-		g[10] = g[11] = 0xff;
-		memcpy(g + 12, h.src_addr + 12, 4);
+		ur_gid_from_ipv4(h.src_addr + 12, g);
 		ur_gid_to_sockaddr(g, h.src_port, src);
-		memcpy(g + 12, h.dst_addr + 12, 4);
+		ur_gid_from_ipv4(h.dst_addr + 12, g);
 		ur_gid_to_sockaddr(g, port, dst);
 	} else {
 		ur_gid_to_sockaddr(h.src_addr, h.src_port, src);

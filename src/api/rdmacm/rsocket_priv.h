@@ -146,6 +146,7 @@ struct rsk {
 	 * peer's RDMA WRITE of it is over, and the peer writes that entry
 	 * again only once we have filled the half it named. */
 	struct rsk_sge tsge[RSK_SGL_SIZE];
+	int tsgl_next;			/* the entry the peer's next SGE lands in */
 	int target_sge;			/* the entry we write into next */
 	struct rsk_sge remote_sgl;	/* the peer's target SGL */
 	int remote_sge;			/* its entry we update next */

@@ -227,6 +227,7 @@ void rsk_save_conn(struct rsk *rs, const struct rsk_conn_data *c)
 	rs->tsge[0].key = be32toh(c->data_buf.key);
 	rs->tsge[0].length = be32toh(c->data_buf.length);
 	rs->target_sge = 0;
+	rs->tsgl_next = 1 % RSK_SGL_SIZE;
 	rs->sseq_comp = be16toh(c->credits);
 }
 
@@ -341,19 +342,23 @@ void rsk_update_credits(struct rsk *rs)
 		send_credits(rs);
 }
 
-/* New halves the peer wrote into our target SGL (see struct rsk). */
-static void take_sges(struct rsk *rs)
+/*
+ * The half the peer offered with this credit message, if it carried one
+ * (an RDMA WRITE of one SGE, in entry order from 1: entry 0 is the
+ * connect data's buffer). Only that entry is read: the peer may already
+ * be writing the next one, whose message has not completed yet.
+ */
+static void take_sge(struct rsk *rs, const struct ibv_wc *wc)
 {
-	int i;
+	int i = rs->tsgl_next;
 
-	for (i = 0; i < RSK_SGL_SIZE; i++) {
-		if (rs->tsge[i].length || !rs->target_sgl[i].length)
-			continue;
-		rs->tsge[i].addr = rs->target_sgl[i].addr;
-		rs->tsge[i].key = rs->target_sgl[i].key;
-		rs->tsge[i].length = rs->target_sgl[i].length;
-		rs->target_sgl[i].length = 0;
-	}
+	if (wc->byte_len != sizeof(struct rsk_sge))
+		return;		/* credits only */
+	rs->tsge[i].addr = rs->target_sgl[i].addr;
+	rs->tsge[i].key = rs->target_sgl[i].key;
+	rs->tsge[i].length = rs->target_sgl[i].length;
+	rs->target_sgl[i].length = 0;
+	rs->tsgl_next = (i + 1) % RSK_SGL_SIZE;
 }
 
 static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
@@ -366,7 +371,7 @@ static void handle_recv(struct rsk *rs, const struct ibv_wc *wc)
 	switch (RSK_MSG_OP(msg)) {
 	case RSK_OP_SGL:
 		rs->sseq_comp = (uint16_t)RSK_MSG_ARG(msg);
-		take_sges(rs);
+		take_sge(rs, wc);
 		break;
 	case RSK_OP_CTRL:
 		if (RSK_MSG_ARG(msg) == RSK_CTRL_DISCONNECT) {

@@ -183,6 +183,27 @@ static void test_opcode_table(void **state)
 	assert_string_equal(ur_op_name(UR_OPC_CNP), "CNP");
 }
 
+/* util/iba.h's UR_ROCEV2_MAX_HDR_BYTES (which sizes the device's IB MTU
+ * from the link's) is the largest header any opcode with payload has. */
+static void test_max_hdr_bytes(void **state)
+{
+	unsigned int most = 0;
+
+	for (unsigned int op = 0; op < 256; op++) {
+		unsigned int n;
+
+		if (!ur_op_valid((uint8_t)op) ||
+		    !(ur_op_mask((uint8_t)op) & UR_MASK_PAYLOAD) ||
+		    ur_op_info((uint8_t)op)->fixed_payload)
+			continue;
+		n = UR_UDP_HDR_BYTES + ur_op_hdr_len((uint8_t)op) +
+		    UR_ICRC_BYTES;
+		if (n > most)
+			most = n;
+	}
+	assert_int_equal(most, UR_ROCEV2_MAX_HDR_BYTES);
+}
+
 static void test_class(void **state)
 {
 	assert_true(ur_op_valid_for_class(UR_OPC_RC_ACK, UR_TCLASS_RC));
@@ -660,6 +681,7 @@ int main(void)
 	    cmocka_unit_test(test_bth_accessors),
 	    cmocka_unit_test(test_ext_accessors),
 	    cmocka_unit_test(test_opcode_table),
+	    cmocka_unit_test(test_max_hdr_bytes),
 	    cmocka_unit_test(test_class),
 	    cmocka_unit_test(test_build_parse_all),
 	    cmocka_unit_test(test_parse_rejects),
