@@ -521,20 +521,30 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	}
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	r->msg_len = 0;
+	/*
+	 * The ACK is on the wire before the CQE is visible, as a NIC does
+	 * it: an application that polls this completion and exits at once
+	 * (a server after its last receive) would otherwise never send it,
+	 * and the peer's SEND would end in RETRY_EXC_ERR. Only a message's
+	 * end pays for the early flush; the ACKs of packets that complete
+	 * nothing stay coalesced up to the burst's end. This includes class
+	 * J (the ACK goes out, then the QP fails) and, since the CQ is only
+	 * tried afterwards, a CQ overrun: the message was placed, the QP
+	 * fails all the same.
+	 */
+	if (is_rc(c) && pkt->ackreq) {
+		resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+			       pkt->psn);
+		ur_txb_flush(&c->xp->nic->txb);
+	}
 	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
-		/* CQ overrun (class G): the QP fails, no ACK */
+		/* CQ overrun (class G): the QP fails */
 		resp_qp_error(c, IBV_EVENT_QP_FATAL);
 		return UR_RESP_DONE;
 	}
-	if (wc.status != IBV_WC_SUCCESS && is_rc(c)) {
-		/* class J: the ACK still goes out, then the QP fails */
-		if (pkt->ackreq)
-			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
-				       pkt->psn);
-		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);
-		return UR_RESP_DONE;
-	}
-	return UR_RESP_ACKNOWLEDGE;
+	if (wc.status != IBV_WC_SUCCESS && is_rc(c))
+		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);	/* class J */
+	return UR_RESP_DONE;
 }
 
 static enum ur_resp_state resp_read_reply(struct ur_resp_ctx *c)
