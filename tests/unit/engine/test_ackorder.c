@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_env.h"
 
@@ -168,6 +169,82 @@ static void test_write_imm_multi(void **state)
 	exit_after_receive(*state, IBV_WR_RDMA_WRITE_WITH_IMM, T_LEN);
 }
 
+static unsigned int to_receiver;
+
+static bool count_to_receiver(int to, const uint8_t *d, uint32_t len)
+{
+	(void)d;
+	(void)len;
+	if (to == 1)
+		__atomic_fetch_add(&to_receiver, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+/*
+ * Completions held back for their ACK keep the RQ's order against the
+ * ones a responder error posts at once: eight SENDs arrive together, the
+ * fifth is too long for its receive (class C: LOC_LEN_ERR, the QP fails).
+ * The receiver sees 0..3 succeed, 4 fail and 5..7 flushed, in that order,
+ * each exactly once.
+ */
+static void test_order_with_error(void **state)
+{
+	struct t_pair *p = *state;
+	struct ibv_wc wc;
+	unsigned int i;
+
+	fill(p->a.buf, 8 * 1024, 3);
+	for (i = 0; i < 8; i++)
+		fe_rq_post(p->b.qp, 100 + i, p->b.buf + i * 1024,
+			   i == 4 ? 64 : 1024, p->b.mr->ibmr.lkey);
+	for (i = 0; i < 8; i++) {
+		struct ur_send_wqe *w = fe_sq_next(p->a.qp);
+
+		w->wr_id = i;
+		w->opcode = IBV_WR_SEND;
+		w->num_sge = 1;
+		w->length = 512;
+		w->sge[0].addr = (uintptr_t)p->a.buf + i * 1024;
+		w->sge[0].length = 512;
+		w->sge[0].lkey = p->a.mr->ibmr.lkey;
+		p->a.qp->sq.producer++;
+	}
+	/* the receiver takes all eight in one burst: its receive path is
+	 * held until they wait in its queue */
+	pthread_mutex_lock(&p->b.dev->nic->rx_lock);
+	to_receiver = 0;
+	fe_set_filter(count_to_receiver);
+	pthread_mutex_lock(&p->a.qp->sq_lock);
+	ur_engine_sq_kick(p->a.qp);
+	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	for (i = 0; i < 20000 && __atomic_load_n(&to_receiver,
+						 __ATOMIC_RELAXED) < 8; i++)
+		usleep(50);
+	pthread_mutex_unlock(&p->b.dev->nic->rx_lock);
+	assert_int_equal(fe_set_filter(NULL), 0);
+	assert_int_equal(to_receiver, 8);
+
+	for (i = 0; i < 8; i++) {
+		enum ibv_wc_status want = i < 4 ? IBV_WC_SUCCESS :
+				 i == 4 ? IBV_WC_LOC_LEN_ERR :
+					  IBV_WC_WR_FLUSH_ERR;
+
+		if (fe_cq_poll(&p->b.rcq, &wc, T_TMO) != 1)
+			fail_msg("receive %u: no completion", i);
+		if (wc.wr_id != 100 + i || wc.status != want)
+			fail_msg("receive %u: got wr_id %lu status %d, "
+				 "expected wr_id %u status %d", i,
+				 (unsigned long)wc.wr_id, wc.status, 100 + i,
+				 want);
+		if (i < 4) {
+			assert_int_equal(wc.byte_len, 512);
+			assert_memory_equal(p->b.buf + i * 1024,
+					    p->a.buf + i * 1024, 512);
+		}
+	}
+	assert_int_equal(fe_cq_poll(&p->b.rcq, &wc, 30), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +253,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_multi, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_imm_multi, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_order_with_error, setup,
 						teardown),
 	};
 	int rc;
