@@ -128,6 +128,14 @@ struct ur_nic {
 	/* rx owner only */
 	struct ur_rxd rxd[UR_RX_BATCH];
 	struct ur_txb txb;
+	/* RC receive completions waiting for their ACK in txb to leave
+	 * (resp.c, ur_resp_flush()) */
+	struct ur_held_cqe {
+		struct ur_qp *qp;
+		struct ibv_wc wc;
+		bool solicited;
+	} held[UR_RX_BATCH];
+	unsigned int n_held;
 };
 
 /* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
@@ -169,6 +177,8 @@ struct ur_resp_state_qp {
 	/* receive WQE taken for the current SEND / WRITE_IMM */
 	bool have_rwqe;			/* stored with __atomic_store_n:
 					 * ur_flush_rq() reads it unlocked */
+	unsigned int held;		/* completions in nic->held, read as
+					 * have_rwqe (__atomic) */
 	union {
 		struct ur_recv_wqe rwqe;
 		uint8_t rwqe_buf[sizeof(struct ur_recv_wqe) +
@@ -333,6 +343,9 @@ void *ur_progress_thread(void *arg);
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		const struct ur_rxd *d, const struct ur_ip_flow *flow);
 void ur_resp_reset(struct ur_qp *qp);
+/* rx_lock held: sends the batch, then makes visible the receive
+ * completions that waited for their ACK in it. */
+void ur_resp_flush(struct ur_nic *nic);
 
 /* rdatm.c */
 struct ur_res *ur_res_alloc(struct ur_qp_xport *xp);

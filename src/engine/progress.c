@@ -36,7 +36,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 		pthread_rwlock_rdlock(&nic->dev->obj_lock);
 		for (i = 0; i < n; i++)
 			ur_rx_datagram(nic, &nic->rxd[i]);
-		ur_txb_flush(&nic->txb);
+		ur_resp_flush(nic);
 		pthread_rwlock_unlock(&nic->dev->obj_lock);
 		total += n;
 		/* A full batch may leave datagrams pending inside the link
@@ -54,7 +54,7 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 
 	/* the error path asked for this: only the receive path's owner may
 	 * flush the receive WQE its responder holds */
-	if (qp->state == IBV_QPS_ERR && xp->resp.have_rwqe)
+	if (qp->state == IBV_QPS_ERR)
 		ur_flush_rq(qp, true);
 	if (kick && kick <= now) {
 		ur_timer_disarm(&xp->kick_deadline);

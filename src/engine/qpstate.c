@@ -75,13 +75,18 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 
 	/* a non-owner reads have_rwqe racing the responder: the stores are
 	 * atomic (relaxed) for this read, which may be stale */
-	if (xp && __atomic_load_n(&xp->resp.have_rwqe, __ATOMIC_RELAXED)) {
-		/* the WQE the responder holds is older than the ring's: only
-		 * its owner flushes, that one first (RQ completions in order) */
+	if (xp && (__atomic_load_n(&xp->resp.have_rwqe, __ATOMIC_SEQ_CST) ||
+		   __atomic_load_n(&xp->resp.held, __ATOMIC_SEQ_CST))) {
+		/* the WQE the responder holds (or a completion it holds back
+		 * until its ACK has left) is older than the ring's: only its
+		 * owner flushes, after it (RQ completions in order) */
 		if (!rx_owner)
 			return;
-		__atomic_store_n(&xp->resp.have_rwqe, false, __ATOMIC_RELAXED);
-		flush_recv_one(qp, xp->resp.rwqe.wr_id);
+		if (xp->resp.have_rwqe) {
+			__atomic_store_n(&xp->resp.have_rwqe, false,
+					 __ATOMIC_RELAXED);
+			flush_recv_one(qp, xp->resp.rwqe.wr_id);
+		}
 	}
 	if (qp->srq)
 		return;	/* SRQ WQEs belong to the other QPs too */

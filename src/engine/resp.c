@@ -192,6 +192,9 @@ static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		.event_type = ev_type,
 	};
 
+	/* the completions held for their ACK come before the error's */
+	if (c->r->held)
+		ur_resp_flush(c->xp->nic);
 	if (c->r->have_rwqe && c->rwqe_status != IBV_WC_SUCCESS) {
 		struct ibv_wc wc;
 
@@ -519,22 +522,47 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	} else {
 		wc.src_qp = c->qp->attr.dest_qp_num;
 	}
-	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	r->msg_len = 0;
+	/*
+	 * The ACK is on the wire before the CQE is visible, as a NIC does
+	 * it: an application that polls this completion and exits at once
+	 * (a server after its last receive) would otherwise never send it,
+	 * and the peer's SEND would end in RETRY_EXC_ERR. A successful one
+	 * waits in nic->held for the batch to leave (ur_resp_flush()), so
+	 * the ACKs stay coalesced; while it waits, r->held keeps others from
+	 * flushing the RQ past it. Class J is rare: the batch leaves now,
+	 * then the CQE, then the QP fails.
+	 */
+	if (is_rc(c) && pkt->ackreq) {
+		struct ur_nic *nic = c->xp->nic;
+
+		resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+			       pkt->psn);
+		if (wc.status == IBV_WC_SUCCESS) {
+			if (nic->n_held == UR_RX_BATCH)
+				ur_resp_flush(nic);
+			nic->held[nic->n_held++] = (struct ur_held_cqe){
+				.qp = c->qp, .wc = wc, .solicited = pkt->se,
+			};
+			__atomic_store_n(&r->held, r->held + 1,
+					 __ATOMIC_SEQ_CST);
+			__atomic_store_n(&r->have_rwqe, false,
+					 __ATOMIC_RELEASE);
+			return UR_RESP_DONE;
+		}
+		ur_resp_flush(nic);
+	} else if (r->held) {
+		ur_resp_flush(c->xp->nic);	/* keep the RQ's order */
+	}
+	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
-		/* CQ overrun (class G): the QP fails, no ACK */
+		/* CQ overrun (class G): the QP fails */
 		resp_qp_error(c, IBV_EVENT_QP_FATAL);
 		return UR_RESP_DONE;
 	}
-	if (wc.status != IBV_WC_SUCCESS && is_rc(c)) {
-		/* class J: the ACK still goes out, then the QP fails */
-		if (pkt->ackreq)
-			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
-				       pkt->psn);
-		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);
-		return UR_RESP_DONE;
-	}
-	return UR_RESP_ACKNOWLEDGE;
+	if (wc.status != IBV_WC_SUCCESS && is_rc(c))
+		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);	/* class J */
+	return UR_RESP_DONE;
 }
 
 static enum ur_resp_state resp_read_reply(struct ur_resp_ctx *c)
@@ -759,6 +787,36 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		st = resp_handlers[st](&c);
 	}
 	(void)ur_resp_state_names;
+}
+
+void ur_resp_flush(struct ur_nic *nic)
+{
+	bool overrun[UR_RX_BATCH];
+	unsigned int i, n = nic->n_held;
+
+	UR_ASSERT_HELD(&nic->rx_lock);
+	ur_txb_flush(&nic->txb);
+	nic->n_held = 0;
+	for (i = 0; i < n; i++) {
+		struct ur_held_cqe *h = &nic->held[i];
+		struct ur_resp_state_qp *r = &h->qp->xp->resp;
+
+		overrun[i] = ur_cq_push(h->qp->recv_cq, &h->wc, h->solicited);
+		__atomic_store_n(&r->held, r->held - 1, __ATOMIC_RELEASE);
+	}
+	/* CQ overrun (class G): the QP fails, once all are posted */
+	for (i = 0; i < n; i++) {
+		struct ur_qp *qp = nic->held[i].qp;
+		struct ur_resp_ctx c = {
+			.qp = qp,
+			.xp = qp->xp,
+			.r = &qp->xp->resp,
+			.rwqe_status = IBV_WC_SUCCESS,
+		};
+
+		if (overrun[i] && qp->state != IBV_QPS_ERR)
+			resp_qp_error(&c, IBV_EVENT_QP_FATAL);
+	}
 }
 
 void ur_resp_reset(struct ur_qp *qp)
