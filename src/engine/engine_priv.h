@@ -91,6 +91,7 @@ enum ur_qstat {
  */
 struct ur_qp_counters {
 	_Atomic uint64_t req[UR_QSTAT__MAX];	/* sq_lock holder */
+	uint8_t apart[64];	/* two writers: never one cache line */
 	_Atomic uint64_t rx[UR_QSTAT__MAX];	/* rx owner */
 };
 
