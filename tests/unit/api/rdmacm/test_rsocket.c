@@ -58,7 +58,7 @@ static struct sockaddr_in lo(uint16_t port)
 	return a;
 }
 
-static int listener(uint16_t port, int bufsize)
+static int listener_at(uint16_t port, int bufsize)
 {
 	struct sockaddr_in a = lo(port);
 	int l = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
@@ -74,9 +74,32 @@ static int listener(uint16_t port, int bufsize)
 	}
 	assert_int_equal(rsetsockopt(l, SOL_RDMA, RDMA_IOMAPSIZE, &one,
 				     sizeof(one)), 0);
-	assert_int_equal(rbind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	if (rbind(l, (struct sockaddr *)&a, sizeof(a))) {
+		assert_int_equal(errno, EADDRINUSE);
+		assert_int_equal(rclose(l), 0);
+		return -1;
+	}
 	assert_int_equal(rlisten(l, 4), 0);
 	return l;
+}
+
+/*
+ * A listener on *port, or on the next free one: loopback ports are shared
+ * with every other uroce process of this user (the rendezvous), and other
+ * tests may run at the same time.
+ */
+static int listener(uint16_t *port, int bufsize)
+{
+	int l, tries;
+
+	for (tries = 0; tries < 64; tries++) {
+		l = listener_at(*port, bufsize);
+		if (l >= 0)
+			return l;
+		*port = next_port++;
+	}
+	fail_msg("no free loopback port after %d tries", tries);
+	return -1;
 }
 
 /* A connected non-blocking pair: *c the client, *s the accepted end. */
@@ -268,7 +291,7 @@ static void *duplex_recv(void *arg)
 static void test_duplex_threads(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 16384), c, s, i;
+	int l = listener(&port, 16384), c, s, i;
 	struct duplex d[4];
 	pthread_t t[4];
 
@@ -322,7 +345,7 @@ static void test_bad_input(void **state)
 static void test_stream(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 32768), c, s, v;
+	int l = listener(&port, 32768), c, s, v;
 	struct sockaddr_in a, b;
 	socklen_t la = sizeof(a), lb = sizeof(b), len = sizeof(v);
 
@@ -364,7 +387,7 @@ static size_t drain(int fd, uint8_t *buf, size_t max)
 static void test_shutdown_close(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 0), c, s;
+	int l = listener(&port, 0), c, s;
 	uint8_t out[5000], in[6000];
 	struct pollfd p;
 
@@ -395,7 +418,7 @@ static void test_shutdown_close(void **state)
 static void test_select(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 0), c, s, pfd[2], n;
+	int l = listener(&port, 0), c, s, pfd[2], n;
 	struct timeval tv = { .tv_sec = 15 };
 	fd_set r;
 	char b[8];
@@ -442,7 +465,7 @@ static void test_close_listener_pending(void **state)
 {
 	uint16_t port = next_port++;
 	struct sockaddr_in a = lo(port);
-	int l = listener(port, 0), c, err;
+	int l = listener(&port, 0), c, err;
 	struct pollfd p = { .fd = l, .events = POLLIN };
 	socklen_t len = sizeof(err);
 
@@ -463,7 +486,7 @@ static void test_close_listener_pending(void **state)
 static void test_iomap(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 0), c, s;
+	int l = listener(&port, 0), c, s;
 	uint8_t *win = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t out[40000], b[4];
@@ -525,7 +548,7 @@ static int count_fds(void)
 static void test_cycles_no_leak(void **state)
 {
 	uint16_t port = next_port++;
-	int l = listener(port, 0), c, s, before, i;
+	int l = listener(&port, 0), c, s, before, i;
 
 	connect_pair(l, port, 0, &c, &s);	/* warm: lazy objects */
 	assert_int_equal(rclose(c), 0);
