@@ -211,6 +211,8 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 	ur_cnt_stat(&c->xp->nic->cnt, c->syn == UR_AETH_NAK_PSN_SEQ ?
 					      UR_STAT_SEQ_NAK_RCVD :
 					      UR_STAT_ERR_NAK_RCVD, 1);
+	if (c->syn == UR_AETH_NAK_PSN_SEQ)
+		ur_qcnt(c->xp->qcnt.req, UR_QSTAT_SEQ_NAK_RCVD, 1);
 	switch (c->syn) {
 	case UR_AETH_NAK_PSN_SEQ:
 		if (c->xp->rnr_wait)
@@ -383,6 +385,7 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	struct ur_qp *qp = c->qp;
 
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RNR_NAK_RCVD, 1);
+	ur_qcnt(xp->qcnt.req, UR_QSTAT_RNR_NAK_RCVD, 1);
 	if (xp->rnr_wait)
 		return UR_COMP_DONE;
 	/* as for a sequence NAK: never past a READ's missing responses */
@@ -500,6 +503,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	if (timeout) {
 		/* the QP's timeout: no progress for 4.096 us x 2^timeout */
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
+		ur_qcnt(xp->qcnt.req, UR_QSTAT_TIMEOUTS, 1);
 		xp->iba_deadline = 0;
 		if (!xp->retry_left) {
 			ur_wqe_fail(qp, idx, head, IBV_WC_RETRY_EXC_ERR);

@@ -3,11 +3,13 @@
  * Per-device counters: every dropped packet by reason (enum ur_drop_reason
  * of wire/), transport events, and the link's own statistics. Dumped as
  * "name value" lines by ur_engine_dump_counters(), and at the last close
- * when UROCE_STATS=1 (stderr) or UROCE_STATS=<path> (appended).
+ * when UROCE_STATS=1 (stderr) or UROCE_STATS=<path> (appended); and each
+ * QP's share of them, for the device tree's qp/<dev>.
  */
 #include <inttypes.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/memguard.h"
 
 const char *const ur_stat_names[UR_STAT__MAX] = {
@@ -30,6 +32,40 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_UD_TOO_BIG] = "ud_too_big",
 	[UR_STAT_STALE_RESP] = "stale_responses",
 };
+
+/* The device counters' names where the meaning is the same. */
+static const char *const ur_qstat_names[UR_QSTAT__MAX] = {
+	[UR_QSTAT_TX_PKTS] = "tx_pkts",
+	[UR_QSTAT_TX_BYTES] = "tx_bytes",
+	[UR_QSTAT_RX_PKTS] = "rx_pkts",
+	[UR_QSTAT_RX_BYTES] = "rx_bytes",
+	[UR_QSTAT_RETRANSMITS] = "retransmits",
+	[UR_QSTAT_TIMEOUTS] = "timeouts",
+	[UR_QSTAT_SEQ_NAK_SENT] = "seq_nak_sent",
+	[UR_QSTAT_SEQ_NAK_RCVD] = "seq_nak_rcvd",
+	[UR_QSTAT_RNR_NAK_SENT] = "rnr_nak_sent",
+	[UR_QSTAT_RNR_NAK_RCVD] = "rnr_nak_rcvd",
+	[UR_QSTAT_DUP_REQ] = "duplicate_requests",
+};
+
+void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
+{
+	const struct ur_qp_xport *xp = qp->xp;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (!xp)
+		return;
+	/* the requester's PSNs are sq_lock's; the responder's are not */
+	if (qp->type != IBV_QPT_UD)
+		fprintf(out, " next-psn %u unacked-psn %u", xp->psn,
+			xp->comp_psn);
+	for (unsigned int i = 0; i < UR_QSTAT__MAX; i++)
+		fprintf(out, " %s %" PRIu64, ur_qstat_names[i],
+			atomic_load_explicit(&xp->qcnt.req[i],
+					     memory_order_relaxed) +
+				atomic_load_explicit(&xp->qcnt.rx[i],
+						     memory_order_relaxed));
+}
 
 void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 {

@@ -45,6 +45,9 @@ int ur_engine_poll(struct ur_device *dev);
 
 /* Counters (drops by reason and link statistics) as text, one per line. */
 void ur_engine_dump_counters(struct ur_device *dev, FILE *out);
+/* One QP's live PSNs and counters as " name value" pairs on the current
+ * line (the device tree's qp/<dev>). qp->sq_lock held. */
+void ur_engine_dump_qp(struct ur_qp *qp, FILE *out);
 /* Writes the counters where UROCE_STATS says, once per NIC (the last close
  * or the exit handler, whichever comes first). dev->lock held. */
 void ur_engine_write_stats(struct ur_device *dev);

@@ -67,6 +67,47 @@ static inline void ur_cnt_stat(struct ur_counters *c, enum ur_stat s,
 
 extern const char *const ur_stat_names[UR_STAT__MAX];
 
+/* One QP's share of the engine counters (the qp/<dev> file of the device
+ * tree). Payload bytes; received packets are those passed to the QP. */
+enum ur_qstat {
+	UR_QSTAT_TX_PKTS,
+	UR_QSTAT_TX_BYTES,
+	UR_QSTAT_RX_PKTS,
+	UR_QSTAT_RX_BYTES,
+	UR_QSTAT_RETRANSMITS,
+	UR_QSTAT_TIMEOUTS,
+	UR_QSTAT_SEQ_NAK_SENT,
+	UR_QSTAT_SEQ_NAK_RCVD,
+	UR_QSTAT_RNR_NAK_SENT,
+	UR_QSTAT_RNR_NAK_RCVD,
+	UR_QSTAT_DUP_REQ,
+	UR_QSTAT__MAX,
+};
+
+/*
+ * Each array has one writer at a time (its lock's holder), so a counter
+ * moves by a relaxed load and store, no locked instruction; the device
+ * tree's refresher reads both and adds them.
+ */
+struct ur_qp_counters {
+	_Atomic uint64_t req[UR_QSTAT__MAX];	/* sq_lock holder */
+	uint8_t apart[64];	/* two writers: never one cache line */
+	_Atomic uint64_t rx[UR_QSTAT__MAX];	/* rx owner */
+};
+
+static inline void ur_qcnt(_Atomic uint64_t *c, enum ur_qstat s, uint64_t n)
+{
+	atomic_store_explicit(&c[s], atomic_load_explicit(&c[s],
+				memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+/* One packet with paylen bytes of payload handed to the link batch. */
+static inline void ur_qcnt_tx(_Atomic uint64_t *c, uint32_t paylen)
+{
+	ur_qcnt(c, UR_QSTAT_TX_PKTS, 1);
+	ur_qcnt(c, UR_QSTAT_TX_BYTES, paylen);
+}
+
 /* One packet being assembled: hdr | payload pieces | pad + ICRC. */
 struct ur_txpkt {
 	uint8_t hdr[UR_HDR_MAX];
@@ -251,6 +292,8 @@ struct ur_qp_xport {
 
 	/* requester's packet batch (sq_lock) */
 	struct ur_txb txb;
+
+	struct ur_qp_counters qcnt;
 };
 
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)

@@ -180,6 +180,8 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 		ur_dbg_dp("engine: drop %s", ur_drop_reason_str(r));
 		return;
 	}
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
 	if (ur_op_is_request(pkt.opcode))
 		ur_resp_rx(qp, &pkt, d, &flow);
 	else

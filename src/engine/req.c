@@ -153,6 +153,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
+	ur_qcnt_tx(xp->qcnt.req, wqe->length);
 	wqe->first_psn = wqe->last_psn = xp->psn;
 	xp->psn = ur_psn_inc(xp->psn);
 	wqe_sent(qp, wqe);
@@ -230,6 +231,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
+	ur_qcnt_tx(xp->qcnt.req, len);
 	xp->psn = ur_psn_inc(xp->psn);
 	wqe->sent = off + len;
 	if (++xp->req_pkt == wqe->npkts)
@@ -264,6 +266,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 						      xp->mtu,
 					      (uint64_t)(wqe->length - off));
 		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+		ur_qcnt_tx(xp->qcnt.req, 0);
 		xp->rd_outstanding++;
 		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req_pkt = end;
@@ -284,6 +287,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		}
 	}
 	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	ur_qcnt_tx(xp->qcnt.req, 0);
 	xp->rd_outstanding++;
 	xp->psn = ur_psn_inc(wqe->last_psn);
 	wqe_sent(qp, wqe);
@@ -487,4 +491,5 @@ void ur_req_rewind(struct ur_qp *qp)
 				    head->last_psn))
 		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
+	ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
 }

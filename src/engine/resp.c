@@ -111,6 +111,7 @@ static void resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode,
 	} else {
 		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f,
 			   NULL, 0, 0);
+		ur_qcnt_tx(c->xp->qcnt.rx, 0);
 	}
 }
 
@@ -127,6 +128,7 @@ static void resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
 	f.atmack_orig = orig;
 	ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
 		   0, 0);
+	ur_qcnt_tx(c->xp->qcnt.rx, 0);
 }
 
 static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type);
@@ -180,6 +182,7 @@ static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 			resp_qp_error(c, IBV_EVENT_QP_ACCESS_ERR);
 			return;
 		}
+		ur_qcnt_tx(c->xp->qcnt.rx, plen);
 	}
 }
 
@@ -622,6 +625,7 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 	uint32_t len, mtu = c->xp->mtu;
 
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_DUP_REQ, 1);
+	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_DUP_REQ, 1);
 	if (ur_op_is_send(c->op) || ur_op_is_write(c->op)) {
 		/* C9-105: not executed again; ACK the last in-order PSN */
 		if (pkt->ackreq)
@@ -659,6 +663,7 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 {
 	c->r->nak_sent = true;
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
+	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
 	resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
 	c->drop = UR_DROP_PSN_WINDOW;
 	return UR_RESP_DROP;
@@ -667,6 +672,7 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 static enum ur_resp_state resp_err_rnr(struct ur_resp_ctx *c)
 {
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_RNR_NAK_SENT, 1);
+	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_RNR_NAK_SENT, 1);
 	resp_send_aeth(c, UR_OPC_RC_ACK,
 		       UR_AETH_RNR_NAK | (c->qp->attr.min_rnr_timer & 0x1f),
 		       c->pkt->psn);

@@ -241,6 +241,7 @@ void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 	}
 	if (txb_fill(b, b->n, &qp->av.dest, &xp->flow, f, NULL, 0, 0))
 		return;
+	ur_qcnt_tx(qp->xp->qcnt.rx, 0);	/* rx owner: the responder's ACK */
 	b->ack_slot = (int)b->n;
 	b->ack_qp = qp;
 	b->n++;

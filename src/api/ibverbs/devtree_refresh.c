@@ -2,11 +2,12 @@
 /*
  * The device tree's live files: ports/1/hw_counters (the engine's counters
  * and rxe's names for them), ports/1/counters (the IBA port counters) and
- * <root>/<pid>/qp/<dev>, rewritten by one thread every
- * UR_DEVTREE_REFRESH_MS while a device is open, each file only when its
- * value changed. A round whose counters are all unchanged stops at
+ * <root>/<pid>/qp/<dev> (each QP's state, PSNs and counters), rewritten
+ * by one thread every UR_DEVTREE_REFRESH_MS while a device is open, each
+ * file only when its value changed. A round whose counters are all unchanged stops at
  * comparing their text with the last round's.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -104,14 +105,27 @@ static const char *qp_state_str(enum ibv_qp_state st)
 		       names[st] : "?";
 }
 
+static const char *peer_str(const union ur_sockaddr *sa,
+			    char buf[INET6_ADDRSTRLEN])
+{
+	const void *ip = sa->sa.sa_family == AF_INET6 ?
+				 (const void *)&sa->in6.sin6_addr :
+				 (const void *)&sa->in.sin_addr;
+
+	if (!inet_ntop(sa->sa.sa_family, ip, buf, INET6_ADDRSTRLEN))
+		strcpy(buf, "?");
+	return buf;
+}
+
 /*
  * <root>/<pid>/qp/<dev>: one line per QP, as `rdma resource show qp`
- * prints them (the state and attributes modify_qp last set). Rewritten
- * only when it changed. Caller holds devtree.lock; dev's NIC runs.
+ * prints them (the state and attributes modify_qp last set), then the
+ * engine's live PSNs and the QP's counters. Rewritten only when it
+ * changed. Caller holds devtree.lock; dev's NIC runs.
  */
 static void refresh_qps(struct ur_device *dev, char **last)
 {
-	char dir[PATH_MAX], *text = NULL;
+	char dir[PATH_MAX], peer[INET6_ADDRSTRLEN], *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
@@ -129,9 +143,12 @@ static void refresh_qps(struct ur_device *dev, char **last)
 			qp_state_str(qp->state));
 		if (qp->type != IBV_QPT_UD && qp->state >= IBV_QPS_RTR &&
 		    qp->state != IBV_QPS_ERR)
-			fprintf(f, " rqpn %u rq-psn %u sq-psn %u path-mtu %u",
-				qp->attr.dest_qp_num, qp->attr.rq_psn,
-				qp->attr.sq_psn, qp->path_mtu_bytes);
+			fprintf(f,
+				" rqpn %u peer %s rq-psn %u sq-psn %u path-mtu %u",
+				qp->attr.dest_qp_num, peer_str(&qp->av.dest, peer),
+				qp->attr.rq_psn, qp->attr.sq_psn,
+				qp->path_mtu_bytes);
+		ur_engine_dump_qp(qp, f);
 		fputc('\n', f);
 		pthread_mutex_unlock(&qp->sq_lock);
 	}

@@ -2,7 +2,8 @@
 /*
  * The per-process device tree through the public API, as a sysfs reader
  * sees it: paths, the values the verbs queries return, live hw_counters
- * while traffic flows, next to no CPU while idle, removal at exit, removal of a SIGKILLed process's
+ * while traffic flows, each QP's own counters,
+ * next to no CPU while idle, removal at exit, removal of a SIGKILLed process's
  * tree by the next process, no trampling between a parent and its child,
  * and the trees of live processes left alone.
  */
@@ -262,6 +263,116 @@ static void t_live_counters(void **state)
 	ibv_free_device_list(list);
 }
 
+/* The value of key on QP qpn's line of <root>/<pid>/qp/<dev>; -1 none. */
+static int64_t qp_counter(const char *dev, uint32_t qpn, const char *key)
+{
+	char path[PATH_MAX], text[8192], pat[64], *line, *k;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/qp/%s", root, (int)getpid(), dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	r = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[r > 0 ? r : 0] = 0;
+	snprintf(pat, sizeof(pat), "lqpn %u ", qpn);
+	line = strstr(text, pat);
+	if (!line)
+		return -1;
+	if (strchr(line, '\n'))
+		*strchr(line, '\n') = 0;
+	snprintf(pat, sizeof(pat), " %s ", key);
+	k = strstr(line, pat);
+	return k ? strtoll(k + strlen(pat), NULL, 10) : -1;
+}
+
+struct qp_snap {
+	int64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+};
+
+static void qp_snap(const char *dev, uint32_t qpn, struct qp_snap *s)
+{
+	s->tx_pkts = qp_counter(dev, qpn, "tx_pkts");
+	s->tx_bytes = qp_counter(dev, qpn, "tx_bytes");
+	s->rx_pkts = qp_counter(dev, qpn, "rx_pkts");
+	s->rx_bytes = qp_counter(dev, qpn, "rx_bytes");
+}
+
+/*
+ * Each QP's line counts its own traffic: 20 one-packet SENDs of 100 bytes
+ * are 20 packets and 2000 payload bytes out of one QP and into the other
+ * (more if some were resent), and every ACK the receiver sent (at least
+ * one, no payload) reached the sender, over loopback where nothing is
+ * lost.
+ */
+static void t_qp_counters(void **state)
+{
+	struct ibv_device **list;
+	struct qp_snap s0, r0, s1, r1;
+	const char *d0, *d1;
+	uint32_t q0, q1;
+	int64_t resent;
+	struct te_pair p;
+	struct ibv_wc wc;
+	uint64_t t0;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	assert_true(n >= 2);
+	d0 = ibv_get_device_name(list[0]);
+	d1 = ibv_get_device_name(list[1]);
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	q0 = p.s[0].qp->qp_num;
+	q1 = p.s[1].qp->qp_num;
+	t0 = now_ms();
+	do {
+		assert_true(now_ms() - t0 < 4 * 50);
+		usleep(5000);
+		qp_snap(d0, q0, &s0);
+		qp_snap(d1, q1, &r0);
+	} while (s0.tx_pkts < 0 || r0.rx_pkts < 0 || s0.rx_bytes < 0 ||
+		 r0.tx_bytes < 0);
+	assert_int_equal(qp_counter(d0, q0, "retransmits"), 0);
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(te_post_recv(&p.s[1], i, 0, 100), 0);
+		assert_int_equal(te_post_send(&p.s[0], IBV_WR_SEND, i, 0, 100,
+					      0, 0, IBV_SEND_SIGNALED), 0);
+		assert_int_equal(te_poll(p.s[0].scq, &wc, 3000), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(te_poll(p.s[1].rcq, &wc, 3000), 1);
+	}
+	t0 = now_ms();
+	for (;;) {
+		qp_snap(d0, q0, &s1);
+		qp_snap(d1, q1, &r1);
+		if (r1.rx_pkts - r0.rx_pkts >= 20 &&
+		    r1.tx_pkts - r0.tx_pkts >= 1 &&
+		    s1.tx_pkts - s0.tx_pkts == r1.rx_pkts - r0.rx_pkts &&
+		    s1.rx_pkts - s0.rx_pkts == r1.tx_pkts - r0.tx_pkts)
+			break;
+		assert_true(now_ms() - t0 < 4 * 50);
+		usleep(5000);
+	}
+	/* a resend (a probe on a loaded machine) is a retransmit sent and
+	 * a duplicate received: the counts say so */
+	resent = s1.tx_pkts - s0.tx_pkts - 20;
+	assert_true(resent >= 0);
+	assert_int_equal(s1.tx_bytes - s0.tx_bytes, 100 * (20 + resent));
+	assert_int_equal(r1.rx_bytes - r0.rx_bytes, 100 * (20 + resent));
+	assert_int_equal(qp_counter(d1, q1, "duplicate_requests"), resent);
+	assert_true(!resent || qp_counter(d0, q0, "retransmits") > 0);
+	assert_true(r1.tx_pkts - r0.tx_pkts <= 20 + resent);
+	assert_int_equal(r1.tx_bytes, r0.tx_bytes);	/* ACKs only */
+	assert_int_equal(s1.rx_bytes, s0.rx_bytes);
+	assert_true(qp_counter(d0, q0, "next-psn") >= 0);
+	te_pair_close(&p);
+	te_close_devices();
+	ibv_free_device_list(list);
+}
+
 /* Waits for the child, which reported its tree path through fd. */
 static void child_path(int fd, char *buf, size_t len)
 {
@@ -450,6 +561,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_layout_and_values),
 		cmocka_unit_test(t_live_counters),
+		cmocka_unit_test(t_qp_counters),
 		cmocka_unit_test(t_idle_is_cheap),
 		cmocka_unit_test(t_fork_exit_and_kill),
 	};
