@@ -170,7 +170,7 @@ struct ur_nic {
 	struct ur_rxd rxd[UR_RX_BATCH];
 	struct ur_txb txb;
 	/* RC receive completions waiting for their ACK in txb to leave
-	 * (resp.c, ur_resp_flush()) */
+	 * (resp_reply.c, ur_resp_flush()) */
 	struct ur_held_cqe {
 		struct ur_qp *qp;
 		struct ibv_wc wc;
@@ -386,7 +386,7 @@ void *ur_progress_thread(void *arg);
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		const struct ur_rxd *d, const struct ur_ip_flow *flow);
 void ur_resp_reset(struct ur_qp *qp);
-/* rx_lock held: sends the batch, then makes visible the receive
+/* resp_reply.c, rx_lock held: sends the batch, then makes visible the receive
  * completions that waited for their ACK in it. */
 void ur_resp_flush(struct ur_nic *nic);
 

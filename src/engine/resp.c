@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "engine/resp_priv.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/memguard.h"
@@ -72,150 +73,6 @@ enum {
 	UR_WC_SL_ROCEV2_IPV4 = 0x8 | 0x2,
 };
 
-struct ur_resp_ctx {
-	struct ur_qp *qp;
-	struct ur_qp_xport *xp;
-	struct ur_resp_state_qp *r;
-	const struct ur_pkt *pkt;
-	const struct ur_rxd *d;
-	const struct ur_ip_flow *flow;
-	uint8_t op;
-	uintptr_t host;			/* resolved target of WRITE/atomic */
-	enum ur_drop_reason drop;
-	enum ibv_wc_status rwqe_status;	/* for a taken receive WQE */
-	bool inv_failed;
-};
-
-static bool is_rc(const struct ur_resp_ctx *c)
-{
-	return c->qp->type == IBV_QPT_RC;
-}
-
-/* ------------------------------------------------------------------ */
-/* Replies                                                             */
-/* ------------------------------------------------------------------ */
-
-static void resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode,
-			   uint8_t syn, uint32_t psn)
-{
-	struct ur_hdr_fields f = { 0 };
-
-	f.opcode = opcode;
-	f.qpn = c->qp->attr.dest_qp_num;
-	f.psn = psn;
-	f.aeth.syn = syn;
-	f.aeth.msn = c->r->msn;
-	if (syn == UR_AETH_ACK_UNLIMITED) {
-		ur_txb_add_ack(&c->xp->nic->txb, c->qp, &f);
-		ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ACK_SENT, 1);
-	} else {
-		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f,
-			   NULL, 0, 0);
-		ur_qcnt_tx(c->xp->qcnt.rx, 0);
-	}
-}
-
-static void resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
-				 uint64_t orig)
-{
-	struct ur_hdr_fields f = { 0 };
-
-	f.opcode = UR_OPC_RC_ATOMIC_ACK;
-	f.qpn = c->qp->attr.dest_qp_num;
-	f.psn = psn;
-	f.aeth.syn = UR_AETH_ACK_UNLIMITED;
-	f.aeth.msn = c->r->msn;
-	f.atmack_orig = orig;
-	ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
-		   0, 0);
-	ur_qcnt_tx(c->xp->qcnt.rx, 0);
-}
-
-static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type);
-
-/* Read response packets for [va, va+len) with PSNs from psn on. The
- * memory is re-checked through the rkey for every packet, and a fault
- * while it is read (unmapped since registration, nothing mapped under an
- * on-demand MR) is a remote access error, as a bad rkey. */
-static void resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
-			   uint32_t psn, uint64_t va, uint32_t len)
-{
-	uint32_t mtu = c->xp->mtu, n = len ? (len + mtu - 1) / mtu : 1, i;
-	struct ur_hdr_fields f = { 0 };
-	struct iovec iov;
-	uintptr_t host;
-
-	for (i = 0; i < n; i++) {
-		uint32_t off = i * mtu, plen = UR_MIN(mtu, len - off);
-
-		if (ur_rkey_map(c->qp, res->rkey, va + off, plen,
-				IBV_ACCESS_REMOTE_READ, &host)) {
-			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
-				       ur_psn_add(psn, (int32_t)i));
-			return;
-		}
-		memset(&f, 0, sizeof(f));
-		if (n == 1)
-			f.opcode = UR_OPC_RC_READ_RESP_ONLY;
-		else if (!i)
-			f.opcode = UR_OPC_RC_READ_RESP_FIRST;
-		else if (i == n - 1)
-			f.opcode = UR_OPC_RC_READ_RESP_LAST;
-		else
-			f.opcode = UR_OPC_RC_READ_RESP_MIDDLE;
-		f.qpn = c->qp->attr.dest_qp_num;
-		f.psn = ur_psn_add(psn, (int32_t)i);
-		f.aeth.syn = UR_AETH_ACK_UNLIMITED;
-		f.aeth.msn = c->r->msn;
-		iov.iov_base = (void *)host;
-		iov.iov_len = plen;
-		if (ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest,
-			       &c->xp->flow, &f, &iov, 1, plen)) {
-			if (c->xp->nic->hardened) {
-				ur_cnt_drop(&c->xp->nic->cnt,
-					    UR_DROP_HARDENED);
-				return;
-			}
-			ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ERR_NAK_SENT, 1);
-			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
-				       f.psn);
-			resp_qp_error(c, IBV_EVENT_QP_ACCESS_ERR);
-			return;
-		}
-		ur_qcnt_tx(c->xp->qcnt.rx, plen);
-	}
-}
-
-/* Responder-side class A/C error: the QP goes to ERR. */
-static void resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
-{
-	struct ur_qp *qp = c->qp;
-	struct ibv_async_event ev = {
-		.element.qp = &qp->ibqp_ex.qp_base,
-		.event_type = ev_type,
-	};
-
-	/* the completions held for their ACK come before the error's */
-	if (c->r->held)
-		ur_resp_flush(c->xp->nic);
-	if (c->r->have_rwqe && c->rwqe_status != IBV_WC_SUCCESS) {
-		struct ibv_wc wc;
-
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = c->r->rwqe.wr_id;
-		wc.status = c->rwqe_status;
-		wc.opcode = IBV_WC_RECV;
-		wc.qp_num = ur_qp_num(qp);
-		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
-		ur_cq_push(qp->recv_cq, &wc, false);
-	}
-	pthread_mutex_lock(&qp->sq_lock);
-	ur_qp_error_locked(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
-	ur_flush_rq(qp, true);
-	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
-}
-
 /* ------------------------------------------------------------------ */
 /* States                                                              */
 /* ------------------------------------------------------------------ */
@@ -263,7 +120,7 @@ static enum ur_resp_state resp_chk_psn(struct ur_resp_ctx *c)
 
 static enum ur_resp_state resp_seq_error(struct ur_resp_ctx *c)
 {
-	if (is_rc(c))
+	if (ur_resp_is_rc(c))
 		return UR_RESP_ERR_INVALID_REQUEST;
 	c->r->uc_drop = true;
 	msg_reset(c->r);
@@ -274,7 +131,7 @@ static enum ur_resp_state resp_seq_error(struct ur_resp_ctx *c)
 /* The target memory faulted (util/memguard.h): what a bad rkey does. */
 static enum ur_resp_state resp_mem_fault(struct ur_resp_ctx *c)
 {
-	if (is_rc(c))
+	if (ur_resp_is_rc(c))
 		return UR_RESP_ERR_REMOTE_ACCESS;
 	c->drop = UR_DROP_ACCESS;
 	c->r->uc_drop = true;
@@ -315,7 +172,7 @@ static enum ur_resp_state resp_chk_op_valid(struct ur_resp_ctx *c)
 	else if (ur_op_is_atomic(c->op))
 		need = IBV_ACCESS_REMOTE_ATOMIC;
 	if ((acc & need) != need) {
-		if (is_rc(c))
+		if (ur_resp_is_rc(c))
 			return UR_RESP_ERR_INVALID_REQUEST;
 		c->r->uc_drop = true;
 		c->drop = UR_DROP_ACCESS;
@@ -333,7 +190,7 @@ static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 		return UR_RESP_ERR_INVALID_REQUEST;
 	if (ur_op_consumes_rwr(c->op) && !r->have_rwqe) {
 		if (ur_qp_take_recv(c->qp, &r->rwqe)) {
-			if (is_rc(c))
+			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_RNR;
 			c->drop = UR_DROP_NO_RECV_WQE;
 			if (c->qp->type == IBV_QPT_UC)
@@ -357,7 +214,7 @@ static enum ur_resp_state resp_chk_length(struct ur_resp_ctx *c)
 		if (c->qp->type == IBV_QPT_UD)
 			need += UR_GRH_BYTES;
 		if (need > r->rwqe.length) {
-			if (is_rc(c))
+			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_LENGTH;
 			c->drop = UR_DROP_RECV_TOO_SMALL;
 			if (c->qp->type == IBV_QPT_UC) {
@@ -388,7 +245,7 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 		if (pkt->paylen > r->resid ||
 		    (ur_op_has_end(c->op) && pkt->paylen != r->resid) ||
 		    (!ur_op_has_end(c->op) && pkt->paylen == r->resid)) {
-			if (is_rc(c))
+			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_INVALID_REQUEST;
 			c->drop = UR_DROP_BAD_LENGTH;
 			r->uc_drop = true;
@@ -397,7 +254,7 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 		}
 		if (ur_rkey_map(c->qp, r->rkey, r->va, pkt->paylen,
 				IBV_ACCESS_REMOTE_WRITE, &c->host)) {
-			if (is_rc(c))
+			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_REMOTE_ACCESS;
 			c->drop = UR_DROP_ACCESS;
 			r->uc_drop = true;
@@ -536,11 +393,11 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	 * flushing the RQ past it. Class J is rare: the batch leaves now,
 	 * then the CQE, then the QP fails.
 	 */
-	if (is_rc(c) && pkt->ackreq) {
+	if (ur_resp_is_rc(c) && pkt->ackreq) {
 		struct ur_nic *nic = c->xp->nic;
 
-		resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
-			       pkt->psn);
+		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				  pkt->psn);
 		if (wc.status == IBV_WC_SUCCESS) {
 			if (nic->n_held == UR_RX_BATCH)
 				ur_resp_flush(nic);
@@ -560,12 +417,12 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
 		/* CQ overrun (class G): the QP fails */
-		resp_qp_error(c, IBV_EVENT_QP_FATAL);
+		ur_resp_qp_error(c, IBV_EVENT_QP_FATAL);
 		return UR_RESP_DONE;
 	}
-	if (wc.status != IBV_WC_SUCCESS && is_rc(c))
-		resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);	/* class J */
-	return UR_RESP_DONE;
+	if (wc.status != IBV_WC_SUCCESS && ur_resp_is_rc(c))
+		ur_resp_qp_error(c, IBV_EVENT_QP_REQ_ERR);	/* class J */
+				 return UR_RESP_DONE;
 }
 
 static enum ur_resp_state resp_read_reply(struct ur_resp_ctx *c)
@@ -583,7 +440,7 @@ static enum ur_resp_state resp_read_reply(struct ur_resp_ctx *c)
 	res->len = len;
 	c->r->epsn = ur_psn_add(pkt->psn, (int32_t)n);
 	c->r->msn = (c->r->msn + 1) & UR_PSN_MASK;
-	resp_send_read(c, res, pkt->psn, res->va, len);
+	ur_resp_send_read(c, res, pkt->psn, res->va, len);
 	return UR_RESP_DONE;
 }
 
@@ -605,15 +462,15 @@ static enum ur_resp_state resp_atomic_reply(struct ur_resp_ctx *c)
 	res->orig = orig;
 	c->r->epsn = ur_psn_inc(pkt->psn);
 	c->r->msn = (c->r->msn + 1) & UR_PSN_MASK;
-	resp_send_atomic_ack(c, pkt->psn, orig);
+	ur_resp_send_atomic_ack(c, pkt->psn, orig);
 	return UR_RESP_DONE;
 }
 
 static enum ur_resp_state resp_acknowledge(struct ur_resp_ctx *c)
 {
-	if (is_rc(c) && c->pkt->ackreq)
-		resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
-			       c->pkt->psn);
+	if (ur_resp_is_rc(c) && c->pkt->ackreq)
+		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				  c->pkt->psn);
 	return UR_RESP_DONE;
 }
 
@@ -629,8 +486,9 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 	if (ur_op_is_send(c->op) || ur_op_is_write(c->op)) {
 		/* C9-105: not executed again; ACK the last in-order PSN */
 		if (pkt->ackreq)
-			resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
-				       ur_psn_add(c->r->epsn, -1));
+			ur_resp_send_aeth(c, UR_OPC_RC_ACK,
+					  UR_AETH_ACK_UNLIMITED,
+					  ur_psn_add(c->r->epsn, -1));
 		return UR_RESP_DONE;
 	}
 	res = ur_res_find(c->xp, pkt->psn);
@@ -641,7 +499,7 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 		if (res->type != UR_RES_ATOMIC || res->first_psn != pkt->psn)
 			return UR_RESP_DROP;
 		ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ATOMIC_REPLAY, 1);
-		resp_send_atomic_ack(c, pkt->psn, res->orig);
+		ur_resp_send_atomic_ack(c, pkt->psn, res->orig);
 		return UR_RESP_DONE;
 	}
 	if (res->type != UR_RES_READ)
@@ -655,7 +513,7 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 		    (uint64_t)((pkt->psn - res->first_psn) & UR_PSN_MASK) * mtu)
 		return UR_RESP_DROP;
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_READ_REPLAY, 1);
-	resp_send_read(c, res, pkt->psn, va, len);
+	ur_resp_send_read(c, res, pkt->psn, va, len);
 	return UR_RESP_DONE;
 }
 
@@ -664,7 +522,7 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 	c->r->nak_sent = true;
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
 	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
-	resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
+	ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
 	c->drop = UR_DROP_PSN_WINDOW;
 	return UR_RESP_DROP;
 }
@@ -673,9 +531,9 @@ static enum ur_resp_state resp_err_rnr(struct ur_resp_ctx *c)
 {
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_RNR_NAK_SENT, 1);
 	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_RNR_NAK_SENT, 1);
-	resp_send_aeth(c, UR_OPC_RC_ACK,
-		       UR_AETH_RNR_NAK | (c->qp->attr.min_rnr_timer & 0x1f),
-		       c->pkt->psn);
+	ur_resp_send_aeth(c, UR_OPC_RC_ACK,
+			  UR_AETH_RNR_NAK | (c->qp->attr.min_rnr_timer & 0x1f),
+			  c->pkt->psn);
 	c->drop = UR_DROP_NO_RECV_WQE;
 	return UR_RESP_DROP;
 }
@@ -684,8 +542,8 @@ static enum ur_resp_state resp_err_class_c(struct ur_resp_ctx *c, uint8_t syn,
 					   enum ibv_event_type ev)
 {
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ERR_NAK_SENT, 1);
-	resp_send_aeth(c, UR_OPC_RC_ACK, syn, c->pkt->psn);
-	resp_qp_error(c, ev);
+	ur_resp_send_aeth(c, UR_OPC_RC_ACK, syn, c->pkt->psn);
+	ur_resp_qp_error(c, ev);
 	return UR_RESP_DONE;
 }
 
@@ -732,7 +590,7 @@ static enum ur_resp_state resp_err_remote_operation(struct ur_resp_ctx *c)
 {
 	if (c->rwqe_status == IBV_WC_SUCCESS)
 		c->rwqe_status = IBV_WC_LOC_QP_OP_ERR;
-	if (!is_rc(c)) {
+	if (!ur_resp_is_rc(c)) {
 		/* UC/UD: the message is dropped, the WQE kept for reuse */
 		c->r->msg_len = 0;
 		c->r->uc_drop = c->qp->type == IBV_QPT_UC;
@@ -793,36 +651,6 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		st = resp_handlers[st](&c);
 	}
 	(void)ur_resp_state_names;
-}
-
-void ur_resp_flush(struct ur_nic *nic)
-{
-	bool overrun[UR_RX_BATCH];
-	unsigned int i, n = nic->n_held;
-
-	UR_ASSERT_HELD(&nic->rx_lock);
-	ur_txb_flush(&nic->txb);
-	nic->n_held = 0;
-	for (i = 0; i < n; i++) {
-		struct ur_held_cqe *h = &nic->held[i];
-		struct ur_resp_state_qp *r = &h->qp->xp->resp;
-
-		overrun[i] = ur_cq_push(h->qp->recv_cq, &h->wc, h->solicited);
-		__atomic_store_n(&r->held, r->held - 1, __ATOMIC_RELEASE);
-	}
-	/* CQ overrun (class G): the QP fails, once all are posted */
-	for (i = 0; i < n; i++) {
-		struct ur_qp *qp = nic->held[i].qp;
-		struct ur_resp_ctx c = {
-			.qp = qp,
-			.xp = qp->xp,
-			.r = &qp->xp->resp,
-			.rwqe_status = IBV_WC_SUCCESS,
-		};
-
-		if (overrun[i] && qp->state != IBV_QPS_ERR)
-			resp_qp_error(&c, IBV_EVENT_QP_FATAL);
-	}
 }
 
 void ur_resp_reset(struct ur_qp *qp)

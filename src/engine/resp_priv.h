@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the responder's two files share: the context of one packet being
+ * handled (resp.c's state machine) and the replies it sends
+ * (resp_reply.c). Runs with nic->rx_lock held (docs/design.md, "Locks").
+ */
+#ifndef UR_ENGINE_RESP_PRIV_H
+#define UR_ENGINE_RESP_PRIV_H
+
+#include "engine/engine_priv.h"
+
+struct ur_resp_ctx {
+	struct ur_qp *qp;
+	struct ur_qp_xport *xp;
+	struct ur_resp_state_qp *r;
+	const struct ur_pkt *pkt;
+	const struct ur_rxd *d;
+	const struct ur_ip_flow *flow;
+	uint8_t op;
+	uintptr_t host;			/* resolved target of WRITE/atomic */
+	enum ur_drop_reason drop;
+	enum ibv_wc_status rwqe_status;	/* for a taken receive WQE */
+	bool inv_failed;
+};
+
+static inline bool ur_resp_is_rc(const struct ur_resp_ctx *c)
+{
+	return c->qp->type == IBV_QPT_RC;
+}
+
+/* resp_reply.c */
+void ur_resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode, uint8_t syn,
+		       uint32_t psn);
+void ur_resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
+			     uint64_t orig);
+/* Read response packets for [va, va+len) with PSNs from psn on. */
+void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
+		       uint32_t psn, uint64_t va, uint32_t len);
+/* Responder-side class A/C error: the QP goes to ERR. */
+void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type);
+
+#endif
