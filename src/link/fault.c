@@ -304,7 +304,8 @@ static int fi_set(struct fi_cfg *c, const char *key, const char *v,
 		return fi_prob(key, v, &c->delay);
 	case FI_DELAY_US:
 		rc = fi_u64(key, v, 10000000, &x);
-		c->delay_us = (uint32_t)x;
+		if (!rc)
+			c->delay_us = (uint32_t)x;
 		return rc;
 	case FI_DIR:
 		if (!strcmp(v, "tx"))
