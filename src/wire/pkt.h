@@ -20,7 +20,7 @@ enum ur_drop_reason {
 	UR_DROP_TOO_SHORT,   /* shorter than BTH + ICRC */
 	UR_DROP_BAD_OPCODE,  /* opcode has no table entry (RD, reserved) */
 	UR_DROP_BAD_TVER,    /* BTH TVer != 0 */
-	UR_DROP_RESERVED,    /* reserved bits set (BTH, DETH, FETH) */
+	UR_DROP_RESERVED,    /* reserved bits set (BTH, DETH, FETH, XRCETH) */
 	UR_DROP_BAD_LENGTH,  /* shorter than headers + pad + ICRC */
 	UR_DROP_BAD_PAD,     /* pad count on an opcode without payload,
 			      * or pad larger than the payload area */
@@ -77,6 +77,7 @@ struct ur_pkt {
 	const struct ur_atmack *atmack;
 	const struct ur_immdt *immdt;
 	const struct ur_ieth *ieth;
+	const struct ur_xrceth *xrceth;	/* XRC requests */
 	const uint8_t *payload; /* never NULL after a successful parse */
 	uint32_t paylen;	/* excludes pad and ICRC */
 	uint32_t icrc;		/* ICRC as stored (little-endian word) */
@@ -126,6 +127,7 @@ struct ur_hdr_fields {
 	uint64_t atmack_orig;
 	uint32_t imm_be; /* ImmDt, network order (wc.imm_data) */
 	uint32_t ieth_rkey;
+	uint32_t xrc_srqn; /* XRCETH: the responder's XRC SRQ */
 	struct {
 		uint32_t qkey;
 		uint32_t sqp;
