@@ -88,7 +88,7 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
 	uint64_t now, when;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
+	if (!ur_qp_reliable(qp) || xp->rnr_wait)
 		return;
 	if (xp->psn == xp->comp_psn) {
 		ur_timer_disarm(&xp->rto_deadline);

@@ -173,6 +173,7 @@ struct ur_nic {
 	 * (resp_reply.c, ur_resp_flush()) */
 	struct ur_held_cqe {
 		struct ur_qp *qp;
+		struct ur_cq *cq;	/* an XRC target's is its SRQ's */
 		struct ibv_wc wc;
 		bool solicited;
 	} held[UR_RX_BATCH];
@@ -375,6 +376,11 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now);
 void ur_send_step(struct ur_qp *qp);		/* sq_lock held */
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
+
+/* xrc.c (rx_lock and obj_lock read held): an XRC request to an XRC_RECV
+ * QP, through the responder with the XRC SRQ its XRCETH names. */
+void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
+		    const struct ur_rxd *d, const struct ur_ip_flow *flow);
 
 /* recv.c (rx_lock and obj_lock read held) */
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);

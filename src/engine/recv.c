@@ -18,6 +18,9 @@ static unsigned int qp_tclass(const struct ur_qp *qp)
 		return UR_TCLASS_RC;
 	case IBV_QPT_UC:
 		return UR_TCLASS_UC;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return UR_TCLASS_XRC;
 	default:
 		return UR_TCLASS_UD;
 	}
@@ -118,6 +121,10 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	if (r)
 		return r;
 	request = ur_op_is_request(pkt->opcode);
+	/* XRC's halves: the target only answers, the initiator only asks */
+	if ((qp->type == IBV_QPT_XRC_RECV && !request) ||
+	    (qp->type == IBV_QPT_XRC_SEND && request))
+		return UR_DROP_OPCODE_CLASS;
 	if (!state_accepts(qp, request))
 		return UR_DROP_QP_STATE;
 	if (qp->type != IBV_QPT_UD &&
@@ -182,7 +189,12 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	}
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
-	if (ur_op_is_request(pkt.opcode))
+	/* past here an XRC packet is handled as the RC one it stands for;
+	 * its headers (pkt.xrceth included) stay where XRC put them */
+	pkt.opcode = ur_op_xrc_to_rc(pkt.opcode);
+	if (qp->type == IBV_QPT_XRC_RECV)
+		ur_xrc_resp_rx(qp, &pkt, d, &flow);
+	else if (ur_op_is_request(pkt.opcode))
 		ur_resp_rx(qp, &pkt, d, &flow);
 	else
 		ur_send_on_response(qp, &pkt);

@@ -335,8 +335,8 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	if (pkt->ieth) {
 		uint32_t rkey = ur_ieth_rkey(pkt->ieth);
 
-		if (ur_mem_invalidate(c->qp->dev, c->qp->pd, ur_qp_num(c->qp),
-				      rkey))
+		if (ur_mem_invalidate(c->qp->dev, ur_qp_target_pd(c->qp),
+				      ur_qp_num(c->qp), rkey))
 			c->inv_failed = true;
 	}
 	r->epsn = ur_psn_inc(pkt->psn);
@@ -402,7 +402,8 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 			if (nic->n_held == UR_RX_BATCH)
 				ur_resp_flush(nic);
 			nic->held[nic->n_held++] = (struct ur_held_cqe){
-				.qp = c->qp, .wc = wc, .solicited = pkt->se,
+				.qp = c->qp, .cq = ur_qp_recv_cq(c->qp),
+				.wc = wc, .solicited = pkt->se,
 			};
 			__atomic_store_n(&r->held, r->held + 1,
 					 __ATOMIC_SEQ_CST);
@@ -415,7 +416,7 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 		ur_resp_flush(c->xp->nic);	/* keep the RQ's order */
 	}
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
-	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
+	if (ur_cq_push(ur_qp_recv_cq(c->qp), &wc, pkt->se)) {
 		/* CQ overrun (class G): the QP fails */
 		ur_resp_qp_error(c, IBV_EVENT_QP_FATAL);
 		return UR_RESP_DONE;

@@ -25,7 +25,7 @@ struct ur_resp_ctx {
 
 static inline bool ur_resp_is_rc(const struct ur_resp_ctx *c)
 {
-	return c->qp->type == IBV_QPT_RC;
+	return ur_qp_reliable(c->qp);	/* RC, and XRC's target */
 }
 
 /* resp_reply.c */

@@ -73,13 +73,14 @@
 
 /* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
  * generation, P_Key/Q_Key violation counters, port events, SRQ resize,
- * type 1 and 2B memory windows and a system image GUID (the node GUID).
+ * type 1 and 2B memory windows, XRC and a system image GUID (the node
+ * GUID).
  * Not MEM_MGT_EXTENSIONS: there are no fast-register MRs. */
 #define UR_DEVICE_CAP_FLAGS                                                   \
 	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_BAD_PKEY_CNTR |               \
 	 IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_PORT_ACTIVE_EVENT |             \
 	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |                      \
-	 IBV_DEVICE_MEM_WINDOW_TYPE_2B |                                      \
+	 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC |                     \
 	 IBV_DEVICE_SYS_IMAGE_GUID)
 /* cq_ex timestamps are CLOCK_MONOTONIC nanoseconds: full 64 bits, 1 GHz. */
 #define UR_TIMESTAMP_MASK (~0ull)

@@ -161,8 +161,8 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad);
 
 /* ------------------------------------------------------------------ */
-/* xrcd.c: XRC domains and XRC SRQs (the object layer; the engine does
- * not execute XRC yet, so api/ does not expose them) */
+/* xrcd.c: XRC domains and XRC SRQs (what the engine looks up is in
+ * obj.h) */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -176,8 +176,6 @@ int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
 		 struct ur_xrcd **out);
 /* -EBUSY while XRC SRQs or QPs use it. */
 int ur_xrcd_close(struct ur_xrcd *xrcd);
-/* Whether two XRCDs name the same domain (same file, same device). */
-bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 /*
  * An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): a basic SRQ on pd plus
  * its XRCD and CQ (same context), findable by its srq_num once created.
@@ -185,8 +183,6 @@ bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      void *srq_context, struct ibv_srq_attr *attr,
 		      struct ur_srq **out);
-/* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
-struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */
@@ -251,11 +247,12 @@ void ur_qp_caps(const struct ur_qp *qp, struct ibv_qp_cap *cap);
 
 #define UR_QPS_NUM (IBV_QPS_ERR + 1)
 
-/* One cell of the IBA transition table; masks indexed RC, UC, UD. */
+/* One cell of the IBA transition table; masks indexed RC, UC, UD,
+ * XRC_SEND, XRC_RECV (ur_qp_type_index). */
 struct ur_qp_trans {
 	bool valid;
-	uint32_t req[3];
-	uint32_t opt[3];
+	uint32_t req[5];
+	uint32_t opt[5];
 };
 
 const char *ur_qp_state_name(enum ibv_qp_state s);

@@ -6,7 +6,7 @@
  * -errno into the verbs conventions (NULL + errno, or a positive errno)
  * and tells the engine what changed.
  *
- * Unsupported QP types: RAW_PACKET, XRC_SEND/RECV and DRIVER fail with
+ * Unsupported QP types: RAW_PACKET and DRIVER fail with
  * EOPNOTSUPP (the type exists, we do not implement it, as rxe answers);
  * a value that is no QP type at all fails with EINVAL.
  */
@@ -39,6 +39,8 @@ static int check_objects(const struct ibv_qp_init_attr_ex *attr)
 		ret = ur_live_check(UR_OBJ_CQ, attr->recv_cq);
 	if (!ret && attr->srq)
 		ret = ur_live_check(UR_OBJ_SRQ, attr->srq);
+	if (!ret && (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD))
+		ret = ur_live_check(UR_OBJ_XRCD, attr->xrcd);
 	return ret;
 }
 
@@ -157,8 +159,10 @@ static void clean_cqs(struct ur_qp *qp)
 {
 	uint32_t qpn = qp->ibqp_ex.qp_base.qp_num;
 
-	ur_cq_clean(qp->send_cq, qpn);
-	if (qp->recv_cq != qp->send_cq)
+	/* XRC QPs lack one (XRC_SEND) or both (XRC_RECV) */
+	if (qp->send_cq)
+		ur_cq_clean(qp->send_cq, qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
 		ur_cq_clean(qp->recv_cq, qpn);
 }
 

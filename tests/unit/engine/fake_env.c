@@ -711,3 +711,16 @@ int ur_device_reroll_auto_addr(struct ur_device *dev)
 {
 	return -EADDRNOTAVAIL;
 }
+
+/* No XRC in the fake: no XRC SRQ is ever found. */
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)
+{
+	(void)dev;
+	(void)srqn;
+	return NULL;
+}
+
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b)
+{
+	return a == b;
+}
