@@ -242,6 +242,11 @@ void ur_device_query_ex(const struct ur_device *dev,
 	attr->odp_caps.per_transport_caps.ud_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 		IBV_ODP_SUPPORT_SRQ_RECV;
+	/* XRC: RC's operations, receives only from XRC SRQs */
+	attr->xrc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+		IBV_ODP_SUPPORT_SRQ_RECV;
 }
 
 int ur_device_query_port(const struct ur_device *dev, unsigned int port_num,
