@@ -59,6 +59,7 @@ enum ur_obj_kind {
 	UR_OBJ_DM,
 	UR_OBJ_TD,
 	UR_OBJ_XRCD,
+	UR_OBJ_QP_OPEN,		/* an XRC_RECV QP's handle from ibv_open_qp */
 	UR_OBJ_KINDS
 };
 
@@ -492,6 +493,12 @@ struct ur_qp {
 	 * around each request by the receive path's owner (engine/xrc.c) */
 	struct ur_xrcd *xrcd;
 	struct ur_srq *xrc_srq;
+	/* XRC_RECV (dev->obj_lock W): handles ibv_open_qp gave out, and
+	 * whether the creator's handle was destroyed while they lived (the
+	 * QP then lives until the last of them is, as the kernel's shared
+	 * XRC target QPs do) */
+	unsigned int xrc_opens;
+	bool xrc_orphan;
 
 	/* state and attributes as last set by modify_qp (query_qp reads).
 	 * state is written only under sq_lock (modify_qp, and the engine's

@@ -184,6 +184,29 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      void *srq_context, struct ibv_srq_attr *attr,
 		      struct ur_srq **out);
 
+/* An ibv_open_qp handle: an ibv_qp standing for an XRC_RECV QP. */
+struct ur_qp_open {
+	struct ibv_qp ibqp;
+	struct ur_qp *qp;
+};
+
+static inline struct ur_qp_open *to_ur_qp_open(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct ur_qp_open, ibqp);
+}
+
+/*
+ * ibv_open_qp: the XRC_RECV QP numbered qpn in xrcd's domain, counted as
+ * opened once more; -EINVAL when there is none (the kernel's answer).
+ */
+int ur_xrc_qp_open(struct ur_xrcd *xrcd, uint32_t qpn, struct ur_qp **out);
+/*
+ * A handle of an XRC_RECV QP goes (opened = an ibv_open_qp one, else the
+ * creator's). true: it was the last, the QP is unpublished and the caller
+ * tears it down; false: other handles keep it.
+ */
+bool ur_xrc_qp_release(struct ur_qp *qp, bool opened);
+
 /* ------------------------------------------------------------------ */
 /* ah.c */
 /* ------------------------------------------------------------------ */

@@ -103,6 +103,7 @@ static const struct ur_verbs_ops uroce_ops = {
 	.get_srq_num = ur_op_get_srq_num,
 	/* verbs_qp.c */
 	.create_qp_ex = ur_op_create_qp_ex,
+	.open_qp = ur_op_open_qp,
 	/* verbs_post.c */
 	.post_send = ur_op_post_send,
 	.post_recv = ur_op_post_recv,

@@ -6,7 +6,8 @@
  * SRQ's CQ with the XRC_RECV QP's number), and the error paths: an SRQ of
  * another XRC domain or no SRQ at all (remote access error, the target QP
  * in ERR with IBV_EVENT_QP_ACCESS_ERR), creation rules of each half,
- * posting to the queues XRC QPs do not have, close_xrcd while used.
+ * posting to the queues XRC QPs do not have, close_xrcd while used,
+ * ibv_open_qp.
  */
 #include <fcntl.h>
 
@@ -337,6 +338,94 @@ static void test_xrc_create_rules(void **state)
 	}
 }
 
+/*
+ * ibv_open_qp: an XRC_RECV QP by number within its XRC domain (any XRCD of
+ * the same file), not in another domain, not a missing QPN; the opened
+ * handle modifies and queries the QP, which lives until its last handle,
+ * the creator's included, is destroyed, and keeps receiving meanwhile.
+ */
+static void test_xrc_open_qp(void **state)
+{
+	char path[] = "/tmp/ur-xrc-open-XXXXXX";
+	int fd = mkstemp(path);
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = fd, .oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x1, *x2, *other = xrcd_new();
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE | IBV_QP_OPEN_ATTR_CONTEXT,
+		.qp_type = IBV_QPT_XRC_RECV,
+		.qp_context = &oa,
+	};
+	uint8_t *buf = calloc(1, 64);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *recv, *send, *op;
+	struct ibv_srq *srq;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	uint32_t srqn;
+
+	assert_true(fd >= 0);
+	x1 = ibv_open_xrcd(ctx, &xa);
+	x2 = ibv_open_xrcd(ctx, &xa);		/* the same file: one domain */
+	assert_non_null(x1);
+	assert_non_null(x2);
+	recv = xrc_recv_new(x1);
+	srq = xrc_srq_new(x1);
+	assert_int_equal(ibv_get_srq_num(srq, &srqn), 0);
+
+	/* missing QPN, wrong type, another domain, incomplete mask */
+	oa.xrcd = x2;
+	oa.qp_num = recv->qp_num ^ 0x5a5a5a;
+	errno = 0;
+	assert_null(ibv_open_qp(ctx, &oa));
+	assert_int_equal(errno, EINVAL);
+	oa.qp_num = recv->qp_num;
+	oa.qp_type = IBV_QPT_RC;
+	assert_null(ibv_open_qp(ctx, &oa));
+	assert_int_equal(errno, EINVAL);
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	oa.xrcd = other;
+	assert_null(ibv_open_qp(ctx, &oa));
+	assert_int_equal(errno, EINVAL);
+	oa.xrcd = x2;
+	oa.comp_mask &= ~IBV_QP_OPEN_ATTR_TYPE;
+	assert_null(ibv_open_qp(ctx, &oa));
+	assert_int_equal(errno, EINVAL);
+	oa.comp_mask |= IBV_QP_OPEN_ATTR_TYPE;
+
+	op = ibv_open_qp(ctx, &oa);
+	assert_non_null(op);
+	assert_int_equal(op->qp_num, recv->qp_num);
+	assert_ptr_equal(op->qp_context, &oa);
+	/* the creator's handle goes first: the QP stays, driven by op */
+	assert_int_equal(ibv_destroy_qp(recv), 0);
+	assert_int_equal(ibv_close_xrcd(x1), EBUSY);	/* still used */
+	send = xrc_send_new();
+	rc_to_rts(op, send->qp_num, &gid, &rc_conn_default);
+	rc_to_rts(send, op->qp_num, &gid, &rc_conn_default);
+	assert_int_equal(ibv_query_qp(op, &a, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(a.qp_state, IBV_QPS_RTS);
+	post_recv_buf(NULL, srq, 300, mr, buf, 64);
+	post_xrc(send, 6, IBV_WR_SEND, mr, buf, 16, 0, srqn);
+	assert_int_equal(wait_wr(6).status, IBV_WC_SUCCESS);
+	assert_int_equal(wait_wr(300).qp_num, op->qp_num);
+	assert_int_equal(ibv_destroy_qp(op), 0);	/* the last handle */
+	assert_int_equal(ibv_destroy_qp(op), ENOENT);	/* closed */
+	assert_int_equal(ibv_destroy_qp(send), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_close_xrcd(x1), 0);
+	assert_int_equal(ibv_close_xrcd(x2), 0);
+	assert_int_equal(ibv_close_xrcd(other), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	free(buf);
+	close(fd);
+	unlink(path);
+	nstash = 0;
+}
+
 /* The kernel's XRC_INI/XRC_TGT columns of the transition table. */
 static void test_xrc_masks(void **state)
 {
@@ -378,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_xrc_srq_missing),
 		cmocka_unit_test(test_xrc_create_rules),
 		cmocka_unit_test(test_xrc_masks),
+		cmocka_unit_test(test_xrc_open_qp),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
