@@ -270,8 +270,8 @@ static inline bool ur_op_has_inv(uint8_t op)
 
 /* Opcode may be received/sent by a QP of transport class tclass
  * (UR_TCLASS_RC/UC/UD, the 3-bit prefix). */
-/* The XRC opcode that stands where RC's rc_op does (docs/wire-notes.md
- * §2.5: XRC is RC's opcode set with the transport prefix 101b). */
+/* The XRC opcode that stands where RC's rc_op does (IBA vol 1 9.2, table
+ * 38: XRC is RC's opcode set under the transport prefix 101b). */
 static inline uint8_t ur_op_rc_to_xrc(uint8_t rc_op)
 {
 	return (uint8_t)(rc_op + UR_OPC_XRC_BASE);
