@@ -634,15 +634,7 @@ static const ur_resp_fn resp_handlers[UR_RESP__MAX] = {
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
-	struct ur_resp_ctx c = {
-		.qp = qp,
-		.xp = qp->xp,
-		.r = &qp->xp->resp,
-		.pkt = pkt,
-		.d = d,
-		.flow = flow,
-		.op = pkt->opcode,
-	};
+	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	enum ur_resp_state st = UR_RESP_CHK_PSN;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);

@@ -19,18 +19,10 @@
 static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 			const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
-	struct ur_resp_ctx c = {
-		.qp = qp,
-		.xp = qp->xp,
-		.r = &qp->xp->resp,
-		.pkt = pkt,
-		.d = d,
-		.flow = flow,
-		.op = pkt->opcode,
-		.rwqe_status = IBV_WC_REM_ACCESS_ERR,
-	};
+	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	struct ur_counters *cnt = &qp->xp->nic->cnt;
 
+	c.rwqe_status = IBV_WC_REM_ACCESS_ERR;
 	if (pkt->psn != c.r->epsn || qp->xp->nic->hardened) {
 		ur_cnt_drop(cnt, qp->xp->nic->hardened ? UR_DROP_HARDENED :
 							  UR_DROP_ACCESS);
