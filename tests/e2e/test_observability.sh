@@ -30,9 +30,15 @@ sleep 0.5
 "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
 cli=$!
 if wait_tree "$srv" && wait_tree "$cli"; then
-	sleep 1.5
+	# the first reading once traffic flows (a loaded machine may take
+	# seconds to connect), then another half a second later
 	f=$ROOT/$srv/sys/class/infiniband/uroce0/ports/1/hw_counters/rcvd_pkts
-	a=$(cat "$f"); sleep 0.5; b=$(cat "$f")
+	for _ in $(seq 50); do
+		a=$(cat "$f")
+		((a > 0)) && break
+		sleep 0.1
+	done
+	sleep 0.5; b=$(cat "$f")
 	if ((b > a && a > 0)); then e2e_pass hw_counters_live; else e2e_fail hw_counters_live "rcvd_pkts $a then $b"; fi
 	"$U" stat "$srv" >"$E2E_TMP/stat" 2>&1
 	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rcvd_pkts +[1-9]" "$E2E_TMP/stat" &&
