@@ -82,18 +82,23 @@ static struct tline *run_tshark(const char *path, size_t *n)
 	assert_non_null(f);
 	*n = 0;
 	for (;;) {
-		struct tline *l;
-		char *s;
-		int c;
-
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			v = realloc(v, cap * sizeof(*v));
 			assert_non_null(v);
 		}
-		l = &v[*n];
-		if (!fgets(l->buf, sizeof(l->buf), f))
+		if (!fgets(v[*n].buf, sizeof(v[*n].buf), f))
 			break;
+		(*n)++;
+	}
+	assert_int_equal(pclose(f), 0);
+	/* split only now: a realloc above moves the lines (more than 256
+	 * of them did, and the column pointers of the first ones dangled) */
+	for (size_t i = 0; i < *n; i++) {
+		struct tline *l = &v[i];
+		char *s;
+		int c;
+
 		l->buf[strcspn(l->buf, "\n")] = 0;
 		s = l->buf;
 		for (c = 0; c < C_NUM; c++) {
@@ -106,9 +111,7 @@ static struct tline *run_tshark(const char *path, size_t *n)
 			*s++ = 0;
 		}
 		assert_int_equal(c, C_NUM);
-		(*n)++;
 	}
-	assert_int_equal(pclose(f), 0);
 	return v;
 }
 
