@@ -90,7 +90,9 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 			flush_recv_one(qp, xp->resp.rwqe.wr_id);
 		}
 	}
-	if (ur_qp_rq_srq(qp))
+	/* an XRC target has no RQ; its XRC SRQ (the rx owner's to read)
+	 * belongs to the other QPs of its domain too */
+	if (qp->type == IBV_QPT_XRC_RECV || ur_qp_rq_srq(qp))
 		return;	/* SRQ WQEs belong to the other QPs too */
 	while (!ur_qp_take_recv(qp, &r.w))
 		flush_recv_one(qp, r.w.wr_id);

@@ -134,7 +134,10 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 	ur_qp_error_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	ur_flush_rq(qp, true);
-	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+	/* an XRC target whose creator's handle is gone has no handle to name
+	 * (obj_lock held: the flag is stable) */
+	if (!qp->xrc_orphan)
+		ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
 }
 
 void ur_resp_flush(struct ur_nic *nic)

@@ -280,6 +280,33 @@ static void test_xrc_create_rules(void **state)
 	assert_null(ibv_create_qp_ex(ctx, &qa));	/* xrcd NULL */
 	assert_int_equal(errno, EINVAL);
 
+	/* an XRCD of another context: neither an SRQ nor a QP takes it */
+	{
+		struct ibv_context *ctx2 = ibv_open_device(list[0]);
+		struct ibv_xrcd_init_attr xa = {
+			.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+				     IBV_XRCD_INIT_ATTR_OFLAGS,
+			.fd = -1, .oflags = O_CREAT,
+		};
+		struct ibv_xrcd *x2;
+
+		assert_non_null(ctx2);
+		x2 = ibv_open_xrcd(ctx2, &xa);
+		assert_non_null(x2);
+		qa.xrcd = x2;
+		errno = 0;
+		assert_null(ibv_create_qp_ex(ctx, &qa));
+		assert_int_equal(errno, EINVAL);
+		sa.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+		sa.cq = cq;
+		sa.xrcd = x2;
+		errno = 0;
+		assert_null(ibv_create_srq_ex(ctx, &sa));
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(ibv_close_xrcd(x2), 0);
+		assert_int_equal(ibv_close_device(ctx2), 0);
+	}
+
 	/* close_xrcd while an SRQ or a QP uses it: EBUSY, nothing freed */
 	srq = xrc_srq_new(x);
 	assert_int_equal(ibv_close_xrcd(x), EBUSY);
