@@ -243,6 +243,10 @@ perf write_bw_64 ib_write_bw "-n 50 -s 64" "10 17" "" "$bw_line"
 placement() {
 	local name=placement f="$E2E_TMP/placement.pcap"
 	local bin=$LIBDIR/../tests/unit/engine/unit_engine_placement
+	if [[ -n ${E2E_CASES:-} && ! $name =~ ^(${E2E_CASES})$ ]]; then
+		E2E_UNSELECTED=$((E2E_UNSELECTED + 1))
+		return
+	fi
 	if [[ ! -x $bin ]]; then
 		e2e_skip "$name" "no $bin"
 		return
