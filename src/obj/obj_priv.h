@@ -190,6 +190,7 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 struct ur_qp_open {
 	struct ibv_qp ibqp;
 	struct ur_qp *qp;
+	struct ur_xrcd *xrcd;		/* opened through; held, as uverbs does */
 };
 
 static inline struct ur_qp_open *to_ur_qp_open(struct ibv_qp *ibqp)

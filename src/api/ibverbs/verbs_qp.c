@@ -230,6 +230,7 @@ static int close_opened(struct ibv_qp *ibqp)
 
 	if (ur_xrc_qp_release(h->qp, true))
 		qp_teardown(h->qp);
+	atomic_fetch_sub(&h->xrcd->usecnt, 1);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(h);
@@ -285,6 +286,8 @@ struct ibv_qp *ur_op_open_qp(struct ibv_context *ctx,
 		goto fail;
 	}
 	h->qp = qp;
+	h->xrcd = to_ur_xrcd(attr->xrcd);
+	atomic_fetch_add(&h->xrcd->usecnt, 1);
 	h->ibqp.context = ctx;
 	h->ibqp.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
 				     attr->qp_context : NULL;

@@ -430,6 +430,7 @@ static void test_xrc_open_qp(void **state)
 	/* the creator's handle goes first: the QP stays, driven by op */
 	assert_int_equal(ibv_destroy_qp(recv), 0);
 	assert_int_equal(ibv_close_xrcd(x1), EBUSY);	/* still used */
+	assert_int_equal(ibv_close_xrcd(x2), EBUSY);	/* op holds it */
 	send = xrc_send_new();
 	rc_to_rts(op, send->qp_num, &gid, &rc_conn_default);
 	rc_to_rts(send, op->qp_num, &gid, &rc_conn_default);
