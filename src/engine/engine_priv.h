@@ -46,6 +46,8 @@ enum ur_stat {
 	UR_STAT_ATOMIC_REPLAY,
 	UR_STAT_UD_TOO_BIG,
 	UR_STAT_STALE_RESP,
+	UR_STAT_TIMER_WAKEUPS,
+	UR_STAT_DEAF_WAITS,
 	UR_STAT__MAX,
 };
 
@@ -152,7 +154,8 @@ struct ur_nic {
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
-	int wake_fd;			/* eventfd: timers moved, shutdown */
+	int wake_fd;			/* eventfd: shutdown, one-sided */
+	int timer_fd;			/* timerfd: a deadline before its sleep */
 
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t qp_list_lock;
@@ -161,6 +164,12 @@ struct ur_nic {
 	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
+	/* The progress thread's wait as it published it (progress.c): a
+	 * deadline armed no earlier than sleep_until needs no wake-up. */
+	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */
+	atomic_bool wait_deaf;		/* that wait leaves the socket alone */
+	_Atomic uint64_t last_one_sided; /* ns: a WRITE/READ/atomic came in */
+	bool rx_one_sided;		/* rx owner: this burst had one */
 
 	struct ur_counters cnt;
 	bool stats_written;		/* UROCE_STATS written (dev->lock) */
@@ -317,6 +326,9 @@ static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
 
 /* timer.c: the deadline heap; see the comment at its top. */
 void ur_nic_wake(struct ur_nic *nic);
+/* Makes the progress thread wake by when if its published wait lasts
+ * longer (seq_cst: pairs with the publication in progress.c's nic_wait). */
+void ur_nic_wake_by(struct ur_nic *nic, uint64_t when);
 void ur_timers_init(struct ur_timers *t);
 void ur_timers_fini(struct ur_timers *t);
 int ur_timer_attach(struct ur_qp_xport *xp);	/* 0 or -ENOMEM */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The NIC's lifecycle: the first open of a device creates it (link socket,
- * wake eventfd, pcap, timers, progress thread), the last close stops it and
+ * wake eventfd and timerfd, pcap, timers, progress thread), the last close stops it and
  * writes UROCE_STATS. The stages it starts live in tx.c, timer.c,
  * progress.c and recv.c.
  */
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
@@ -78,6 +79,8 @@ static void nic_free(struct ur_nic *nic)
 		ur_link_close(nic->link);
 	if (nic->wake_fd >= 0)
 		close(nic->wake_fd);
+	if (nic->timer_fd >= 0)
+		close(nic->timer_fd);
 	ur_pcap_close(nic->pcap);
 	pthread_mutex_destroy(&nic->rx_lock);
 	pthread_mutex_destroy(&nic->qp_list_lock);
@@ -96,6 +99,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		return -ENOMEM;
 	nic->dev = dev;
 	nic->wake_fd = -1;
+	nic->timer_fd = -1;
 	pthread_mutex_init(&nic->rx_lock, NULL);
 	pthread_mutex_init(&nic->qp_list_lock, NULL);
 	ur_timers_init(&nic->timers);
@@ -117,6 +121,13 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		ur_warn("engine: no fault-safe copies: %s", strerror(-rc));
 	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (nic->wake_fd < 0) {
+		rc = -errno;
+		goto err;
+	}
+	/* CLOCK_MONOTONIC: the clock of ur_now_ns(), hence of deadlines */
+	nic->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+				       TFD_NONBLOCK | TFD_CLOEXEC);
+	if (nic->timer_fd < 0) {
 		rc = -errno;
 		goto err;
 	}

@@ -90,6 +90,12 @@
 /* ... and this many in a row make one: an application that polls once
  * and then blocks for an event never counts as spinning. */
 #define UR_APP_POLL_SPIN 16
+/* A WRITE, READ or atomic received this recently keeps the progress
+ * thread on the socket even while the application spins on a CQ: such a
+ * request makes no CQE, so the application may be waiting for the next
+ * one on memory (ib_write_lat), and only the thread can execute it. Long
+ * against a round trip: a peer's one-sided traffic comes in streams. */
+#define UR_ONE_SIDED_HOLD_NS 100000000ull
 
 /* ---- the responder ---- */
 

@@ -182,8 +182,11 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	}
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
-	if (ur_op_is_request(pkt.opcode))
+	if (ur_op_is_request(pkt.opcode)) {
+		/* progress.c listens for more of these (one_sided_note) */
+		if (!ur_op_consumes_rwr(pkt.opcode))
+			nic->rx_one_sided = true;
 		ur_resp_rx(qp, &pkt, d, &flow);
-	else
+	} else
 		ur_send_on_response(qp, &pkt);
 }

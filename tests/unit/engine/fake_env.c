@@ -472,19 +472,53 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return rc;
 }
 
+static bool cq_pop(struct ur_cq *cq, struct ibv_wc *wc)
+{
+	bool got = false;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->head != cq->tail) {
+		*wc = cq->ring[cq->head++ % cq->size].wc;
+		got = true;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
+int fe_cq_spin(struct ur_cq *cq, struct ur_device *dev, struct ibv_wc *wc,
+	       int timeout_ms)
+{
+	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	do {
+		if (cq_pop(cq, wc))
+			return 1;
+		ur_engine_poll(dev);
+	} while (ur_now_ns() < end);
+	return 0;
+}
+
+int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	struct timespec ts = { 0, 50000 };
+
+	do {
+		if (cq_pop(cq, wc))
+			return 1;
+		nanosleep(&ts, NULL);
+	} while (ur_now_ns() < end);
+	return 0;
+}
+
 int fe_cq_poll(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
 	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct timespec ts = { 0, 20000 };
 
 	do {
-		pthread_spin_lock(&cq->lock);
-		if (cq->head != cq->tail) {
-			*wc = cq->ring[cq->head++ % cq->size].wc;
-			pthread_spin_unlock(&cq->lock);
+		if (cq_pop(cq, wc))
 			return 1;
-		}
-		pthread_spin_unlock(&cq->lock);
 		ur_engine_poll(&fe_devs[0]);
 		ur_engine_poll(&fe_devs[1]);
 		nanosleep(&ts, NULL);
