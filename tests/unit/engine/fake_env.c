@@ -485,20 +485,10 @@ static bool cq_pop(struct ur_cq *cq, struct ibv_wc *wc)
 	return got;
 }
 
-int fe_cq_spin(struct ur_cq *cq, struct ur_device *dev, struct ibv_wc *wc,
-	       int timeout_ms)
-{
-	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	do {
-		if (cq_pop(cq, wc))
-			return 1;
-		ur_engine_poll(dev);
-	} while (ur_now_ns() < end);
-	return 0;
-}
-
-int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
+/* Pops one completion within timeout_ms; between looks, runs dev's
+ * receive path inline if dev is given, else naps. */
+static int cq_wait_for(struct ur_cq *cq, struct ur_device *dev,
+		       struct ibv_wc *wc, int timeout_ms)
 {
 	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct timespec ts = { 0, 50000 };
@@ -506,9 +496,23 @@ int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
 	do {
 		if (cq_pop(cq, wc))
 			return 1;
-		nanosleep(&ts, NULL);
+		if (dev)
+			ur_engine_poll(dev);
+		else
+			nanosleep(&ts, NULL);
 	} while (ur_now_ns() < end);
 	return 0;
+}
+
+int fe_cq_spin(struct ur_cq *cq, struct ur_device *dev, struct ibv_wc *wc,
+	       int timeout_ms)
+{
+	return cq_wait_for(cq, dev, wc, timeout_ms);
+}
+
+int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	return cq_wait_for(cq, NULL, wc, timeout_ms);
 }
 
 int fe_cq_poll(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)

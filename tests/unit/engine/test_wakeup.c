@@ -37,6 +37,7 @@ struct t_player {
 	bool first;		/* posts before it waits */
 	uint32_t from, to;	/* the values it writes */
 	unsigned int slow;	/* round trips longer than a probe */
+	unsigned int stalled;	/* ... than UR_ONE_SIDED_HOLD_NS */
 	uint32_t failed;	/* value that timed out, 0 none */
 };
 
@@ -47,7 +48,9 @@ static int setup(void **state)
 	fe_set_fault(NULL);
 	fe_side_open(&p->s[0], 0, IBV_QPT_RC);
 	fe_side_open(&p->s[1], 1, IBV_QPT_RC);
-	fe_connect(p->s[0].qp, p->s[1].qp, 0x10, 0x20, 12, 7, 7);
+	/* perftest's timeout (14: 67 ms): a loaded 2-core box starves threads
+	 * for tens of ms, and 8 timeouts in a row end the QP */
+	fe_connect(p->s[0].qp, p->s[1].qp, 0x10, 0x20, 14, 7, 7);
 	*state = p;
 	return 0;
 }
@@ -126,21 +129,29 @@ static void *player(void *arg)
 		}
 		post_write(pl->me, pl->peer, i);
 		if (fe_cq_spin(&pl->me->scq, pl->me->dev, &wc, (int)T_TMO_MS) != 1 ||
-		    wc.status != IBV_WC_SUCCESS || wc.wr_id != i)
+		    wc.status != IBV_WC_SUCCESS || wc.wr_id != i) {
+			printf("# side %d value %u: status %d wr_id %llu\n",
+			       !pl->first, i, wc.status,
+			       (unsigned long long)wc.wr_id);
 			pl->failed = i;
+		}
 		else if (pl->first && !wait_on_flag(pl->me, i))
 			pl->failed = i;
 		now = ur_now_ns();
 		if (now - t > UR_PROBE_MIN_NS)
 			pl->slow++;
+		if (now - t > UR_ONE_SIDED_HOLD_NS)
+			pl->stalled++;
 		t = now;
 	}
 	return NULL;
 }
 
 /* Values from..to, side 0 first; returns the round trips slower than a
- * probe (the machine starved a thread: the probe may rightly fire). */
-static unsigned int pingpong(struct t_pair *p, uint32_t from, uint32_t to)
+ * probe (the machine starved a thread: the probe may rightly fire), and
+ * in *stalled those so slow that the thread may leave the socket. */
+static unsigned int pingpong(struct t_pair *p, uint32_t from, uint32_t to,
+			     unsigned int *stalled)
 {
 	struct t_player pl[2] = {
 		{ .me = &p->s[0], .peer = &p->s[1], .first = true },
@@ -159,6 +170,7 @@ static unsigned int pingpong(struct t_pair *p, uint32_t from, uint32_t to)
 		pthread_join(th[i], NULL);
 	assert_int_equal(pl[0].failed, 0);
 	assert_int_equal(pl[1].failed, 0);
+	*stalled = pl[0].stalled + pl[1].stalled;
 	return pl[0].slow + pl[1].slow;
 }
 
@@ -176,17 +188,17 @@ static void test_regress_write_pingpong_no_spurious_retransmit(void **state)
 {
 	struct t_pair *p = *state;
 	uint64_t t0, arms, rtx, dup, deaf;
-	unsigned int slow;
+	unsigned int slow, stalled;
 
 	/* until the first WRITE came in, a spinning poller may leave the
 	 * socket to itself: not what is measured */
-	pingpong(p, 1, 10);
+	pingpong(p, 1, 10, &stalled);
 	t0 = ur_now_ns();
 	arms = stat_sum(p, UR_STAT_TIMER_WAKEUPS);
 	rtx = stat_sum(p, UR_STAT_RETRANSMITS);
 	dup = stat_sum(p, UR_STAT_DUP_REQ);
 	deaf = stat_sum(p, UR_STAT_DEAF_WAITS);
-	slow = pingpong(p, 11, 10 + T_ITERS);
+	slow = pingpong(p, 11, 10 + T_ITERS, &stalled);
 	arms = stat_sum(p, UR_STAT_TIMER_WAKEUPS) - arms;
 	rtx = stat_sum(p, UR_STAT_RETRANSMITS) - rtx;
 	dup = stat_sum(p, UR_STAT_DUP_REQ) - dup;
@@ -197,8 +209,9 @@ static void test_regress_write_pingpong_no_spurious_retransmit(void **state)
 	       T_ITERS, (double)(ur_now_ns() - t0) / 1e6, slow,
 	       (unsigned long long)arms, (unsigned long long)deaf,
 	       (unsigned long long)rtx, (unsigned long long)dup);
-	/* the WRITEs that keep coming keep both threads on the socket */
-	assert_int_equal(deaf, 0);
+	/* the WRITEs that keep coming keep both threads on the socket (a
+	 * round trip starved for longer than the hold may lose it once) */
+	assert_true(deaf <= stalled);
 	/* no loss: nothing is resent unless the machine starved a round
 	 * trip past the probe (a loaded 2-core box does, for ms) */
 	assert_true(rtx <= slow);
@@ -237,8 +250,9 @@ static void test_lost_ack_recovered_without_polling(void **state)
 	for (i = 1; i <= 50; i++) {
 		post_write(&p->s[0], &p->s[1], i);
 		/* a probe fires within 4 ms before a round trip was
-		 * measured; the rest is a loaded machine's slack */
-		assert_int_equal(fe_cq_wait(&p->s[0].scq, &wc, 1000), 1);
+		 * measured: a hang, not a slow probe, is what fails */
+		assert_int_equal(fe_cq_wait(&p->s[0].scq, &wc, (int)T_TMO_MS),
+				 1);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 		assert_int_equal(wc.wr_id, i);
 	}
