@@ -79,7 +79,8 @@
 /* An application that spun on its CQs this recently runs the receive path
  * itself: the progress thread stops watching the socket meanwhile, as a
  * second thread woken per datagram would steal its core (UROCE_QUIET_US
- * overrides; util/config.c parses it). */
+ * overrides; util/config.c parses it), unless one-sided requests come in
+ * (UR_ONE_SIDED_HOLD_NS below). */
 #define UR_APP_POLL_QUIET_NS 500000ull
 /* The progress thread polls this long after traffic before it sleeps: 0,
  * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
