@@ -54,6 +54,27 @@ static struct sockaddr_in lo(uint16_t port)
 	return a;
 }
 
+/* The loopback address of the family the tests run in now (an IPv6 test
+ * switches it). */
+static int family = AF_INET;
+
+static struct sockaddr_storage lo_addr(uint16_t port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in a = lo(port);
+
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET) {
+		memcpy(&ss, &a, sizeof(a));
+		return ss;
+	}
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = htons(port);
+	a6->sin6_addr = in6addr_loopback;
+	return ss;
+}
+
 static uint16_t port(void)
 {
 	return next_port++;
@@ -79,10 +100,10 @@ static void ack_expect(enum rdma_cm_event_type t)
 	rdma_ack_cm_event(expect(t));
 }
 
-/* A listener on 127.0.0.1:p. */
+/* A listener on 127.0.0.1:p (::1 in IPv6 tests). */
 static struct rdma_cm_id *listener(uint16_t p)
 {
-	struct sockaddr_in a = lo(p);
+	struct sockaddr_storage a = lo_addr(p);
 	struct rdma_cm_id *l;
 
 	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
@@ -91,10 +112,10 @@ static struct rdma_cm_id *listener(uint16_t p)
 	return l;
 }
 
-/* An active id resolved to 127.0.0.1:p. */
+/* An active id resolved to 127.0.0.1:p (::1 in IPv6 tests). */
 static struct rdma_cm_id *resolved(uint16_t p)
 {
-	struct sockaddr_in a = lo(p);
+	struct sockaddr_storage a = lo_addr(p);
 	struct rdma_cm_id *c;
 
 	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
@@ -394,6 +415,25 @@ static void test_connect_send_disconnect(void **state)
 	assert_int_equal(rdma_destroy_id(l), 0);
 }
 
+/*
+ * Regression: an IPv6 destination with no source address got the IPv4
+ * address of the device as its source, so the REQ's rdma_cm header said
+ * IP version 4 and carried ::1 cut to 0.0.0.1 as the destination: the
+ * listener on ::1 was not found and the client got REJECTED 8 (rping -a
+ * ::1, rstream to ::1). Fixed with this test (addr.c, cma_addr_src_for).
+ */
+static void test_regress_ipv6_loopback(void **state)
+{
+	uint16_t p = port();
+	struct rdma_cm_id *l;
+
+	family = AF_INET6;
+	l = listener(p);
+	connect_pair(p, l, true);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	family = AF_INET;
+}
+
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -453,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_reject_private_data),
 		cmocka_unit_test(test_connect_send_disconnect),
+		cmocka_unit_test(test_regress_ipv6_loopback),
 		cmocka_unit_test(test_cycles_no_leak),
 	};
 
