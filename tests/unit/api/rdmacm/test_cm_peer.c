@@ -47,6 +47,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/mad.h"
+#include "ta_cm.h"
 #include "tw_util.h"
 #include "util/rundir.h"
 #include "wire/wire.h"
@@ -69,15 +70,6 @@ static uint32_t peer_psn;
 static uint16_t new_port(void)
 {
 	return next_port++;
-}
-
-static struct sockaddr_in lo(uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(port) };
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
 }
 
 /* A socket on 127.x.y.z:4791 that no other process holds. */
@@ -187,17 +179,7 @@ static void expect_no_msg(int ms)
 
 static struct rdma_cm_event *expect_ev(enum rdma_cm_event_type t)
 {
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev = NULL;
-
-	if (poll(&p, 1, EV_MS) != 1)
-		fail_msg("no %s within %d ms", rdma_event_str(t), EV_MS);
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != t)
-		fail_msg("got %s (status %d), wanted %s",
-			 rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(t));
-	return ev;
+	return ta_event(ch, t, EV_MS);
 }
 
 static void expect_no_ev(int ms)
@@ -259,7 +241,7 @@ static void reply_build(struct ur_cm_msg *m, uint16_t attr, uint64_t tid,
 static struct rdma_cm_id *passive_start(uint16_t port, struct rdma_cm_id **l,
 					uint32_t comm_id, struct ur_cm_msg *req)
 {
-	struct sockaddr_in a = lo(port);
+	struct sockaddr_in a = ta_lo(port);
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c;
 
@@ -275,20 +257,9 @@ static struct rdma_cm_id *passive_start(uint16_t port, struct rdma_cm_id **l,
 	return c;
 }
 
-static int try_qp(struct rdma_cm_id *id)
-{
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 2, .max_recv_wr = 2,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	return rdma_create_qp(id, NULL, &qa);
-}
-
 static void make_qp(struct rdma_cm_id *id)
 {
-	assert_int_equal(try_qp(id), 0);
+	assert_int_equal(ta_rc_qp(id), 0);
 }
 
 static void test_passive_dups_and_order(void **state)
@@ -499,7 +470,7 @@ static void publish(uint16_t port, char *path, size_t len)
 static struct rdma_cm_id *active_start(uint16_t port, struct ur_cm_msg *req,
 				       const struct rdma_conn_param *cp)
 {
-	struct sockaddr_in a = lo(port);
+	struct sockaddr_in a = ta_lo(port);
 	struct rdma_cm_id *c;
 	char path[700];
 
@@ -673,7 +644,7 @@ static int count_events(enum rdma_cm_event_type t, struct rdma_cm_id **ids,
 
 static void flood_child(uint16_t port)
 {
-	struct sockaddr_in a = lo(port);
+	struct sockaddr_in a = ta_lo(port);
 	struct rdma_cm_id *l, *ids[64], *cl;
 	struct rdma_cm_event *ev;
 	struct ur_cm_msg req;
@@ -725,13 +696,13 @@ static void flood_child(uint16_t port)
 		if (i == 0)
 			CHILD_CHECK(!rdma_resolve_route(cl, 2000), "route");
 	}
-	CHILD_CHECK(!try_qp(cl) && !rdma_connect(cl, NULL), "connect");
+	CHILD_CHECK(!ta_rc_qp(cl) && !rdma_connect(cl, NULL), "connect");
 	CHILD_CHECK(!rdma_get_cm_event(ch, &ev) &&
 		    ev->event == RDMA_CM_EVENT_CONNECT_REQUEST,
 		    "request: %s %d", rdma_event_str(ev->event), ev->status);
 	ids[0] = ev->id;
 	rdma_ack_cm_event(ev);
-	CHILD_CHECK(!try_qp(ids[0]) && !rdma_accept(ids[0], NULL), "accept");
+	CHILD_CHECK(!ta_rc_qp(ids[0]) && !rdma_accept(ids[0], NULL), "accept");
 	for (i = 0; i < 2; i++) {
 		CHILD_CHECK(!rdma_get_cm_event(ch, &ev) &&
 			    ev->event == RDMA_CM_EVENT_ESTABLISHED,

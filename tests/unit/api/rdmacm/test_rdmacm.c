@@ -37,6 +37,8 @@
 #include <cmocka.h>
 #include <rdma/rdma_cma.h>
 
+#include "ta_cm.h"
+
 #define EV_TIMEOUT_MS 15000
 #define LEAK_WARM_CYCLES 50
 #define LEAK_CYCLES 2000
@@ -44,15 +46,6 @@
 
 static struct rdma_event_channel *ch;
 static uint16_t next_port;
-
-static struct sockaddr_in lo(uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(port) };
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
-}
 
 /* The loopback address of the family the tests run in now (an IPv6 test
  * switches it). */
@@ -62,7 +55,7 @@ static struct sockaddr_storage lo_addr(uint16_t port)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-	struct sockaddr_in a = lo(port);
+	struct sockaddr_in a = ta_lo(port);
 
 	memset(&ss, 0, sizeof(ss));
 	if (family == AF_INET) {
@@ -83,16 +76,7 @@ static uint16_t port(void)
 /* Next event of the shared channel; checks its type. */
 static struct rdma_cm_event *expect(enum rdma_cm_event_type t)
 {
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev = NULL;
-
-	assert_int_equal(poll(&p, 1, EV_TIMEOUT_MS), 1);
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != t)
-		fail_msg("got %s (status %d), wanted %s",
-			 rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(t));
-	return ev;
+	return ta_event(ch, t, EV_TIMEOUT_MS);
 }
 
 static void ack_expect(enum rdma_cm_event_type t)
@@ -131,13 +115,7 @@ static struct rdma_cm_id *resolved(uint16_t p)
 
 static void make_qp(struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	assert_int_equal(rdma_create_qp(id, NULL, &qa), 0);
+	assert_int_equal(ta_rc_qp(id), 0);
 	assert_non_null(id->qp);
 	assert_non_null(id->pd);
 	assert_non_null(id->send_cq);
@@ -166,7 +144,7 @@ static void test_peer_vanishes(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct rdma_event_channel *cch = rdma_create_event_channel();
-		struct sockaddr_in a = lo(p);
+		struct sockaddr_in a = ta_lo(p);
 		struct rdma_cm_event *ev;
 		struct rdma_cm_id *l;
 
@@ -225,7 +203,7 @@ static void test_channel_fd(void **state)
 static void test_bad_input(void **state)
 {
 	struct rdma_cm_id *id;
-	struct sockaddr_in a = lo(port());
+	struct sockaddr_in a = ta_lo(port());
 	struct sockaddr_in far = { .sin_family = AF_INET };
 
 	errno = 0;
@@ -325,7 +303,7 @@ static void connect_pair(uint16_t p, struct rdma_cm_id *l, bool check)
 	struct ibv_qp_attr ca, sa;
 	struct ibv_qp_init_attr ia;
 	char out[64] = "payload through an rdma_cm connection", in[64];
-	struct ibv_mr *mo, *mi;
+	struct ibv_mr *mo = NULL, *mi = NULL;
 	struct ibv_sge so, si;
 	struct ibv_send_wr sw = { .sg_list = &so, .num_sge = 1,
 				  .opcode = IBV_WR_SEND,
