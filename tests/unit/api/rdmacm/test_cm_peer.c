@@ -11,6 +11,9 @@
  *    from the active side while the application holds the request gives
  *    REJECTED on that id; an active side that never sends the RTU gives
  *    UNREACHABLE within the CM timeout, with a REJ (timeout) to it;
+ *    rdma_reject sends its reason and private data; rdma_disconnect in
+ *    each state (REQ_RCVD: EINVAL; REP_SENT: a DREQ; DREQ_SENT and
+ *    TIMEWAIT: nothing more), and a late RTU establishes nothing;
  *  - active side (our rdma_connect, the script listens, published in the
  *    loopback rendezvous): a lost REQ is sent again with the same IDs; an
  *    MRA stops the retransmissions; a REP seen again gets the RTU again; a
@@ -351,6 +354,46 @@ static void test_regress_rej_while_request_held(void **state)
 	assert_int_equal(rdma_destroy_id(l), 0);
 }
 
+/* rdma_disconnect on the passive side in each state it can be in. */
+static void test_passive_disconnect_each_state(void **state)
+{
+	struct rdma_cm_id *l, *c;
+	struct ur_cm_msg req, m, dreq;
+	uint32_t ours;
+
+	c = passive_start(new_port(), &l, 0xA9, &req);
+	/* REQ_RCVD: nothing to disconnect yet */
+	errno = 0;
+	assert_int_equal(rdma_disconnect(c), -1);
+	assert_int_equal(errno, EINVAL);
+	expect_no_msg(QUIET_MS);
+	make_qp(c);
+	assert_int_equal(rdma_accept(c, NULL), 0);
+	expect_msg(&m, UR_CM_ATTR_REP, EV_MS);
+	ours = m.rep.local_comm_id;
+	/* REP_SENT (no RTU yet): a DREQ, resent until answered */
+	assert_int_equal(rdma_disconnect(c), 0);
+	expect_msg(&dreq, UR_CM_ATTR_DREQ, EV_MS);
+	assert_int_equal(dreq.dreq.local_comm_id, ours);
+	assert_int_equal(dreq.dreq.remote_comm_id, 0xA9);
+	/* DREQ_SENT: again changes nothing */
+	assert_int_equal(rdma_disconnect(c), 0);
+	reply_build(&m, UR_CM_ATTR_DREP, dreq.hdr.tid, 0xA9, ours);
+	send_msg(&m);
+	rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_DISCONNECTED));
+	/* TIMEWAIT: done already */
+	assert_int_equal(rdma_disconnect(c), 0);
+	expect_no_ev(QUIET_MS);
+	/* the RTU that comes late establishes nothing */
+	reply_build(&m, UR_CM_ATTR_RTU, req.hdr.tid, 0xA9, ours);
+	send_msg(&m);
+	expect_no_ev(QUIET_MS);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	expect_no_msg(1500);		/* no DREQ after the DREP */
+}
+
 /* The REP is resent while no RTU comes; then UNREACHABLE and a REJ. */
 static void test_passive_peer_vanishes(void **state)
 {
@@ -390,8 +433,11 @@ static void test_malformed_mads(void **state)
 	uint8_t mad[UR_MAD_SIZE];
 
 	c = passive_start(port, &l, 0xA4, &req);
-	assert_int_equal(rdma_reject(c, NULL, 0), 0);
+	assert_int_equal(rdma_reject(c, "nope", 5), 0);
 	expect_msg(&m, UR_CM_ATTR_REJ, EV_MS);
+	assert_int_equal(m.rej.reason, UR_CM_REJ_CONSUMER_DEFINED);
+	assert_int_equal(m.rej.msg_rejected, UR_CM_MSG_REQ);
+	assert_memory_equal(m.rej.private_data, "nope", 5);
 	assert_int_equal(rdma_destroy_id(c), 0);
 
 	req_build(&req, port, 0xA5, 0x8000);
@@ -808,6 +854,7 @@ int main(void)
 		cmocka_unit_test_setup(test_active_loss_mra_dups, drain),
 		cmocka_unit_test_setup(test_active_rejected_with_private_data, drain),
 		cmocka_unit_test_setup(test_active_disconnect_destroy_while_connecting, drain),
+		cmocka_unit_test_setup(test_passive_disconnect_each_state, drain),
 		cmocka_unit_test_setup(test_passive_peer_vanishes, drain),
 	};
 
