@@ -19,7 +19,8 @@
  *    MRA stops the retransmissions; a REP seen again gets the RTU again; a
  *    REJ carries its reason and private data to REJECTED; a REP for an
  *    unknown connection gets a REJ; rdma_disconnect and rdma_destroy_id
- *    while the REQ is out send a REJ;
+ *    while the REQ is out send a REJ; a DREQ never answered is resent,
+ *    then DISCONNECTED comes anyway;
  *  - malformed MADs (short, wrong class or version or method, unknown
  *    attribute, a REQ with a bad rdma_cm header or transport) raise no
  *    event and the listener still works;
@@ -600,6 +601,29 @@ static void test_active_loss_mra_dups(void **state)
 	assert_int_equal(rdma_destroy_id(c), 0);
 }
 
+/* A peer that vanishes after the RTU: our DREQ is resent, then the id is
+ * DISCONNECTED anyway (never a hang). */
+static void test_active_peer_vanishes_at_disconnect(void **state)
+{
+	struct ur_cm_msg req, m;
+	struct rdma_cm_id *c;
+	int dreqs = 0;
+
+	c = active_start(new_port(), &req, NULL);
+	rep_build(&m, &req, 0xD1);
+	send_msg(&m);
+	expect_msg(&m, UR_CM_ATTR_RTU, EV_MS);
+	rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(rdma_disconnect(c), 0);
+	while (recv_msg(&m, 2500) && m.hdr.attr_id == UR_CM_ATTR_DREQ)
+		dreqs++;
+	assert_int_equal(dreqs, 7);	/* 1 + UR_CM_MAX_RETRIES */
+	rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	expect_no_msg(QUIET_MS);
+}
+
 static void test_active_rejected_with_private_data(void **state)
 {
 	static const char why[] = "no room";
@@ -869,6 +893,7 @@ int main(void)
 		cmocka_unit_test_setup(test_malformed_mads, drain),
 		cmocka_unit_test_setup(test_active_loss_mra_dups, drain),
 		cmocka_unit_test_setup(test_active_rejected_with_private_data, drain),
+		cmocka_unit_test_setup(test_active_peer_vanishes_at_disconnect, drain),
 		cmocka_unit_test_setup(test_active_disconnect_destroy_while_connecting, drain),
 		cmocka_unit_test_setup(test_passive_disconnect_each_state, drain),
 		cmocka_unit_test_setup(test_passive_peer_vanishes, drain),
