@@ -183,10 +183,11 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
 	if (ur_op_is_request(pkt.opcode)) {
-		/* a WRITE, READ or atomic: progress.c listens for more
-		 * (one_sided_note). A SEND's middle packets consume no
-		 * receive WQE but are not one-sided; the first packets of a
-		 * WRITE with immediate cannot be told from a WRITE's. */
+		/* a WRITE, READ, atomic, ATOMIC_WRITE or FLUSH: progress.c
+		 * listens for more (one_sided_note). A SEND's middle packets
+		 * consume no receive WQE but are not one-sided; the first
+		 * packets of a WRITE with immediate cannot be told from a
+		 * WRITE's. */
 		if (!ur_op_is_send(pkt.opcode) &&
 		    !ur_op_completes_rwr(pkt.opcode))
 			nic->rx_one_sided = true;
