@@ -142,7 +142,9 @@ struct ur_timers {
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
-	union ur_sockaddr addr;		/* our bound IP and port */
+	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
+	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
+	unsigned int n_addrs;
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
@@ -178,6 +180,13 @@ struct ur_nic {
 	} held[UR_RX_BATCH];
 	unsigned int n_held;
 };
+
+/* The address GID sgid_index's packets leave from (nic->addrs). */
+static inline const union ur_sockaddr *ur_nic_src(const struct ur_nic *nic,
+						   unsigned int sgid_index)
+{
+	return &nic->addrs[sgid_index < nic->n_addrs ? sgid_index : 0];
+}
 
 /* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
  * §3.5). */
