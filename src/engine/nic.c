@@ -94,6 +94,7 @@ static int nic_open_link(struct ur_nic *nic)
 
 static void nic_free(struct ur_nic *nic)
 {
+	ur_mcast_fini(nic);
 	if (nic->link)
 		ur_link_close(nic->link);
 	if (nic->wake_fd >= 0)

@@ -47,6 +47,7 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 
 	if (!xp)
 		return;
+	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
