@@ -29,6 +29,7 @@ struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 	id->sync = chan->internal;
 	id->state = CMA_IDLE;
 	id->ack_timeout = UR_CM_ACK_TIMEOUT;
+	ur_list_init(&id->mcs);
 	ur_list_add_tail(&cma.ids, &id->node);
 	return id;
 }
