@@ -30,13 +30,6 @@
 #include "util/log.h"
 #include "util/netif.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 static socklen_t sa_len(const union ur_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :

@@ -10,8 +10,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/udp.h>
 
 #include "link/link.h"
+
+/* UDP GSO and GRO (Linux 4.18, 5.0), for libcs whose headers lack them. */
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 struct ur_sock {
 	int fd;				/* -1: not open */

@@ -52,13 +52,6 @@
 #include "util/log.h"
 #include "util/compiler.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 /* What we parsed from one received message (a datagram or a GRO train). */
 struct udp_rxmeta {
 	uint32_t len;			/* bytes in the slot */

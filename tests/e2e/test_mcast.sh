@@ -80,24 +80,18 @@ mc_case mckey_lo_sendonly "-o" "" "" "$G4" 127.0.0.1 127.0.0.1 1
 mc_case mckey_lo_noself "-l" "" "" "$G4" 127.0.0.1 127.0.0.1 1
 NA=mcast-a-$$
 NB=mcast-b-$$
-if (($(id -u) != 0)) || ! ip netns add "$NA" 2>/dev/null; then
-	e2e_skip mckey_netns "needs root and ip netns (two namespaces and a veth pair)"
+trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
+if (($(id -u) != 0)); then
+	e2e_skip mckey_netns "needs root (two network namespaces and a veth pair)"
 	e2e_summary
 	exit
 fi
-trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
-ip netns add "$NB" &&
-	ip -n "$NA" link set lo up && ip -n "$NB" link set lo up &&
-	ip -n "$NA" link add mcast-va type veth peer name mcast-vb netns "$NB" &&
-	ip -n "$NA" addr add 10.208.0.1/24 dev mcast-va &&
-	ip -n "$NB" addr add 10.208.0.2/24 dev mcast-vb &&
-	ip -n "$NA" addr add fd08::1/64 dev mcast-va nodad &&
-	ip -n "$NB" addr add fd08::2/64 dev mcast-vb nodad &&
-	ip -n "$NA" link set mcast-va up && ip -n "$NB" link set mcast-vb up || {
+if ! e2e_netns_pair "$NA" "$NB" mcast-va mcast-vb 10.208.0.1 10.208.0.2 \
+	fd08::1 fd08::2; then
 	e2e_fail "mckey_netns: cannot set up the namespaces"
 	e2e_summary
 	exit
-}
+fi
 # the receiving end's packet count says the group's datagrams crossed it
 mcast_rx() {
 	ip -n "$NB" -s link show mcast-vb | awk '/RX:/ { getline; print $2 }'

@@ -36,24 +36,18 @@ done
 
 NA=mcast-ga-$$
 NB=mcast-gb-$$
-if (($(id -u) != 0)) || ! ip netns add "$NA" 2>/dev/null; then
-	e2e_skip gid_netns "needs root and ip netns (two namespaces and a veth pair)"
+trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
+if (($(id -u) != 0)); then
+	e2e_skip gid_netns "needs root (two network namespaces and a veth pair)"
 	e2e_summary
 	exit
 fi
-trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
-ip netns add "$NB" &&
-	ip -n "$NA" link set lo up && ip -n "$NB" link set lo up &&
-	ip -n "$NA" link add mcast-ga type veth peer name mcast-gb netns "$NB" &&
-	ip -n "$NA" addr add 10.209.0.1/24 dev mcast-ga &&
-	ip -n "$NB" addr add 10.209.0.2/24 dev mcast-gb &&
-	ip -n "$NA" addr add fd09::1/64 dev mcast-ga nodad &&
-	ip -n "$NB" addr add fd09::2/64 dev mcast-gb nodad &&
-	ip -n "$NA" link set mcast-ga up && ip -n "$NB" link set mcast-gb up || {
+if ! e2e_netns_pair "$NA" "$NB" mcast-ga mcast-gb 10.209.0.1 10.209.0.2 \
+	fd09::1 fd09::2; then
 	e2e_fail "gid_netns: cannot set up the namespaces"
 	e2e_summary
 	exit
-}
+fi
 SRV="UROCE_ADDRS=10.209.0.1,fd09::1 ip netns exec $NA"
 for prog in rc ud; do
 	gid_case ${prog}_netns_v4_gid0 ibv_${prog}_pingpong 0 "$SRV" \

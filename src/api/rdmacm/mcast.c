@@ -39,12 +39,7 @@ static void mc_post_event(struct cma_id *id, const struct cma_mc *mc,
 	struct cma_event *e;
 
 	memset(&ud, 0, sizeof(ud));
-	ud.ah_attr.is_global = 1;
-	ud.ah_attr.port_num = 1;
-	memcpy(ud.ah_attr.grh.dgid.raw, mc->mgid, 16);
-	ud.ah_attr.grh.sgid_index = 0;
-	ud.ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
-	ud.ah_attr.grh.traffic_class = id->tos;
+	cma_ud_av(id, mc->mgid, &ud.ah_attr);
 	ud.qp_num = UR_QPN_MCAST;
 	ud.qkey = RDMA_UDP_QKEY;
 	e = cma_event_post(id, err ? RDMA_CM_EVENT_MULTICAST_ERROR :

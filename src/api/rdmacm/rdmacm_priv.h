@@ -234,6 +234,10 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to);
 struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
 void cma_fill_path(struct cma_id *id);
+/* The address vector a UD id reports for gid (ESTABLISHED, multicast):
+ * global, GID index 0, hop limit 64, the id's TOS. */
+void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
+	       struct ibv_ah_attr *ah);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
 
