@@ -17,6 +17,9 @@
 #include "util/lock_assert.h"
 #include "util/log.h"
 
+_Static_assert(UR_MAX_MCAST_GRP <= UR_LINK_MAX_GROUPS,
+	       "every group the device reports needs a link socket");
+
 struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16])
 {
 	unsigned int i;

@@ -13,6 +13,7 @@
 
 #include "engine/engine_priv.h"
 #include "obj/device.h"
+#include "obj/limits.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
@@ -43,6 +44,9 @@ static void nic_open_pcap(struct ur_nic *nic)
 		nic->pcap = NULL;
 	}
 }
+
+_Static_assert(UR_MAX_GID <= UR_LINK_MAX_ADDRS,
+	       "the link binds every GID's address");
 
 /*
  * Every GID's address is bound (a peer may reach any of them); nic->addrs[i]

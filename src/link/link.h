@@ -22,8 +22,11 @@
 
 struct ur_link;
 
-/* Addresses one link binds: a device's GIDs (obj/limits.h's UR_MAX_GID). */
+/* Addresses one link binds: a device's GIDs (obj/limits.h's UR_MAX_GID);
+ * multicast groups it can join at once (obj/limits.h's UR_MAX_MCAST_GRP
+ * may not be more). */
 #define UR_LINK_MAX_ADDRS 16
+#define UR_LINK_MAX_GROUPS 256
 
 struct ur_link_config {
 	union ur_sockaddr bind;		/* address 0 and the port to bind */
@@ -86,7 +89,8 @@ int ur_link_local_addr(const struct ur_link *l, unsigned int i,
  * come out of ur_link_recv() with dst = the group. Other processes and
  * devices on this host may join the same group, and a datagram this host
  * sends to it reaches all of them (IP_MULTICAST_LOOP). 0, -EALREADY when
- * joined, -EAFNOSUPPORT when no address has the group's family, or -errno.
+ * joined, -EAFNOSUPPORT when no address has the group's family, -ENOMEM
+ * past UR_LINK_MAX_GROUPS, or -errno.
  */
 int ur_link_join(struct ur_link *l, const union ur_sockaddr *group);
 /* Stops receiving the group: 0, or -ENOENT when it was not joined. */

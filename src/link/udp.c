@@ -62,9 +62,11 @@ struct udp_rxmeta {
 
 struct ur_udp {
 	struct ur_link_config cfg;	/* buffers, GSO/GRO for later sockets */
-	/* [0, n_addr): the addresses (fd -1 if not bound), then the groups */
+	/* [0, n_addr): the addresses (fd -1 if not bound), then the groups;
+	 * allocated whole at open: senders read the addresses' entries
+	 * with no lock while a join adds a group */
 	struct ur_sock *socks;
-	unsigned int n_addr, n_sock, cap;
+	unsigned int n_addr, n_sock;
 	int ep_fd;			/* epoll over every open socket */
 	atomic_int poll_fd;		/* ur_udp_fd(): a lone socket or ep_fd */
 	uint32_t max_payload;
@@ -124,23 +126,6 @@ static int rx_setup(struct ur_udp *u)
 		u->rx_iov[i].iov_base = u->arena + (size_t)i * u->slot_size;
 		u->rx_iov[i].iov_len = u->slot_size;
 	}
-	return 0;
-}
-
-/* Room for one more socket in the set. */
-static int set_reserve(struct ur_udp *u)
-{
-	struct ur_sock *n;
-	unsigned int cap;
-
-	if (u->n_sock < u->cap)
-		return 0;
-	cap = u->cap ? u->cap * 2 : UR_LINK_MAX_ADDRS;
-	n = realloc(u->socks, cap * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	u->socks = n;
-	u->cap = cap;
 	return 0;
 }
 
@@ -213,7 +198,9 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 		return -ENOMEM;
 	u->cfg = *cfg;
 	u->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-	rc = u->ep_fd < 0 ? -errno : set_reserve(u);
+	u->socks = calloc(UR_LINK_MAX_ADDRS + UR_LINK_MAX_GROUPS,
+			  sizeof(*u->socks));
+	rc = u->ep_fd < 0 ? -errno : !u->socks ? -ENOMEM : 0;
 	for (i = 0; !rc && i < n; i++) {
 		u->socks[i].fd = -1;
 		u->n_sock = u->n_addr = i + 1;
@@ -304,9 +291,8 @@ int ur_udp_join(struct ur_udp *u, const union ur_sockaddr *group)
 	for (i = 0; i < u->n_addr; i++)
 		if (u->socks[i].fd >= 0)
 			addrs[n++] = u->socks[i].local;
-	rc = set_reserve(u);
-	if (rc)
-		return rc;
+	if (u->n_sock - u->n_addr >= UR_LINK_MAX_GROUPS)
+		return -ENOMEM;
 	set_port(&g, port_of(&u->socks[0].local));
 	rc = ur_sock_open_group(&u->cfg, u->gro_on, &g, addrs, n,
 				&u->socks[u->n_sock]);
