@@ -151,9 +151,6 @@ struct ur_mcg {
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
-	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
-	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
-	unsigned int n_addrs;
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
@@ -177,11 +174,6 @@ struct ur_nic {
 	bool stats_written;		/* UROCE_STATS written (dev->lock) */
 	struct ur_pcap *pcap;
 
-	/* multicast groups (mcast.c), rx_lock */
-	struct ur_mcg *mcg[UR_MAX_MCAST_GRP];
-	unsigned int n_mcg;
-	unsigned int n_attach;		/* QP attachments, all groups */
-
 	/* rx owner only */
 	struct ur_rxd rxd[UR_RX_BATCH];
 	struct ur_txb txb;
@@ -193,6 +185,15 @@ struct ur_nic {
 		bool solicited;
 	} held[UR_RX_BATCH];
 	unsigned int n_held;
+
+	/* Cold, at the end: the hot fields above keep their cache lines. */
+	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
+	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
+	unsigned int n_addrs;
+	/* multicast groups (mcast.c), rx_lock */
+	struct ur_mcg *mcg[UR_MAX_MCAST_GRP];
+	unsigned int n_mcg;
+	unsigned int n_attach;		/* QP attachments, all groups */
 };
 
 /* The address GID sgid_index's packets leave from (nic->addrs). */
