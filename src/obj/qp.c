@@ -118,11 +118,13 @@ static int check_init_attr(struct ibv_context *ctx,
 	return 0;
 }
 
-/* What a send slot really holds: max(SGE array, inline bytes). */
+/* What a send slot really holds: max(SGE array, inline bytes), and at
+ * least the 8 bytes ibv_wr_atomic_write copies into it (obj/post.c). */
 static uint32_t send_room(uint32_t max_sge, uint32_t max_inline)
 {
-	return UR_MAX(max_sge * (uint32_t)sizeof(struct ur_sge),
-		      (uint32_t)UR_ALIGN_UP(max_inline, 8u));
+	return UR_MAX(UR_MAX(max_sge * (uint32_t)sizeof(struct ur_sge),
+			     (uint32_t)UR_ALIGN_UP(max_inline, 8u)),
+		      8u);
 }
 
 int ur_qp_create(struct ibv_context *ctx,

@@ -24,6 +24,17 @@ e2e_libdir() {
 	export LD_LIBRARY_PATH=$LIBDIR
 }
 
+# e2e_runtime_dir: the script's own runtime directory, so that only its
+# processes' device trees are in it; sets U (the uroce command) and ROOT
+# (the per-user directory where each process's tree appears).
+e2e_runtime_dir() {
+	U="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/uroce"
+	export UROCE_LIBDIR=$LIBDIR
+	export XDG_RUNTIME_DIR=$E2E_TMP/run
+	mkdir -p "$XDG_RUNTIME_DIR"
+	ROOT=$XDG_RUNTIME_DIR/uroce-$(id -u)
+}
+
 # A TCP port for the programs' own out-of-band exchange, different per run.
 e2e_port() {
 	echo $((20000 + (RANDOM % 20000)))
@@ -87,7 +98,8 @@ e2e_pair() {
 	fi
 }
 
-# e2e_pass NAME / e2e_fail NAME / e2e_skip NAME REASON: one case's result.
+# e2e_pass NAME / e2e_fail NAME [DETAIL...] / e2e_skip NAME REASON: one
+# case's result (a failure's details on the next line).
 e2e_pass() {
 	E2E_PASS=$((E2E_PASS + 1))
 	echo "PASS $1"
@@ -95,6 +107,9 @@ e2e_pass() {
 e2e_fail() {
 	E2E_FAIL=$((E2E_FAIL + 1))
 	echo "FAIL $1"
+	shift
+	(($#)) && echo "$@"
+	return 0
 }
 e2e_skip() {
 	E2E_SKIP=$((E2E_SKIP + 1))
