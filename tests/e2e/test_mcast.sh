@@ -80,18 +80,10 @@ mc_case mckey_lo_sendonly "-o" "" "" "$G4" 127.0.0.1 127.0.0.1 1
 mc_case mckey_lo_noself "-l" "" "" "$G4" 127.0.0.1 127.0.0.1 1
 NA=mcast-a-$$
 NB=mcast-b-$$
-trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
-if (($(id -u) != 0)); then
-	e2e_skip mckey_netns "needs root (two network namespaces and a veth pair)"
+e2e_netns_pair mckey_netns "$NA" "$NB" mcast-va mcast-vb 10.208.0.1 10.208.0.2 fd08::1 fd08::2 || {
 	e2e_summary
 	exit
-fi
-if ! e2e_netns_pair "$NA" "$NB" mcast-va mcast-vb 10.208.0.1 10.208.0.2 \
-	fd08::1 fd08::2; then
-	e2e_fail "mckey_netns: cannot set up the namespaces"
-	e2e_summary
-	exit
-fi
+}
 # the receiving end's packet count says the group's datagrams crossed it
 mcast_rx() {
 	ip -n "$NB" -s link show mcast-vb | awk '/RX:/ { getline; print $2 }'

@@ -36,18 +36,10 @@ done
 
 NA=mcast-ga-$$
 NB=mcast-gb-$$
-trap 'ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
-if (($(id -u) != 0)); then
-	e2e_skip gid_netns "needs root (two network namespaces and a veth pair)"
+e2e_netns_pair gid_netns "$NA" "$NB" mcast-ga mcast-gb 10.209.0.1 10.209.0.2 fd09::1 fd09::2 || {
 	e2e_summary
 	exit
-fi
-if ! e2e_netns_pair "$NA" "$NB" mcast-ga mcast-gb 10.209.0.1 10.209.0.2 \
-	fd09::1 fd09::2; then
-	e2e_fail "gid_netns: cannot set up the namespaces"
-	e2e_summary
-	exit
-fi
+}
 SRV="UROCE_ADDRS=10.209.0.1,fd09::1 ip netns exec $NA"
 for prog in rc ud; do
 	gid_case ${prog}_netns_v4_gid0 ibv_${prog}_pingpong 0 "$SRV" \
