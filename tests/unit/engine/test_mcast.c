@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * UD multicast through the public verbs API, two devices of one process
- * on loopback: ibv_attach_mcast/ibv_detach_mcast's errors, delivery of one
+ * on loopback: ibv_attach_mcast/ibv_detach_mcast's errors and limit, delivery of one
  * datagram to every attached QP whose Q_Key matches, detach stopping it,
  * the sender's own copy and IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, and a
  * destroyed QP leaving its groups.
@@ -178,6 +178,39 @@ static void test_attach_errors(void **state)
 	te_pair_close(&ud);
 }
 
+/* max_mcast_qp_attach QPs in one group, then ENOMEM; nothing changed. */
+static void test_attach_limit(void **state)
+{
+	union ibv_gid g = group_gid(4);
+	struct ibv_device_attr da;
+	struct ibv_qp **q;
+	struct te_pair p;
+	int i, n;
+
+	assert_int_equal(te_pair_open(&p, IBV_QPT_UD), 0);
+	assert_int_equal(ibv_query_device(p.s[1].ctx, &da), 0);
+	n = da.max_mcast_qp_attach;
+	assert_true(n > 0 && da.max_mcast_grp > 0 &&
+		    da.max_total_mcast_qp_attach >= n);
+	q = calloc((size_t)n + 1, sizeof(*q));
+	assert_non_null(q);
+	for (i = 0; i <= n; i++) {
+		q[i] = ud_qp(&p.s[1], T_QKEY, false);
+		assert_non_null(q[i]);
+		assert_int_equal(ibv_attach_mcast(q[i], &g, 0),
+				 i < n ? 0 : ENOMEM);
+	}
+	/* the one refused was not attached; the others were */
+	assert_int_equal(ibv_detach_mcast(q[n], &g, 0), EINVAL);
+	for (i = 0; i <= n; i++) {
+		if (i < n)
+			assert_int_equal(ibv_detach_mcast(q[i], &g, 0), 0);
+		assert_int_equal(ibv_destroy_qp(q[i]), 0);
+	}
+	free(q);
+	te_pair_close(&p);
+}
+
 static void test_create_flag_rules(void **state)
 {
 	struct ibv_qp_init_attr_ex ia;
@@ -286,6 +319,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attach_errors),
+		cmocka_unit_test(test_attach_limit),
 		cmocka_unit_test(test_create_flag_rules),
 		cmocka_unit_test(test_two_qps_qkey_detach),
 		cmocka_unit_test(test_self_copy),
