@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * UD multicast through the public verbs API, two devices of one process
- * on loopback: ibv_attach_mcast/ibv_detach_mcast's errors and limit, delivery of one
- * datagram to every attached QP whose Q_Key matches, detach stopping it,
+ * on loopback: ibv_attach_mcast/ibv_detach_mcast's errors and limit,
+ * delivery of one datagram to every attached QP whose Q_Key matches,
+ * detach stopping it,
  * the sender's own copy and IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, and a
  * destroyed QP leaving its groups.
  */
