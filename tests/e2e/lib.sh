@@ -40,6 +40,23 @@ e2e_port() {
 	echo $((20000 + (RANDOM % 20000)))
 }
 
+# e2e_kill_tagged TAG: SIGKILL every process of ours started with
+# E2E_KILL_TAG=TAG in its environment, and say how many there were.
+# Programs that fork a child into a session of its own (fio's jobs do),
+# which outlives a `timeout` that killed its parent, are found this way;
+# the tag is set on the command line of the programs alone, so the
+# script and its helpers never carry it.
+e2e_kill_tagged() {
+	local f pids=()
+	for f in $(grep -lzx "E2E_KILL_TAG=$1" /proc/[0-9]*/environ 2>/dev/null); do
+		f=${f#/proc/}
+		pids+=("${f%/environ}")
+	done
+	((${#pids[@]})) || { echo 0; return; }
+	kill -9 "${pids[@]}" 2>/dev/null
+	echo "${#pids[@]}"
+}
+
 # A sanitizer's report in a program's output (a sanitized build prints it
 # even where the program's exit status hides it).
 E2E_SANITIZER_RE='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|ThreadSanitizer: |runtime error:|UndefinedBehaviorSanitizer'
