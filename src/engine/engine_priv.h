@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/params.h"
 #include "link/link.h"
+#include "obj/limits.h"
 #include "obj/obj.h"
 #include "obj/wr_opcode.h"
 #include "util/iba.h"
@@ -141,10 +142,17 @@ struct ur_timers {
 	_Atomic uint64_t next;		/* key of the heap's top, ns; 0 none */
 };
 
+/* A multicast group of the NIC and the UD QPs attached to it (mcast.c). */
+struct ur_mcg {
+	uint8_t gid[16];
+	union ur_sockaddr group;	/* its IP group, port 4791 */
+	unsigned int n;
+	struct ur_qp *qps[UR_MAX_MCAST_QP_ATTACH];
+};
+
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
-	union ur_sockaddr addr;		/* our bound IP and port */
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
@@ -186,7 +194,23 @@ struct ur_nic {
 		bool solicited;
 	} held[UR_RX_BATCH];
 	unsigned int n_held;
+
+	/* Cold, at the end: the hot fields above keep their cache lines. */
+	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
+	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
+	unsigned int n_addrs;
+	/* multicast groups (mcast.c), rx_lock */
+	struct ur_mcg *mcg[UR_MAX_MCAST_GRP];
+	unsigned int n_mcg;
+	unsigned int n_attach;		/* QP attachments, all groups */
 };
+
+/* The address GID sgid_index's packets leave from (nic->addrs). */
+static inline const union ur_sockaddr *ur_nic_src(const struct ur_nic *nic,
+						   unsigned int sgid_index)
+{
+	return &nic->addrs[sgid_index < nic->n_addrs ? sgid_index : 0];
+}
 
 /* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
  * §3.5); an ATOMIC WRITE or FLUSH too, so a duplicate is answered and
@@ -391,6 +415,13 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now);
 void ur_send_step(struct ur_qp *qp);		/* sq_lock held */
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
+
+/* mcast.c: the group of a multicast GID, or NULL (rx_lock held); a QP's
+ * attachments end with it (ur_engine_qp_fini); the groups go with the
+ * NIC, whose link leaves them by closing. */
+struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16]);
+void ur_mcast_qp_gone(struct ur_qp *qp);
+void ur_mcast_fini(struct ur_nic *nic);
 
 /* recv.c (rx_lock and obj_lock read held) */
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);

@@ -14,6 +14,7 @@
 
 #include "engine/engine_priv.h"
 #include "obj/device.h"
+#include "obj/limits.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
@@ -45,15 +46,38 @@ static void nic_open_pcap(struct ur_nic *nic)
 	}
 }
 
+_Static_assert(UR_MAX_GID <= UR_LINK_MAX_ADDRS,
+	       "the link binds every GID's address");
+
+/*
+ * Every GID's address is bound (a peer may reach any of them); nic->addrs[i]
+ * is what GID i's packets leave from and what their ICRC covers: its own
+ * address, or address 0's when it could not be bound (the link sends it
+ * from there too).
+ */
+static void nic_load_addrs(struct ur_nic *nic)
+{
+	unsigned int i;
+
+	nic->n_addrs = UR_MIN(nic->dev->num_gids, (unsigned int)UR_LINK_MAX_ADDRS);
+	for (i = 0; i < nic->n_addrs; i++)
+		if (ur_link_local_addr(nic->link, i, &nic->addrs[i]))
+			nic->addrs[i] = nic->addrs[0];
+}
+
 static int nic_open_link(struct ur_nic *nic)
 {
 	struct ur_device *dev = nic->dev;
 	struct ur_link_config cfg;
+	unsigned int i;
 	int rc, tries;
 
 	for (tries = 0; tries < 8; tries++) {
 		memset(&cfg, 0, sizeof(cfg));
 		cfg.bind = dev->gids[0].addr;
+		for (i = 1; i < dev->num_gids && i < UR_LINK_MAX_ADDRS; i++)
+			cfg.more[i - 1] = dev->gids[i].addr;
+		cfg.n_more = i - 1;
 		if (cfg.bind.sa.sa_family == AF_INET)
 			cfg.bind.in.sin_port = htons(UR_ROCEV2_PORT);
 		else
@@ -69,12 +93,13 @@ static int nic_open_link(struct ur_nic *nic)
 	}
 	if (rc)
 		return rc;
-	nic->addr = cfg.bind;
+	nic_load_addrs(nic);
 	return 0;
 }
 
 static void nic_free(struct ur_nic *nic)
 {
+	ur_mcast_fini(nic);
 	if (nic->link)
 		ur_link_close(nic->link);
 	if (nic->wake_fd >= 0)

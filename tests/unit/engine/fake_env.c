@@ -138,6 +138,25 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 	return 9000;
 }
 
+int ur_link_local_addr(const struct ur_link *l, unsigned int i,
+		       union ur_sockaddr *out)
+{
+	if (i)
+		return -ENOENT;
+	*out = l->addr;
+	return 0;
+}
+
+int ur_link_join(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -EOPNOTSUPP;
+}
+
+int ur_link_leave(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -ENOENT;
+}
+
 static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
 			   const uint8_t *data, uint32_t len);
 
