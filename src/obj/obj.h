@@ -509,6 +509,9 @@ struct ur_qp {
 	 * XRC target QPs do) */
 	unsigned int xrc_opens;
 	bool xrc_orphan;
+	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: multicast this QP sent is not
+	 * delivered back to it */
+	bool mcast_block_self;
 
 	/* state and attributes as last set by modify_qp (query_qp reads).
 	 * state is written only under sq_lock (modify_qp, and the engine's

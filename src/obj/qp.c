@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "obj/obj_priv.h"
+#include "util/log.h"
 #include "util/random.h"
 
 #define UR_QPN_RECENT 1024
@@ -108,15 +109,21 @@ static int check_init_attr(struct ibv_context *ctx,
 		return -EINVAL;
 	if (a->comp_mask & UR_QP_INIT_UNSUPPORTED)
 		return -EOPNOTSUPP;
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+	/* the one creation flag: a UD QP that does not hear its own
+	 * multicast (engine/recv.c); mlx5 refuses it on other types too */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
+	    (a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB ||
+	     a->qp_type != IBV_QPT_UD))
 		return -EOPNOTSUPP;
+	/* (an XRC target has no PD) */
+	if (a->qp_type != IBV_QPT_XRC_RECV &&
+	    (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd))
+		return -EINVAL;
 	ret = check_type(a->qp_type);
 	if (ret)
 		return ret;
 	if (a->qp_type == IBV_QPT_XRC_RECV)
 		return check_xrc_recv_attr(ctx, a);
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
-		return -EINVAL;
 	if (!a->send_cq || (has_rq && !a->recv_cq))
 		return -EINVAL;
 	if (a->pd->context != ctx || a->send_cq->context != ctx ||
@@ -241,6 +248,9 @@ int ur_qp_create(struct ibv_context *ctx,
 
 	qp->dev = uctx->dev;
 	qp->sq_sig_all = !!attr->sq_sig_all;
+	qp->mcast_block_self =
+		(attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	qp->state = IBV_QPS_RESET;
 	ur_qp_attr_defaults(qp);
 	pthread_mutex_init(&qp->modify_lock, NULL);
@@ -379,6 +389,29 @@ struct ur_qp *ur_qp_lookup(struct ur_device *dev, uint32_t qpn)
 	return ur_u32_map_find(&dev->qpns, qpn & UR_QPN_MASK);
 }
 
+/*
+ * Why a responder found no receive (an RNR NAK on RC, a drop on UD/UC):
+ * every receive the application posted was taken. The completions still
+ * in the receive CQ tell an application that is behind (it has not polled
+ * them) from one that polled them but did not post again yet. Not said
+ * for the flush of a QP in ERR, which empties the queue on purpose.
+ */
+static void rq_empty_note(struct ur_qp *qp, uint32_t posted)
+{
+	uint32_t unpolled = 0;
+
+	if (likely(ur_log_level < UR_LOG_DEBUG) || qp->state == IBV_QPS_ERR)
+		return;
+	if (qp->recv_cq) {
+		pthread_spin_lock(&qp->recv_cq->lock);
+		unpolled = qp->recv_cq->tail - qp->recv_cq->head;
+		pthread_spin_unlock(&qp->recv_cq->lock);
+	}
+	ur_dbg("qp %u: receive queue empty: all %u receives posted since "
+	       "RESET were taken; %u completions in its CQ not yet polled",
+	       qp->ibqp_ex.qp_base.qp_num, posted, unpolled);
+}
+
 int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 {
 	const struct ur_recv_wqe *w;
@@ -388,7 +421,10 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 		return ur_srq_take(ur_qp_rq_srq(qp), out);
 	pthread_spin_lock(&qp->rq_lock);
 	if (rq->producer == rq->consumer) {
+		uint32_t posted = rq->producer;
+
 		pthread_spin_unlock(&qp->rq_lock);
+		rq_empty_note(qp, posted);
 		return -EAGAIN;
 	}
 	w = ur_wq_slot(rq, rq->consumer);

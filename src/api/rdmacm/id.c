@@ -29,8 +29,20 @@ struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 	id->sync = chan->internal;
 	id->state = CMA_IDLE;
 	id->ack_timeout = UR_CM_ACK_TIMEOUT;
+	ur_list_init(&id->mcs);
 	ur_list_add_tail(&cma.ids, &id->node);
 	return id;
+}
+
+void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
+	       struct ibv_ah_attr *ah)
+{
+	ah->is_global = 1;
+	ah->port_num = 1;
+	memcpy(ah->grh.dgid.raw, gid, 16);
+	ah->grh.sgid_index = 0;
+	ah->grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
+	ah->grh.traffic_class = id->tos;
 }
 
 static bool ps_valid(enum rdma_port_space ps)
@@ -273,7 +285,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		uint16_t port = cma_addr_port(&id->route.addr.src_addr);
 		union ur_sockaddr s;
 
-		ur_gid_to_sockaddr(cid->dev->gid, port, &s);
+		cma_addr_src_for(cid->dev->gid, port, &d, &s);
 		memset(&id->route.addr.src_storage, 0,
 		       sizeof(id->route.addr.src_storage));
 		memcpy(&id->route.addr.src_storage, &s, cma_addr_len(&s.sa));

@@ -17,7 +17,9 @@
  * accepted gets an MRA (so the active side waits instead of giving up),
  * after accept the REP again; a REP seen again the RTU again; a DREQ seen
  * again (or for a connection we no longer know) a DREP; a SIDR_REQ seen
- * again the SIDR_REP again. LAP is refused with REJ.
+ * again the SIDR_REP again. LAP is refused with REJ. A REJ ends a
+ * connection in any state before ESTABLISHED, the passive side's
+ * REQ_RCVD included.
  * Everything here runs with cma.lock held.
  */
 #include <arpa/inet.h>
@@ -273,12 +275,7 @@ static void handle_sidr_rep(struct cma_dev *dev, const struct ur_cm_msg *m)
 	id->remote_qpn = r->qpn;
 	ud.qp_num = r->qpn;
 	ud.qkey = r->qkey;
-	ud.ah_attr.is_global = 1;
-	ud.ah_attr.port_num = 1;
-	memcpy(ud.ah_attr.grh.dgid.raw, id->peer_gid, 16);
-	ud.ah_attr.grh.sgid_index = 0;
-	ud.ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
-	ud.ah_attr.grh.traffic_class = id->tos;
+	cma_ud_av(id, id->peer_gid, &ud.ah_attr);
 	cma_event_post_ud(id, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
 			  UR_CM_SIDR_REP_PDATA, &ud, NULL);
 }
@@ -436,9 +433,13 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		return;
 	case UR_CM_ATTR_REJ:
 		id = find_by_local(dev, m.rej.remote_comm_id);
-		if (!id || (id->state != CMA_REQ_SENT &&
-			    id->state != CMA_REP_RCVD &&
-			    id->state != CMA_REP_SENT)) {
+		/* REQ_RCVD too: an active side that gave up while our
+		 * application held its request (the kernel's rdma_cm
+		 * reports REJECTED on that id as well) */
+		if (!id || id->id.qp_type == IBV_QPT_UD ||
+		    (id->state != CMA_REQ_SENT && id->state != CMA_REQ_RCVD &&
+		     id->state != CMA_REP_RCVD &&
+		     id->state != CMA_REP_SENT)) {
 			dev->stats[CMA_STAT_DROP]++;
 			return;
 		}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "forge_peer.h"
+#include "tw_util.h"
 
 #define FP_ADDR_TRIES 16
 
@@ -34,24 +35,13 @@ void fp_forge(const struct fp_env *e, int fd, const union ur_sockaddr *src,
 {
 	uint8_t b[2048];
 	struct ur_ip_flow flow;
-	struct ur_icrc c;
-	int h;
-	size_t n;
+	int n;
 
-	f->pad = ur_pad_len(paylen);
-	f->pkey = 0xffff;
-	h = ur_hdr_build(b, sizeof(b), f);
-	assert_true(h > 0);
-	if (paylen)
-		memcpy(b + h, pay, paylen);
-	memset(b + h + paylen, 0, f->pad);
-	n = (size_t)h + paylen + f->pad + UR_ICRC_BYTES;
 	assert_int_equal(ur_ip_flow_from_sockaddr(&flow, src, &e->me), 0);
-	ur_icrc_begin(&c, &flow, n);
-	ur_icrc_update(&c, b, n - UR_ICRC_BYTES);
-	ur_icrc_store(b + n - UR_ICRC_BYTES, ur_icrc_final(&c));
-	assert_int_equal(sendto(fd, b, n, 0, &e->me.sa, sizeof(e->me.in)),
-			 (ssize_t)n);
+	n = tw_seal(b, sizeof(b), f, pay, paylen, &flow);
+	assert_true(n > 0);
+	assert_int_equal(sendto(fd, b, (size_t)n, 0, &e->me.sa,
+				sizeof(e->me.in)), n);
 }
 
 bool fp_recv(int fd, struct ur_pkt *pkt, uint8_t *b, size_t len, int ms)
