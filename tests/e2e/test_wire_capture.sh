@@ -158,6 +158,10 @@ cap() {
 	local name=$1 tmo=$2 srv=$3 cli=$4 must=$5 may=$6 re=$7 lo=${8:-}
 	local a b sp="$E2E_TMP/$1.srv.pcap" cp="$E2E_TMP/$1.cli.pcap" before
 	local lp="$E2E_TMP/$1.lo.pcap" env=""
+	if [[ -n ${E2E_CASES:-} && ! $name =~ ^(${E2E_CASES})$ ]]; then
+		E2E_UNSELECTED=$((E2E_UNSELECTED + 1))	# nothing to decode
+		return
+	fi
 	a=$(rand_ip)
 	b=$(rand_ip)
 	[[ $lo == nogso ]] && env="UROCE_GSO=0 "
