@@ -11,13 +11,27 @@
 #include "util/time.h"
 
 /*
- * The window starts at UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a
- * fast retry halves it, a timeout or probe restarts it at UR_CWND_MIN, as
- * TCP does, so a retransmission is not the burst a shallow queue just
- * dropped; ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below
- * ssthresh (doubling per round trip), by one per window above it. It
- * bounds GSO trains too: a run sends no more than the window allows.
+ * The window starts at UR_CWND_INIT and grows by slow start up to
+ * UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a fast retry halves it, a
+ * timeout restarts it at UR_CWND_MIN, as TCP does, so a retransmission is
+ * not the burst a shallow queue just dropped. A window shrinks once per
+ * congestion episode: the losses found until everything sent before the
+ * decrease is acknowledged (cc_recover_psn) are the same overflow, however
+ * many go-back-Ns they cause. ACKed PSNs grow it back (ur_cc_acked): by the
+ * PSNs acked below ssthresh (doubling per round trip), by one per window
+ * above it, never by more than the window per ACK (an ACK that skips past
+ * what a go-back-N resent acknowledges old data, not a round trip's worth
+ * of room). It bounds GSO trains too: a run sends no more than the window
+ * allows.
  */
+void ur_cc_reset(struct ur_qp_xport *xp)
+{
+	xp->cwnd = UR_CWND_INIT;
+	xp->ssthresh = UR_WINDOW_PSNS;
+	xp->cwnd_acc = 0;
+	xp->cc_recover_psn = xp->comp_psn;
+}
+
 uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 {
 	if (xp->probe_one)
@@ -34,11 +48,9 @@ void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
 			       UR_CWND_MIN);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
-	/* one decrease per window: losses found while the last go-back-N
-	 * is being answered are the same congestion episode */
-	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
+	if (!timeout && ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
 		return;
-
+	xp->cc_recover_psn = xp->psn_max;
 	xp->ssthresh = half;
 	xp->cwnd = timeout ? UR_CWND_MIN : half;
 	xp->cwnd_acc = 0;
@@ -49,12 +61,13 @@ void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
 	if (xp->cwnd >= UR_WINDOW_PSNS)
 		return;
+	psns = UR_MIN(psns, xp->cwnd);
 	if (xp->cwnd < xp->ssthresh) {
 		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
 		return;
 	}
 	xp->cwnd_acc += psns;
-	while (xp->cwnd_acc >= xp->cwnd && xp->cwnd < UR_WINDOW_PSNS) {
+	if (xp->cwnd_acc >= xp->cwnd) {
 		xp->cwnd_acc -= xp->cwnd;
 		xp->cwnd++;
 	}

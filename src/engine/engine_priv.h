@@ -278,6 +278,9 @@ struct ur_qp_xport {
 	uint32_t cwnd;			/* PSNs the requester may have unacked */
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
+	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
+					 * losses before it is acked belong to
+					 * that congestion episode */
 	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
@@ -357,6 +360,7 @@ void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 		 enum ibv_wc_status st);	/* sq_lock held */
 
 /* cc.c: window and retransmit deadline (sq_lock held). */
+void ur_cc_reset(struct ur_qp_xport *xp);	/* a new connection */
 uint32_t ur_cc_window(const struct ur_qp_xport *xp);
 void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
