@@ -412,7 +412,7 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 		return UR_COMP_DONE;
 	xp->retry_left_fast_used = true;
 	xp->need_retry = true;
-	ur_cc_loss(xp, false);
+	ur_cc_loss(xp, UR_CC_NAK);
 	return UR_COMP_DONE;
 }
 
@@ -563,7 +563,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	if (!timeout && !xp->probe_backoff)
 		xp->probe_one = true;
 	else
-		ur_cc_loss(xp, timeout);
+		ur_cc_loss(xp, timeout ? UR_CC_TIMEOUT : UR_CC_PROBE);
 	xp->probe_backoff++;
 	return true;
 }

@@ -102,22 +102,22 @@ static void test_one_decrease_per_episode(void **state)
 	xp->cwnd = 64;
 	xp->ssthresh = UR_WINDOW_PSNS;
 	sent(xp, 64);
-	ur_cc_loss(xp, false);			/* NAK at comp_psn */
+	ur_cc_loss(xp, UR_CC_NAK);			/* NAK at comp_psn */
 	assert_int_equal(ur_cc_window(xp), 32);
 	rewind_to_comp(xp);
 	sent(xp, 32);
 	acked(xp, 10);
-	ur_cc_loss(xp, false);			/* same episode */
+	ur_cc_loss(xp, UR_CC_NAK);			/* same episode */
 	assert_int_equal(ur_cc_window(xp), 32);
 	rewind_to_comp(xp);
 	sent(xp, 32);
 	/* past the first 64: what is lost now was sent at the new window */
 	acked(xp, 60);
-	ur_cc_loss(xp, false);
+	ur_cc_loss(xp, UR_CC_NAK);
 	assert_int_equal(ur_cc_window(xp), 16);
 	rewind_to_comp(xp);
 	sent(xp, 16);
-	ur_cc_loss(xp, false);
+	ur_cc_loss(xp, UR_CC_NAK);
 	assert_int_equal(ur_cc_window(xp), 16);
 }
 
@@ -129,9 +129,9 @@ static void test_timeout_restarts(void **state)
 
 	xp->cwnd = 100;
 	sent(xp, 100);
-	ur_cc_loss(xp, false);
+	ur_cc_loss(xp, UR_CC_NAK);
 	assert_int_equal(ur_cc_window(xp), 50);
-	ur_cc_loss(xp, true);
+	ur_cc_loss(xp, UR_CC_TIMEOUT);
 	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
 	rewind_to_comp(xp);
 	sent(xp, UR_CWND_MIN);
@@ -161,6 +161,43 @@ static void test_growth_per_ack_bounded(void **state)
 	assert_int_equal(ur_cc_window(xp), 18);
 }
 
+/*
+ * Random loss is not congestion: a NAK after UR_CC_RARE_LOSS_WINDOWS
+ * windows of ACKs without a loss takes an eighth off; the next loss soon
+ * after (a queue that overflows at this window) halves it; a probe that
+ * found nothing moving halves it whenever it comes.
+ */
+static void test_rare_loss_takes_an_eighth(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	unsigned int i;
+	uint32_t w;
+
+	xp->cwnd = xp->ssthresh = 64;
+	for (i = 0; i <= UR_CC_RARE_LOSS_WINDOWS; i++) {
+		sent(xp, 63);
+		acked(xp, 63);
+	}
+	sent(xp, 64);
+	w = ur_cc_window(xp);
+	assert_true(w > 64 && w < 70);	/* +1 per window of ACKs */
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), w - w / 8);
+	rewind_to_comp(xp);
+	acked(xp, 64);
+	sent(xp, 59);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 59 / 2);
+	/* a probe is never a rare loss */
+	for (i = 0; i < 2 * UR_CC_RARE_LOSS_WINDOWS; i++) {
+		sent(xp, 29);
+		acked(xp, 29);
+	}
+	w = ur_cc_window(xp);
+	ur_cc_loss(xp, UR_CC_PROBE);
+	assert_int_equal(ur_cc_window(xp), w / 2);
+}
+
 /* The floor: no loss takes the window below UR_CWND_MIN. */
 static void test_floor(void **state)
 {
@@ -170,7 +207,7 @@ static void test_floor(void **state)
 	xp->cwnd = UR_CWND_MIN + 1;
 	for (i = 0; i < 5; i++) {
 		sent(xp, 2);
-		ur_cc_loss(xp, false);
+		ur_cc_loss(xp, UR_CC_NAK);
 		acked(xp, 2);
 	}
 	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
@@ -186,6 +223,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_restarts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_growth_per_ack_bounded,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rare_loss_takes_an_eighth,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_floor, setup, teardown),
 	};
