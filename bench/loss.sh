@@ -177,8 +177,9 @@ tbf_up() {
 	local mtu=$1 burst=$2
 	exec 9>"/tmp/uroce-${ns#ur-}-veth.lock"	# the soak's lock by default
 	flock -w 300 9 || return 1
-	cleanup
+	# ours under the lock: a run killed before its trap left them
 	ns_up=1
+	cleanup
 	ip netns add "$NS_A" && ip netns add "$NS_B" &&
 		ip link add "$VETH_A" netns "$NS_A" type veth peer name "$VETH_B" \
 			netns "$NS_B" &&

@@ -29,6 +29,11 @@
  * a window of packets per loss, so the window stays near the square root
  * of 1/loss rate either way and a queue still makes it converge.
  *
+ * A decrease by a probe or a timeout is undone when the ACK that ends its
+ * episode acknowledges PSNs not resent since: nothing was lost, a loaded
+ * host was only slow to answer (as TCP undoes a spurious timeout); a NAK
+ * in the episode rules that out.
+ *
  * ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below ssthresh
  * (doubling per round trip), by one per window above it, never by more
  * than the window per ACK (an ACK that skips past what a go-back-N resent
@@ -41,6 +46,7 @@ void ur_cc_reset(struct ur_qp_xport *xp)
 	xp->ssthresh = UR_WINDOW_PSNS;
 	xp->cwnd_acc = 0;
 	xp->cc_acked = 0;
+	xp->cc_undo = false;
 	xp->cc_recover_psn = xp->comp_psn;
 }
 
@@ -60,9 +66,16 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 	uint32_t w = UR_MIN(flight, cwnd);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (sig == UR_CC_NAK)
+		xp->cc_undo = false;	/* a loss for certain */
 	if (sig != UR_CC_TIMEOUT &&
 	    ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
 		return;
+	if (sig != UR_CC_NAK && !xp->cc_undo) {
+		xp->cc_undo = true;
+		xp->cc_undo_cwnd = xp->cwnd;
+		xp->cc_undo_ssthresh = xp->ssthresh;
+	}
 	if (sig == UR_CC_NAK &&
 	    xp->cc_acked >= UR_CC_RARE_LOSS_WINDOWS * cwnd)
 		w = cwnd - cwnd / 8;
@@ -79,6 +92,17 @@ void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 {
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
 	xp->cc_acked = UR_MIN(xp->cc_acked + psns, UINT32_MAX / 2);
+	if (xp->cc_undo && !ur_psn_before(xp->comp_psn, xp->cc_recover_psn)) {
+		/* everything outstanding at the decrease is acknowledged,
+		 * past what was resent since: it had all arrived, the
+		 * probe or timeout only met a slow host */
+		if (ur_psn_after(xp->comp_psn, xp->psn)) {
+			xp->cwnd = UR_MAX(xp->cwnd, xp->cc_undo_cwnd);
+			xp->ssthresh = UR_MAX(xp->ssthresh,
+					      xp->cc_undo_ssthresh);
+		}
+		xp->cc_undo = false;
+	}
 	if (xp->cwnd >= UR_WINDOW_PSNS)
 		return;
 	psns = UR_MIN(psns, xp->cwnd);

@@ -282,6 +282,10 @@ struct ur_qp_xport {
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
 	uint32_t cc_acked;		/* PSNs acked since the last decrease */
+	bool cc_undo;			/* a probe or timeout shrank the window
+					 * and no NAK has confirmed a loss */
+	uint32_t cc_undo_cwnd;		/* the window before that decrease */
+	uint32_t cc_undo_ssthresh;
 	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
 					 * losses before it is acked belong to
 					 * that congestion episode */

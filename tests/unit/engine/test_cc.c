@@ -198,6 +198,37 @@ static void test_rare_loss_takes_an_eighth(void **state)
 	assert_int_equal(ur_cc_window(xp), w / 2);
 }
 
+/*
+ * A timeout on a slow host: the responder had everything, and the ACK
+ * that ends the episode acknowledges PSNs the go-back-N has not resent
+ * yet. The decrease is undone; had a NAK come in the episode, it stays.
+ */
+static void test_spurious_timeout_undone(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 64;
+	sent(xp, 40);
+	ur_cc_loss(xp, UR_CC_TIMEOUT);
+	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
+	rewind_to_comp(xp);
+	xp->psn = ur_psn_add(xp->psn, UR_CWND_MIN);	/* resent 4 */
+	acked(xp, 40);				/* all 40: skip ahead */
+	assert_true(ur_cc_window(xp) >= 64);
+	assert_int_equal(xp->ssthresh, UR_WINDOW_PSNS);
+
+	/* the same with a NAK inside the episode: a loss for certain */
+	xp->cwnd = 64;
+	sent(xp, 40);
+	ur_cc_loss(xp, UR_CC_PROBE);
+	assert_int_equal(ur_cc_window(xp), 20);
+	rewind_to_comp(xp);
+	xp->psn = ur_psn_add(xp->psn, 20);
+	ur_cc_loss(xp, UR_CC_NAK);
+	acked(xp, 40);
+	assert_true(ur_cc_window(xp) <= 21);
+}
+
 /* The floor: no loss takes the window below UR_CWND_MIN. */
 static void test_floor(void **state)
 {
@@ -225,6 +256,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_growth_per_ack_bounded,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rare_loss_takes_an_eighth,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spurious_timeout_undone,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_floor, setup, teardown),
 	};
