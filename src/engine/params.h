@@ -89,7 +89,8 @@
 /* An application that spun on its CQs this recently runs the receive path
  * itself: the progress thread stops watching the socket meanwhile, as a
  * second thread woken per datagram would steal its core (UROCE_QUIET_US
- * overrides; util/config.c parses it). */
+ * overrides; util/config.c parses it), unless one-sided requests come in
+ * (UR_ONE_SIDED_HOLD_NS below). */
 #define UR_APP_POLL_QUIET_NS 500000ull
 /* The progress thread polls this long after traffic before it sleeps: 0,
  * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
@@ -100,6 +101,12 @@
 /* ... and this many in a row make one: an application that polls once
  * and then blocks for an event never counts as spinning. */
 #define UR_APP_POLL_SPIN 16
+/* A WRITE, READ or atomic received this recently keeps the progress
+ * thread on the socket even while the application spins on a CQ: such a
+ * request makes no CQE, so the application may be waiting for the next
+ * one on memory (ib_write_lat), and only the thread can execute it. Long
+ * against a round trip: a peer's one-sided traffic comes in streams. */
+#define UR_ONE_SIDED_HOLD_NS 100000000ull
 
 /* ---- the responder ---- */
 

@@ -47,6 +47,7 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 
 	if (!xp)
 		return;
+	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
@@ -106,7 +107,9 @@ static void xp_load_path(struct ur_qp *qp)
 	if (!xp->mtu)
 		xp->mtu = 256;
 	xp->peer_bound = false;		/* a new path: learn the port again */
-	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
+	if (ur_ip_flow_from_sockaddr(&xp->flow,
+				     ur_nic_src(xp->nic, qp->av.sgid_index),
+				     &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
 	xp->flow.tos = qp->av.traffic_class;	/* the GRH traffic class */
 }

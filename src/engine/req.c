@@ -119,7 +119,9 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	if (!ah || ur_ip_flow_from_sockaddr(&flow, &xp->nic->addr,
+	if (!ah || ur_ip_flow_from_sockaddr(&flow,
+					    ur_nic_src(xp->nic,
+						       ah->av.sgid_index),
 					    &ah->av.dest)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;

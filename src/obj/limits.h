@@ -43,6 +43,13 @@
 #define UR_MAX_PD 65536
 #define UR_MAX_AH 32767
 #define UR_MAX_SRQ 65536
+/* Multicast (engine/mcast.c): each group a device joins is a socket
+ * bound to the group, so groups are bounded by file descriptors (the
+ * usual soft limit is 1024 per process): 256 groups; a QP list per group
+ * of 64 (rxe: 56); and the product in all. */
+#define UR_MAX_MCAST_GRP 256
+#define UR_MAX_MCAST_QP_ATTACH 64
+#define UR_MAX_TOTAL_MCAST_QP_ATTACH (UR_MAX_MCAST_GRP * UR_MAX_MCAST_QP_ATTACH)
 /* Device memory: heap memory the library owns (obj/dm.c); one allocation
  * of up to 4 MiB (max_dm_size; mlx5's MEMIC offers 256 KiB), 1024 alive. */
 #define UR_MAX_DM 1024

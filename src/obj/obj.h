@@ -495,6 +495,9 @@ struct ur_qp {
 	struct ur_srq *srq;
 	enum ibv_qp_type type;
 	bool sq_sig_all;
+	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: multicast this QP sent is not
+	 * delivered back to it */
+	bool mcast_block_self;
 
 	/* state and attributes as last set by modify_qp (query_qp reads).
 	 * state is written only under sq_lock (modify_qp, and the engine's

@@ -92,7 +92,11 @@ static int check_init_attr(struct ibv_context *ctx,
 		return -EOPNOTSUPP;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
 		return -EINVAL;
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+	/* the one creation flag: a UD QP that does not hear its own
+	 * multicast (engine/recv.c); mlx5 refuses it on other types too */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
+	    (a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB ||
+	     a->qp_type != IBV_QPT_UD))
 		return -EOPNOTSUPP;
 	ret = check_type(a->qp_type);
 	if (ret)
@@ -170,6 +174,9 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp->srq = attr->srq ? to_ur_srq(attr->srq) : NULL;
 	qp->type = attr->qp_type;
 	qp->sq_sig_all = !!attr->sq_sig_all;
+	qp->mcast_block_self =
+		(attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	qp->state = IBV_QPS_RESET;
 	ur_qp_attr_defaults(qp);
 	pthread_mutex_init(&qp->modify_lock, NULL);

@@ -35,6 +35,9 @@ const char *const ur_drop_reason_names[UR_DROP__MAX] = {
     [UR_DROP_NOT_ROCE] = "not_roce",
     [UR_DROP_WRONG_PORT] = "wrong_peer_port",
     [UR_DROP_HARDENED] = "hardened",
+    [UR_DROP_MCAST_DEST] = "mcast_not_group",
+    [UR_DROP_MCAST_NO_GROUP] = "mcast_no_group",
+    [UR_DROP_MCAST_SELF] = "mcast_self",
 };
 
 const char *ur_drop_reason_str(enum ur_drop_reason r)

@@ -44,10 +44,14 @@ enum ur_drop_reason {
 	UR_DROP_NO_RECV_WQE,	/* no receive WQE (RNR / UD drop) */
 	UR_DROP_RECV_TOO_SMALL, /* receive buffer cannot hold it (+ GRH) */
 	UR_DROP_ACCESS,		/* rkey / range / access check failed */
-	UR_DROP_UNSUPPORTED,	/* valid but not implemented (CNP, mcast) */
+	UR_DROP_UNSUPPORTED,	/* valid but not implemented (CNP) */
 	UR_DROP_NOT_ROCE,	/* not IPv4/IPv6 UDP 4791 (frame parsing) */
 	UR_DROP_WRONG_PORT,	/* RC/UC: peer's IP, not its bound UDP port */
 	UR_DROP_HARDENED,	/* would have moved a QP to ERR (hardened) */
+	UR_DROP_MCAST_DEST,	/* QPN 0xFFFFFF not sent to an IP multicast
+				 * group */
+	UR_DROP_MCAST_NO_GROUP, /* a group no QP of the device is attached to */
+	UR_DROP_MCAST_SELF,	/* the sending QP asked not to hear itself */
 	UR_DROP__MAX,
 };
 

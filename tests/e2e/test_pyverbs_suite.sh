@@ -4,12 +4,13 @@
 # gzipped, under /usr/share/doc/rdma-core/tests) against uroce under
 # `uroce run`: every module that is not vendor-specific (mlx5, efa, CUDA),
 # rdma_cm's included (test_rdmacm: sync, async, reject, UD/SIDR, external
-# QP, READ/WRITE through rdma_cm ids). The modules find the device's
+# QP, READ/WRITE through rdma_cm ids, multicast joins and leaves with UD
+# traffic to the group). The modules find the device's
 # interface and address through /sys/class/infiniband/<dev>/device/net
 # (uroce's device tree and interposer).
 # unittest counts each test as ok, skipped (the suite skips what a device
-# reports unsupported: XRC, dmabuf, extended CQ, raw packet QPs,
-# multicast...), failure or error. The script fails on any failure or
+# reports unsupported: XRC, dmabuf, extended CQ, raw packet QPs...),
+# failure or error. The script fails on any failure or
 # error, on fewer than MIN_OK passes (a suite that stops loading modules
 # must not pass by skipping), and when one of the rdma_cm tests named in
 # MUST_PASS did not pass. About 2 minutes on a loaded 2-core machine.
@@ -27,11 +28,14 @@ MODULES="test_addr test_atomic test_cq test_cq_events test_cqex test_device
 	test_flow test_fork test_mr test_odp test_parent_domain test_pd test_qp
 	test_qpex test_rdmacm test_relaxed_ordering test_rss_traffic
 	test_shared_pd test_tag_matching"
-MIN_OK=120	# 130 here (Debian 12, rdma-core 44)
+MIN_OK=123	# 133 here (Debian 12, rdma-core 44)
 MUST_PASS="test_rdmacm_sync_traffic test_rdmacm_async_traffic
 	test_rdmacm_async_read test_rdmacm_async_write
 	test_rdmacm_async_reject_traffic test_rdmacm_async_udp_traffic
-	test_rdmacm_async_traffic_external_qp"
+	test_rdmacm_async_traffic_external_qp
+	test_rdmacm_async_multicast_traffic
+	test_rdmacm_async_ex_multicast_traffic
+	test_rdmacm_async_ex_leave_multicast_traffic"
 
 cp -r "$SRC" "$E2E_TMP/rc"
 gunzip -f "$E2E_TMP"/rc/*.gz
