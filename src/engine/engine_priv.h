@@ -315,6 +315,14 @@ struct ur_qp_xport {
 	uint32_t cwnd;			/* PSNs the requester may have unacked */
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
+	uint32_t cc_acked;		/* PSNs acked since the last decrease */
+	bool cc_undo;			/* a probe or timeout shrank the window
+					 * and no NAK has confirmed a loss */
+	uint32_t cc_undo_cwnd;		/* the window before that decrease */
+	uint32_t cc_undo_ssthresh;
+	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
+					 * losses before it is acked belong to
+					 * that congestion episode */
 	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
@@ -398,8 +406,16 @@ void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 		 enum ibv_wc_status st);	/* sq_lock held */
 
 /* cc.c: window and retransmit deadline (sq_lock held). */
+void ur_cc_reset(struct ur_qp_xport *xp);	/* a new connection */
 uint32_t ur_cc_window(const struct ur_qp_xport *xp);
-void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);
+/* What found a loss: a NAK or a gap in the responses, a recovery probe
+ * that found nothing moving, the QP's timeout. */
+enum ur_cc_signal {
+	UR_CC_NAK,
+	UR_CC_PROBE,
+	UR_CC_TIMEOUT,
+};
+void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
 

@@ -54,6 +54,16 @@
 /* Responses asked for by one READ request: a large READ goes out as
  * several requests so the window bounds READ responses in flight too. */
 #define UR_READ_CHUNK_PKTS 64
+/* The window of a new connection, grown by slow start: a first burst of
+ * UR_WINDOW_PSNS (2 MiB) into a shallow queue (a 48 KB tbf) loses most of
+ * it; 10 packets, as TCP's initial window, fit one, and loopback reaches
+ * the full window within a few round trips. */
+#define UR_CWND_INIT 10
+/* A NAK after this many windows of ACKed PSNs since the last decrease is
+ * a rare loss (cc.c): 4 tells a queue that overflows each time the window
+ * reaches it (a loss every window or two) from 1 % random loss at the
+ * window that loss rate leaves (a loss every 100 PSNs, some 25 PSNs). */
+#define UR_CC_RARE_LOSS_WINDOWS 4
 /* The window after a timeout, and its floor after losses (TCP restarts
  * at a few segments for the same reason: a retransmission must not be the
  * burst a shallow queue just dropped). */

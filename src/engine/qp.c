@@ -85,8 +85,7 @@ static void xp_reset(struct ur_qp *qp)
 	xp->srtt_ns = 0;
 	xp->rtt_on = false;
 	xp->probe_backoff = 0;
-	xp->cwnd = xp->ssthresh = UR_WINDOW_PSNS;
-	xp->cwnd_acc = 0;
+	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;
 	ur_resp_reset(qp);
@@ -150,6 +149,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
 			xp->retry_psn = xp->comp_psn;
 			xp->psn_max = xp->recover_psn = xp->comp_psn;
+			xp->cc_recover_psn = xp->comp_psn;
 		}
 		if (attr_mask & IBV_QP_TIMEOUT)
 			xp->timeout_ns = timeout_ns(qp->attr.timeout);

@@ -548,6 +548,9 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
 	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
 	ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
+	/* at once, not after the rest of the receive burst: until the
+	 * requester hears it, all it sends is dropped here */
+	ur_resp_flush(c->xp->nic);
 	c->drop = UR_DROP_PSN_WINDOW;
 	return UR_RESP_DROP;
 }
