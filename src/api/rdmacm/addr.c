@@ -4,8 +4,10 @@
  * bottom of librdmacm, calling nothing of it.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
 
@@ -65,4 +67,25 @@ void cma_addr_src_for(const uint8_t dev_gid[16], uint16_t port,
 		out->in6.sin6_addr = in6addr_loopback;
 	else
 		memcpy(&out->in6.sin6_addr, dev_gid, 16);
+}
+
+/* A UDP socket's connect() only consults the routing table: nothing is
+ * sent, and getsockname() then names the source the host would use. */
+int cma_addr_route_src(const union ur_sockaddr *dst, union ur_sockaddr *src)
+{
+	union ur_sockaddr d = *dst;
+	socklen_t len = sizeof(*src);
+	int fd, ret = 0;
+
+	if (!cma_addr_port(&d.sa))
+		cma_addr_set_port(&d.sa, 9);	/* any: connect() wants one */
+	fd = socket(d.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	memset(src, 0, sizeof(*src));
+	if (connect(fd, &d.sa, cma_addr_len(&d.sa)) ||
+	    getsockname(fd, &src->sa, &len))
+		ret = errno;
+	close(fd);
+	return ret;
 }

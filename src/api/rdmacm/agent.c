@@ -59,15 +59,19 @@ static int qp1_ready(struct cma_dev *d)
 	return ibv_modify_qp(d->qp1, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-/* The sender's GID from the 40-byte GRH image of a UD receive. */
-static void grh_src_gid(const uint8_t *grh, uint8_t gid[16])
+/* The sender's and the receiver's GIDs from the 40-byte GRH image of a
+ * UD receive: which of our addresses the peer spoke to is the one we
+ * answer from. */
+static void grh_gids(const uint8_t *grh, uint8_t src[16], uint8_t dst[16])
 {
 	if ((grh[0] >> 4) == 6) {
-		memcpy(gid, grh + 8, 16);
+		memcpy(src, grh + 8, 16);
+		memcpy(dst, grh + 24, 16);
 		return;
 	}
-	/* the IPv4 header's source address */
-	ur_gid_from_ipv4(grh + UR_GRH_IPV4_OFF + 12, gid);
+	/* the IPv4 header's source and destination addresses */
+	ur_gid_from_ipv4(grh + UR_GRH_IPV4_OFF + 12, src);
+	ur_gid_from_ipv4(grh + UR_GRH_IPV4_OFF + 16, dst);
 }
 
 static void agent_drain(struct cma_dev *d)
@@ -77,7 +81,7 @@ static void agent_drain(struct cma_dev *d)
 
 	while ((n = ibv_poll_cq(d->cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++) {
-			uint8_t *b, gid[16];
+			uint8_t *b, gid[16], dgid[16];
 
 			if (wc[i].opcode != IBV_WC_RECV) {
 				/* a send: its AH may be reused */
@@ -93,11 +97,11 @@ static void agent_drain(struct cma_dev *d)
 				continue;
 			}
 			b = d->bufs + wc[i].wr_id * BUF_SIZE;
-			grh_src_gid(b, gid);
+			grh_gids(b, gid, dgid);
 			pthread_mutex_lock(&cma.lock);
 			d->stats[CMA_STAT_RX]++;
 			if (wc[i].byte_len >= BUF_SIZE)
-				d->handlers->mad(d, gid, b + UR_GRH_BYTES,
+				d->handlers->mad(d, gid, dgid, b + UR_GRH_BYTES,
 						 wc[i].byte_len - UR_GRH_BYTES);
 			else
 				d->stats[CMA_STAT_DROP]++;
@@ -273,14 +277,16 @@ void cma_agent_kick(struct cma_dev *d)
 
 /*
  * A UD WQE points at its AH until the send completes, so AHs are cached per
- * peer GID and a slot is reused only when none of its sends is in flight.
+ * peer GID and source GID index, and a slot is reused only when none of its
+ * sends is in flight.
  */
-static int agent_ah(struct cma_dev *d, const uint8_t gid[16])
+static int agent_ah(struct cma_dev *d, uint8_t sgid, const uint8_t gid[16])
 {
 	struct ibv_ah_attr aa = {
 		.is_global = 1,
 		.port_num = 1,
-		.grh = { .sgid_index = 0, .hop_limit = UR_DEFAULT_HOP_LIMIT },
+		.grh = { .sgid_index = sgid,
+			 .hop_limit = UR_DEFAULT_HOP_LIMIT },
 	};
 	unsigned int i;
 	int victim = -1;
@@ -288,7 +294,7 @@ static int agent_ah(struct cma_dev *d, const uint8_t gid[16])
 	for (i = 0; i < UR_ARRAY_SIZE(d->ahs); i++) {
 		struct cma_ah *a = &d->ahs[i];
 
-		if (a->ah && !memcmp(a->gid, gid, 16)) {
+		if (a->ah && a->sgid == sgid && !memcmp(a->gid, gid, 16)) {
 			a->used = ++d->ah_clock;
 			return (int)i;
 		}
@@ -306,11 +312,12 @@ static int agent_ah(struct cma_dev *d, const uint8_t gid[16])
 	if (!d->ahs[victim].ah)
 		return -(errno ? errno : ENOMEM);
 	memcpy(d->ahs[victim].gid, gid, 16);
+	d->ahs[victim].sgid = sgid;
 	d->ahs[victim].used = ++d->ah_clock;
 	return victim;
 }
 
-int cma_agent_send(struct cma_dev *d, const uint8_t gid[16],
+int cma_agent_send(struct cma_dev *d, uint8_t sgid, const uint8_t gid[16],
 		   const uint8_t mad[UR_MAD_SIZE])
 {
 	struct ibv_sge sge = {
@@ -326,7 +333,7 @@ int cma_agent_send(struct cma_dev *d, const uint8_t gid[16],
 	struct ibv_send_wr *bad;
 	int slot, ret;
 
-	slot = agent_ah(d, gid);
+	slot = agent_ah(d, sgid, gid);
 	if (slot < 0)
 		return -slot;
 	wr.wr_id = (uint64_t)slot;

@@ -19,20 +19,21 @@ uint64_t cma_new_tid(void);
 int cma_send_msg(struct cma_id *id, struct ur_cm_msg *msg, bool retransmit);
 /* A REQ or SIDR_REQ, or held while a loopback listener is looked for. */
 int cma_send_req(struct cma_id *id, struct ur_cm_msg *msg);
-/* Messages that belong to no id's retransmission. */
-void cma_send_stateless(struct cma_dev *dev, const uint8_t gid[16],
-			struct ur_cm_msg *msg);
-void cma_send_rej(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
-		  uint32_t local, uint32_t remote, uint8_t kind,
+/* Messages that belong to no id's retransmission, from our GID index
+ * sgid to the QP1 at gid. */
+void cma_send_stateless(struct cma_dev *dev, uint8_t sgid,
+			const uint8_t gid[16], struct ur_cm_msg *msg);
+void cma_send_rej(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
+		  uint64_t tid, uint32_t local, uint32_t remote, uint8_t kind,
 		  uint16_t reason, const void *pdata, unsigned int len);
-void cma_send_drep(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
-		   uint32_t local, uint32_t remote);
+void cma_send_drep(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
+		   uint64_t tid, uint32_t local, uint32_t remote);
 void cma_send_rtu(struct cma_id *id);
 void cma_send_dreq(struct cma_id *id, bool retransmit);
 /* keep: where to save the encoded MAD for answering a repeated SIDR_REQ. */
-void cma_send_sidr_rep(struct cma_dev *dev, const uint8_t gid[16],
-		       uint64_t tid, uint32_t request_id, uint8_t status,
-		       uint64_t sid, uint32_t qpn, uint32_t qkey,
+void cma_send_sidr_rep(struct cma_dev *dev, uint8_t sgid,
+		       const uint8_t gid[16], uint64_t tid, uint32_t request_id,
+		       uint8_t status, uint64_t sid, uint32_t qpn, uint32_t qkey,
 		       const void *pdata, unsigned int len, uint8_t *keep);
 uint64_t cma_id_service_id(const struct cma_id *id);
 

@@ -28,7 +28,7 @@ static int dev_open(struct cma_dev *d, struct ibv_device *ibdev)
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
-	int ret;
+	int ret, i;
 
 	d->wake_fd = -1;
 	d->verbs = ibv_open_device(ibdev);
@@ -39,8 +39,15 @@ static int dev_open(struct cma_dev *d, struct ibv_device *ibdev)
 		ret = errno ? errno : EIO;
 		goto err;
 	}
-	memcpy(d->gid, gid.raw, 16);
-	ur_gid_to_sockaddr(d->gid, 0, &d->addr);
+	memcpy(d->gids[0], gid.raw, 16);
+	d->ngids = pa.gid_tbl_len < UR_CM_MAX_GIDS ? pa.gid_tbl_len :
+						    UR_CM_MAX_GIDS;
+	if (d->ngids < 1)
+		d->ngids = 1;
+	/* an entry that cannot be read stays zero: no address of ours */
+	for (i = 1; i < d->ngids; i++)
+		if (!ibv_query_gid(d->verbs, 1, i, &gid))
+			memcpy(d->gids[i], gid.raw, 16);
 	d->guid = be64toh(da.node_guid);
 	d->mtu = pa.active_mtu;
 	d->max_rd_atom = (uint8_t)(da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
@@ -161,14 +168,78 @@ struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs)
 	return NULL;
 }
 
-struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa)
+int cma_dev_gid_index(const struct cma_dev *d, const uint8_t gid[16])
 {
 	int i;
 
-	for (i = 0; i < cma.ndev; i++)
-		if (ur_sockaddr_same_host(&cma.devs[i].addr, sa))
+	if (ur_gid_is_zero(gid))
+		return -1;
+	for (i = 0; i < d->ngids; i++)
+		if (!memcmp(d->gids[i], gid, 16))
+			return i;
+	return -1;
+}
+
+struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa, uint8_t *index)
+{
+	uint8_t g[16];
+	int i, k;
+
+	if (sa->sa.sa_family != AF_INET && sa->sa.sa_family != AF_INET6)
+		return NULL;
+	/* as a GID, so that ::ffff:a.b.c.d names a.b.c.d's device too */
+	ur_sockaddr_to_gid(sa, g);
+	for (i = 0; i < cma.ndev; i++) {
+		k = cma_dev_gid_index(&cma.devs[i], g);
+		if (k >= 0) {
+			if (index)
+				*index = (uint8_t)k;
 			return &cma.devs[i];
+		}
+	}
 	return NULL;
+}
+
+/*
+ * Which of d's addresses an id bound to a wildcard speaks to dst from,
+ * as the kernel picks a source: dst itself when it is one of ours; else
+ * the address the host routes dst from, if it is one of ours (two
+ * interfaces); else the first of dst's IP version, loopback for a
+ * loopback dst if there is one; else GID 0 (cma_addr_src_for then gives
+ * the header an address of dst's version).
+ */
+uint8_t cma_dev_sgid_for(const struct cma_dev *d, const union ur_sockaddr *dst)
+{
+	bool v4 = dst->sa.sa_family == AF_INET ||
+		  IN6_IS_ADDR_V4MAPPED(&dst->in6.sin6_addr);
+	bool lo = ur_addr_is_loopback(dst);
+	union ur_sockaddr src;
+	uint8_t g[16];
+	int i, k, fam = -1;
+
+	ur_sockaddr_to_gid(dst, g);
+	k = cma_dev_gid_index(d, g);
+	if (k >= 0)
+		return (uint8_t)k;
+	if (!lo && !cma_addr_route_src(dst, &src)) {
+		ur_sockaddr_to_gid(&src, g);
+		k = cma_dev_gid_index(d, g);
+		if (k >= 0)
+			return (uint8_t)k;
+	}
+	for (i = 0; i < d->ngids; i++) {
+		union ur_sockaddr a;
+
+		if (ur_gid_is_zero(d->gids[i]) ||
+		    ur_gid_is_v4mapped(d->gids[i]) != v4)
+			continue;
+		ur_gid_to_sockaddr(d->gids[i], 0, &a);
+		if (ur_addr_is_loopback(&a) == lo)
+			return (uint8_t)i;
+		if (fam < 0)
+			fam = i;
+	}
+	return fam >= 0 ? (uint8_t)fam : 0;
 }
 
 UR_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

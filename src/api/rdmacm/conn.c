@@ -160,7 +160,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->srq = cid->srq;
 	r->primary.local_lid = 0xFFFF;
 	r->primary.remote_lid = 0xFFFF;
-	memcpy(r->primary.local_gid, cid->dev->gid, 16);
+	memcpy(r->primary.local_gid, cid->dev->gids[cid->sgid], 16);
 	memcpy(r->primary.remote_gid, cid->dgid, 16);
 	r->primary.packet_rate = (uint8_t)cid->path.rate;
 	r->primary.traffic_class = cid->tos;
@@ -246,7 +246,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 			ret = EINVAL;
 			goto out;
 		}
-		cma_send_sidr_rep(cid->dev, cid->peer_gid, cid->tid,
+		cma_send_sidr_rep(cid->dev, cid->sgid, cid->peer_gid, cid->tid,
 			      cid->remote_comm_id, UR_CM_SIDR_OK,
 			      cma_id_service_id(cid),
 			      id->qp ? id->qp->qp_num : p->qp_num,
@@ -292,7 +292,7 @@ static int reject_locked(struct cma_id *cid, const void *pdata, uint8_t len,
 	if (len > UR_CM_REJ_PDATA || (len && !pdata))
 		return EINVAL;
 	if (cid->id.qp_type == IBV_QPT_UD && cid->state == CMA_REQ_RCVD) {
-		cma_send_sidr_rep(cid->dev, cid->peer_gid, cid->tid,
+		cma_send_sidr_rep(cid->dev, cid->sgid, cid->peer_gid, cid->tid,
 			      cid->remote_comm_id, UR_CM_SIDR_REJECT,
 			      cma_id_service_id(cid), 0, 0, pdata, len, NULL);
 		cid->state = CMA_CLOSED;
@@ -304,8 +304,9 @@ static int reject_locked(struct cma_id *cid, const void *pdata, uint8_t len,
 		kind = UR_CM_MSG_REP;
 	else
 		return EINVAL;
-	cma_send_rej(cid->dev, cid->peer_gid, cid->tid, cid->local_comm_id,
-		 cid->remote_comm_id, kind, reason, pdata, len);
+	cma_send_rej(cid->dev, cid->sgid, cid->peer_gid, cid->tid,
+		     cid->local_comm_id, cid->remote_comm_id, kind, reason,
+		     pdata, len);
 	cid->state = CMA_CLOSED;
 	cid->deadline_ns = 0;
 	cma_qp_to_err(cid);
@@ -400,9 +401,9 @@ UR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		break;
 	case CMA_REQ_SENT:
 		cma_qp_to_err(cid);
-		cma_send_rej(cid->dev, cid->peer_gid, cid->tid, cid->local_comm_id,
-			 cid->remote_comm_id, UR_CM_MSG_REQ, UR_CM_REJ_TIMEOUT,
-			 NULL, 0);
+		cma_send_rej(cid->dev, cid->sgid, cid->peer_gid, cid->tid,
+			     cid->local_comm_id, cid->remote_comm_id,
+			     UR_CM_MSG_REQ, UR_CM_REJ_TIMEOUT, NULL, 0);
 		cid->state = CMA_CLOSED;
 		cid->deadline_ns = 0;
 		break;
@@ -432,6 +433,7 @@ static void linger(struct cma_id *id)
 	if (!l)
 		return;
 	l->dev = id->dev;
+	l->sgid = id->sgid;
 	memcpy(l->peer_gid, id->peer_gid, 16);
 	l->local_comm_id = id->local_comm_id;
 	l->remote_comm_id = id->remote_comm_id;
@@ -456,18 +458,19 @@ static void conn_teardown(struct cma_id *id)
 	}
 	switch (id->state) {
 	case CMA_REQ_SENT:
-		cma_send_rej(id->dev, id->peer_gid, id->tid, id->local_comm_id,
-			 id->remote_comm_id, UR_CM_MSG_REQ, UR_CM_REJ_TIMEOUT,
-			 NULL, 0);
+		cma_send_rej(id->dev, id->sgid, id->peer_gid, id->tid,
+			     id->local_comm_id, id->remote_comm_id,
+			     UR_CM_MSG_REQ, UR_CM_REJ_TIMEOUT, NULL, 0);
 		break;
 	case CMA_REQ_RCVD:
 	case CMA_REP_RCVD:
 		reject_locked(id, NULL, 0, UR_CM_REJ_CONSUMER_DEFINED);
 		break;
 	case CMA_REP_SENT:
-		cma_send_rej(id->dev, id->peer_gid, id->tid, id->local_comm_id,
-			 id->remote_comm_id, UR_CM_MSG_OTHER,
-			 UR_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		cma_send_rej(id->dev, id->sgid, id->peer_gid, id->tid,
+			     id->local_comm_id, id->remote_comm_id,
+			     UR_CM_MSG_OTHER, UR_CM_REJ_CONSUMER_DEFINED, NULL,
+			     0);
 		break;
 	case CMA_ESTABLISHED:
 		cma_qp_to_err(id);

@@ -40,7 +40,7 @@ void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
 	ah->is_global = 1;
 	ah->port_num = 1;
 	memcpy(ah->grh.dgid.raw, gid, 16);
-	ah->grh.sgid_index = 0;
+	ah->grh.sgid_index = id->sgid;
 	ah->grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	ah->grh.traffic_class = id->tos;
 }
@@ -115,6 +115,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 {
 	union ur_sockaddr sa;
 	struct cma_dev *dev = NULL;
+	uint8_t sgid = 0;
 	uint16_t port;
 	socklen_t len = cma_addr_len(addr);
 	int tries;
@@ -128,9 +129,11 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	memset(&sa, 0, sizeof(sa));
 	memcpy(&sa, addr, len);
 	if (!cma_addr_is_any(&sa)) {
-		dev = cma_dev_by_addr(&sa);
-		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev)
+		dev = cma_dev_by_addr(&sa, &sgid);
+		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev) {
 			dev = &cma.devs[0];	/* rendezvous (rendezvous.c) */
+			sgid = cma_dev_sgid_for(dev, &sa);
+		}
 		if (!dev)
 			return EADDRNOTAVAIL;
 	}
@@ -154,6 +157,7 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	memcpy(&id->id.route.addr.src_storage, &sa, len);
 	id->bound = true;
 	id->state = CMA_BOUND;
+	id->sgid = sgid;
 	if (dev) {
 		id->dev = dev;
 		id->id.verbs = dev->verbs;
@@ -181,7 +185,7 @@ static void fill_path(struct cma_id *id)
 	struct ibv_sa_path_rec *p = &id->path;
 
 	memset(p, 0, sizeof(*p));
-	memcpy(p->sgid.raw, id->dev->gid, 16);
+	memcpy(p->sgid.raw, id->dev->gids[id->sgid], 16);
 	memcpy(p->dgid.raw, id->dgid, 16);
 	p->slid = p->dlid = htobe16(0xFFFF);
 	p->reversible = 1;
@@ -197,40 +201,65 @@ static void fill_path(struct cma_id *id)
 	p->packet_life_time = id->ack_timeout > 0 ? id->ack_timeout - 1 : 0;
 	id->id.route.path_rec = p;
 	id->id.route.num_paths = 1;
-	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->dev->gids[id->sgid],
+	       16);
 	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid, 16);
 	id->id.route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 }
 
 /*
- * Where is dst's QP1? A device address of ours: that device. A loopback
- * address that is no device's: whoever published a listener for it in the
- * rendezvous directory, else our own device (the REQ is then refused by
- * our own agent, as a kernel refuses a port nobody listens on). Anything
- * else is itself a RoCEv2 GID.
+ * Where is dst's QP1? An address of one of our devices: that GID. A
+ * loopback address: whoever published a listener for it in the rendezvous
+ * directory, else our own address (the REQ is then refused by our own
+ * agent, as a kernel refuses a port nobody listens on). Anything else is
+ * itself a RoCEv2 GID.
  */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 {
-	struct cma_dev *own = cma_dev_by_addr(dst);
+	const uint8_t *self = id->dev->gids[id->sgid];
+	uint8_t k;
+	struct cma_dev *own = cma_dev_by_addr(dst, &k);
 
 	id->loop_dst = false;
 	id->rv_miss = false;
 	if (own) {
-		memcpy(id->dgid, own->gid, 16);
+		memcpy(id->dgid, own->gids[k], 16);
 		return 0;
 	}
 	if (ur_addr_is_loopback(dst)) {
 		id->loop_dst = true;
-		if (!cma_rv_lookup(id->id.ps, dst, id->dgid))
+		if (!cma_rv_lookup(id->id.ps, dst, self, id->dgid))
 			return 0;
 		id->rv_miss = true;
-		memcpy(id->dgid, id->dev->gid, 16);
+		memcpy(id->dgid, self, 16);
 		return 0;
 	}
 	if (cma_addr_is_any(dst))
 		return EADDRNOTAVAIL;
 	ur_sockaddr_to_gid(dst, id->dgid);
 	return 0;
+}
+
+/* The device an id bound to a wildcard resolves dst on: the one owning
+ * dst, else the one the host routes dst from, else the first with an
+ * address of dst's IP version (any for IPv6, which carries IPv4 mapped),
+ * else the first. */
+static struct cma_dev *wildcard_dev(const union ur_sockaddr *dst)
+{
+	union ur_sockaddr src;
+	struct cma_dev *d = cma_dev_by_addr(dst, NULL);
+	int i, k;
+
+	if (!d && !ur_addr_is_loopback(dst) && !cma_addr_route_src(dst, &src))
+		d = cma_dev_by_addr(&src, NULL);
+	for (i = 0; !d && i < cma.ndev; i++)
+		for (k = 0; k < cma.devs[i].ngids; k++)
+			if (dst->sa.sa_family == AF_INET6 ||
+			    ur_gid_is_v4mapped(cma.devs[i].gids[k]))
+				d = &cma.devs[i];
+	if (!d && cma.ndev)
+		d = &cma.devs[0];
+	return d;
 }
 
 UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
@@ -263,15 +292,9 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 	if (ret)
 		goto out;
 	if (!cid->dev) {
-		/* bound to a wildcard: the first device of the family */
-		int i;
-
-		for (i = 0; i < cma.ndev && !cid->dev; i++)
-			if (cma.devs[i].addr.sa.sa_family == d.sa.sa_family ||
-			    d.sa.sa_family == AF_INET6)
-				cid->dev = &cma.devs[i];
-		if (!cid->dev)
-			cid->dev = cma.ndev ? &cma.devs[0] : NULL;
+		/* bound to a wildcard: the device owning dst, else the one
+		 * the host routes dst from, else the first */
+		cid->dev = wildcard_dev(&d);
 		if (!cid->dev) {
 			ret = ENODEV;
 			goto out;
@@ -280,12 +303,14 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		id->pd = cid->dev->pd;
 		id->port_num = 1;
 	}
-	/* an unspecified source becomes the device's own address */
+	/* an unspecified source becomes one of the device's addresses */
 	if (cma_addr_is_any((union ur_sockaddr *)&id->route.addr.src_storage)) {
 		uint16_t port = cma_addr_port(&id->route.addr.src_addr);
 		union ur_sockaddr s;
 
-		cma_addr_src_for(cid->dev->gid, port, &d, &s);
+		cid->src_any = true;
+		cid->sgid = cma_dev_sgid_for(cid->dev, &d);
+		cma_addr_src_for(cid->dev->gids[cid->sgid], port, &d, &s);
 		memset(&id->route.addr.src_storage, 0,
 		       sizeof(id->route.addr.src_storage));
 		memcpy(&id->route.addr.src_storage, &s, cma_addr_len(&s.sa));
@@ -299,7 +324,8 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		ret = 0;
 	} else {
 		cid->state = CMA_ADDR_RESOLVED;
-		memcpy(id->route.addr.addr.ibaddr.sgid.raw, cid->dev->gid, 16);
+		memcpy(id->route.addr.addr.ibaddr.sgid.raw,
+		       cid->dev->gids[cid->sgid], 16);
 		memcpy(id->route.addr.addr.ibaddr.dgid.raw, cid->dgid, 16);
 		id->route.addr.addr.ibaddr.pkey = htobe16(UR_PKEY_DEFAULT);
 		cma_event_post(cid, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0,

@@ -52,7 +52,7 @@ int cma_send_msg(struct cma_id *id, struct ur_cm_msg *msg, bool retransmit)
 
 	if (ret)
 		return -ret;
-	ret = cma_agent_send(id->dev, id->peer_gid, id->mad);
+	ret = cma_agent_send(id->dev, id->sgid, id->peer_gid, id->mad);
 	if (ret)
 		ur_dbg("rdmacm: send %s: %s", ur_cm_attr_str(msg->hdr.attr_id),
 		       strerror(ret));
@@ -68,18 +68,18 @@ int cma_send_msg(struct cma_id *id, struct ur_cm_msg *msg, bool retransmit)
 }
 
 /* A message that belongs to no id (REJ to a stray REQ, DREP, ...). */
-void cma_send_stateless(struct cma_dev *dev, const uint8_t gid[16],
-			   struct ur_cm_msg *msg)
+void cma_send_stateless(struct cma_dev *dev, uint8_t sgid,
+			const uint8_t gid[16], struct ur_cm_msg *msg)
 {
 	uint8_t buf[UR_MAD_SIZE];
 
 	if (!ur_cm_encode(msg, buf))
-		cma_agent_send(dev, gid, buf);
+		cma_agent_send(dev, sgid, gid, buf);
 }
 
-void cma_send_rej(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
-		     uint32_t local, uint32_t remote, uint8_t kind,
-		     uint16_t reason, const void *pdata, unsigned int len)
+void cma_send_rej(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
+		  uint64_t tid, uint32_t local, uint32_t remote, uint8_t kind,
+		  uint16_t reason, const void *pdata, unsigned int len)
 {
 	struct ur_cm_msg m;
 
@@ -92,11 +92,11 @@ void cma_send_rej(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
 	if (pdata && len)
 		memcpy(m.rej.private_data, pdata,
 		       len > UR_CM_REJ_PDATA ? UR_CM_REJ_PDATA : len);
-	cma_send_stateless(dev, gid, &m);
+	cma_send_stateless(dev, sgid, gid, &m);
 }
 
-void cma_send_drep(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
-		      uint32_t local, uint32_t remote)
+void cma_send_drep(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
+		   uint64_t tid, uint32_t local, uint32_t remote)
 {
 	struct ur_cm_msg m;
 
@@ -104,7 +104,7 @@ void cma_send_drep(struct cma_dev *dev, const uint8_t gid[16], uint64_t tid,
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_DREP, tid);
 	m.dreq.local_comm_id = local;
 	m.dreq.remote_comm_id = remote;
-	cma_send_stateless(dev, gid, &m);
+	cma_send_stateless(dev, sgid, gid, &m);
 }
 
 void cma_send_rtu(struct cma_id *id)
@@ -185,10 +185,10 @@ int cma_send_req(struct cma_id *cid, struct ur_cm_msg *m)
 	return cma_send_msg(cid, m, true);
 }
 
-void cma_send_sidr_rep(struct cma_dev *dev, const uint8_t gid[16],
-			  uint64_t tid, uint32_t request_id, uint8_t status,
-			  uint64_t sid, uint32_t qpn, uint32_t qkey,
-			  const void *pdata, unsigned int len, uint8_t *keep)
+void cma_send_sidr_rep(struct cma_dev *dev, uint8_t sgid,
+		       const uint8_t gid[16], uint64_t tid, uint32_t request_id,
+		       uint8_t status, uint64_t sid, uint32_t qpn, uint32_t qkey,
+		       const void *pdata, unsigned int len, uint8_t *keep)
 {
 	struct ur_cm_msg m;
 	uint8_t buf[UR_MAD_SIZE];
@@ -207,7 +207,7 @@ void cma_send_sidr_rep(struct cma_dev *dev, const uint8_t gid[16],
 		return;
 	if (keep)	/* answered again when the SIDR_REQ comes again */
 		memcpy(keep, buf, UR_MAD_SIZE);
-	cma_agent_send(dev, gid, buf);
+	cma_agent_send(dev, sgid, gid, buf);
 }
 
 uint64_t cma_id_service_id(const struct cma_id *id)

@@ -14,6 +14,11 @@
 #define UR_CM_ACK_TIMEOUT 14		/* RC local ACK timeout: 67 ms */
 #define UR_CM_TARGET_ACK_DELAY 10	/* REP: what our responder adds, 4 ms */
 
+/* GID entries of a device the CM reads at start: uroce's devices have 16
+ * (the port's gid_tbl_len), one per UROCE_ADDRS address; a device with a
+ * longer table is served on its first 16. */
+#define UR_CM_MAX_GIDS 16
+
 /* QP1 agent queues: MADs are tiny and answered at once; 64 receives absorb
  * a burst of connects, 128 sends the retransmissions of many ids. */
 #define UR_CM_RECV_BUFS 64

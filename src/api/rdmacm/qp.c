@@ -53,7 +53,7 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = 1;
 		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
-		a->ah_attr.grh.sgid_index = 0;
+		a->ah_attr.grh.sgid_index = id->sgid;
 		a->ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 		a->ah_attr.grh.traffic_class = id->tos;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |

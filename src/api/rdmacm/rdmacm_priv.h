@@ -32,8 +32,10 @@
 
 struct cma_dev {
 	struct ibv_context *verbs;
-	uint8_t gid[16];		/* GID 0: the device's address */
-	union ur_sockaddr addr;		/* the same as a socket address */
+	/* The GID table (UROCE_ADDRS, in order; zero where unused): every
+	 * entry is an address ids bind to, resolve from and listen on. */
+	uint8_t gids[UR_CM_MAX_GIDS][16];
+	int ngids;			/* entries read: 0 .. ngids-1 */
 	uint64_t guid;			/* node GUID, host order */
 	enum ibv_mtu mtu;		/* port active MTU */
 	uint8_t max_rd_atom;		/* max_qp_rd_atom / max_qp_init_rd_atom */
@@ -54,6 +56,7 @@ struct cma_dev {
 	uint64_t stats[4];		/* see enum cma_stat */
 	struct cma_ah {			/* address handles of recent peers */
 		uint8_t gid[16];
+		uint8_t sgid;		/* ... and the GID index they use */
 		struct ibv_ah *ah;
 		int inflight;		/* sends not yet completed */
 		uint64_t used;
@@ -119,6 +122,8 @@ struct cma_id {
 
 	/* addressing (id.c) */
 	bool bound;			/* src address and port set */
+	uint8_t sgid;			/* GID index of the source address */
+	bool src_any;			/* resolved from a wildcard bind */
 	bool loop_dst;			/* dst found through the rendezvous */
 	bool rv_miss;			/* ... or not (yet): dgid is our own */
 	uint64_t rv_until_ns;		/* REQ held while looking again */
@@ -162,6 +167,7 @@ struct cma_id {
 struct cma_linger {
 	struct ur_list node;		/* cma.lingering */
 	struct cma_dev *dev;
+	uint8_t sgid;
 	uint8_t peer_gid[16];
 	uint32_t local_comm_id, remote_comm_id;
 	uint8_t mad[UR_MAD_SIZE];
@@ -195,7 +201,13 @@ static inline struct cma_chan *to_cma_chan(struct rdma_event_channel *ch)
 /* cma.c */
 int cma_init(void);			/* 0 or errno; opens devices, agents */
 struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
-struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa);
+/* The device owning address sa (any of its GIDs), and in *index which
+ * GID; NULL if none. */
+struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa, uint8_t *index);
+/* GID index of gid on d, or -1. */
+int cma_dev_gid_index(const struct cma_dev *d, const uint8_t gid[16]);
+/* The GID an id bound to a wildcard sends to dst from (cma.c). */
+uint8_t cma_dev_sgid_for(const struct cma_dev *d, const union ur_sockaddr *dst);
 
 /* addr.c */
 bool cma_addr_is_any(const union ur_sockaddr *sa);
@@ -205,6 +217,8 @@ socklen_t cma_addr_len(const struct sockaddr *sa);
 /* An unspecified source: the device's address in dst's family. */
 void cma_addr_src_for(const uint8_t dev_gid[16], uint16_t port,
 		      const union ur_sockaddr *dst, union ur_sockaddr *out);
+/* The source address the host's routing picks for dst: 0 or errno. */
+int cma_addr_route_src(const union ur_sockaddr *dst, union ur_sockaddr *src);
 static inline int cma_err(int e)	/* rdma-core's convention: -1, errno */
 {
 	errno = e;
@@ -238,7 +252,7 @@ struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
 void cma_fill_path(struct cma_id *id);
 /* The address vector a UD id reports for gid (ESTABLISHED, multicast):
- * global, GID index 0, hop limit 64, the id's TOS. */
+ * global, the id's GID index, hop limit 64, the id's TOS. */
 void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
 	       struct ibv_ah_attr *ah);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
@@ -260,24 +274,28 @@ void cma_qp_to_err(struct cma_id *id);
  * through these handlers, with cma.lock held (recv.c's cma_cm_handlers).
  */
 struct cma_agent_handlers {
-	/* One received MAD of len bytes from the port at src_gid. */
+	/* One received MAD of len bytes from the port at src_gid, sent to
+	 * our GID dst_gid. */
 	void (*mad)(struct cma_dev *dev, const uint8_t src_gid[16],
-		    const uint8_t *mad, size_t len);
+		    const uint8_t dst_gid[16], const uint8_t *mad, size_t len);
 	/* Runs due timers; returns the next deadline (0 none). */
 	uint64_t (*timers)(struct cma_dev *dev, uint64_t now);
 };
 int cma_agent_start(struct cma_dev *dev, const struct cma_agent_handlers *h);
 void cma_agent_stop(struct cma_dev *dev);
-/* Sends one 256-byte MAD to the QP1 at gid (lock held). 0 or errno. */
-int cma_agent_send(struct cma_dev *dev, const uint8_t gid[16],
+/* Sends one 256-byte MAD from GID index sgid to the QP1 at gid (lock
+ * held). 0 or errno. */
+int cma_agent_send(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
 		   const uint8_t mad[UR_MAD_SIZE]);
 void cma_agent_kick(struct cma_dev *dev);	/* re-read timer deadlines */
 
 /* rendezvous.c */
 int cma_rv_publish(struct cma_id *id);		/* listener on loopback/any */
 void cma_rv_withdraw(struct cma_id *id);
-/* Looks up (ps, port, ip) of a loopback destination; 0 and gid, or -ENOENT. */
+/* Looks up (ps, port, ip) of a loopback destination: 0 and in gid the
+ * listener's GID (the one that is dst's, else one of like's family, else
+ * its first), or -ENOENT. */
 int cma_rv_lookup(enum rdma_port_space ps, const union ur_sockaddr *dst,
-		  uint8_t gid[16]);
+		  const uint8_t like[16], uint8_t gid[16]);
 
 #endif /* UR_API_RDMACM_PRIV_H */

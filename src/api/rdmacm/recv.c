@@ -71,8 +71,8 @@ static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
 				   const uint8_t *hdr, union ur_sockaddr *src,
 				   union ur_sockaddr *dst);
 
-static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
-		       const struct ur_cm_msg *m)
+static void handle_req(struct cma_dev *dev, uint8_t sgid,
+		       const uint8_t src_gid[16], const struct ur_cm_msg *m)
 {
 	const struct ur_cm_req *r = &m->req;
 	struct cma_id *l, *c;
@@ -96,28 +96,31 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 			mra.mra.remote_comm_id = c->remote_comm_id;
 			mra.mra.msg_mraed = UR_CM_MSG_REQ;
 			mra.mra.service_timeout = UR_CM_MRA_TIMEOUT;
-			cma_send_stateless(dev, src_gid, &mra);
+			cma_send_stateless(dev, c->sgid, src_gid, &mra);
 		} else if (c->state == CMA_REP_SENT) {
-			cma_agent_send(dev, c->peer_gid, c->mad);
+			cma_agent_send(dev, c->sgid, c->peer_gid, c->mad);
 			dev->stats[CMA_STAT_RETX]++;
 		} else if (c->state == CMA_TIMEWAIT) {
-			cma_send_rej(dev, src_gid, m->hdr.tid, c->local_comm_id,
-				 r->local_comm_id, UR_CM_MSG_REQ,
+			cma_send_rej(dev, c->sgid, src_gid, m->hdr.tid,
+				     c->local_comm_id, r->local_comm_id,
+				     UR_CM_MSG_REQ,
 				 UR_CM_REJ_STALE_CONN, NULL, 0);
 		}
 		return;
 	}
 
 	if ((r->transport != 0 && r->transport != 1) || !r->local_qpn) {
-		cma_send_rej(dev, src_gid, m->hdr.tid, 0, r->local_comm_id,
-			 UR_CM_MSG_REQ, UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
+		cma_send_rej(dev, sgid, src_gid, m->hdr.tid, 0,
+			     r->local_comm_id, UR_CM_MSG_REQ,
+			     UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
 		dev->stats[CMA_STAT_DROP]++;
 		return;
 	}
 	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
 	if (!l) {
-		cma_send_rej(dev, src_gid, m->hdr.tid, 0, r->local_comm_id,
-			 UR_CM_MSG_REQ, UR_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		cma_send_rej(dev, sgid, src_gid, m->hdr.tid, 0,
+			     r->local_comm_id, UR_CM_MSG_REQ,
+			     UR_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
 	}
 	ur_list_for_each(pos, &cma.ids) {
@@ -139,6 +142,7 @@ static void handle_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->id.verbs = dev->verbs;
 	c->id.pd = dev->pd;
 	c->id.port_num = 1;
+	c->sgid = sgid;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
 	memcpy(c->dgid, src_gid, 16);
@@ -202,7 +206,8 @@ static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
 	return NULL;
 }
 
-static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
+static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
+			    const uint8_t src_gid[16],
 			    const struct ur_cm_msg *m)
 {
 	const struct ur_cm_sidr_req *r = &m->sidr_req;
@@ -218,12 +223,13 @@ static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
 		    memcmp(c->peer_gid, src_gid, 16) || !c->remote_comm_id)
 			continue;
 		if (c->state == CMA_ESTABLISHED)	/* our SIDR_REP was lost */
-			cma_agent_send(dev, c->peer_gid, c->mad);
+			cma_agent_send(dev, c->sgid, c->peer_gid, c->mad);
 		return;
 	}
 	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
 	if (!l) {
-		cma_send_sidr_rep(dev, src_gid, m->hdr.tid, r->request_id,
+		cma_send_sidr_rep(dev, sgid, src_gid, m->hdr.tid,
+				  r->request_id,
 			      UR_CM_SIDR_NO_SERVICE, r->service_id, 0, 0, NULL,
 			      0, NULL);
 		return;
@@ -237,6 +243,7 @@ static void handle_sidr_req(struct cma_dev *dev, const uint8_t src_gid[16],
 	c->id.verbs = dev->verbs;
 	c->id.pd = dev->pd;
 	c->id.port_num = 1;
+	c->sgid = sgid;
 	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
 	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
 	memcpy(c->dgid, src_gid, 16);
@@ -316,9 +323,9 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 	}
 	id->state = CMA_ESTABLISHED;
 	if (cma_qp_connect(id)) {
-		cma_send_rej(dev, id->peer_gid, id->tid, id->local_comm_id,
-			 id->remote_comm_id, UR_CM_MSG_REP, UR_CM_REJ_NO_QP,
-			 NULL, 0);
+		cma_send_rej(dev, id->sgid, id->peer_gid, id->tid,
+			     id->local_comm_id, id->remote_comm_id,
+			     UR_CM_MSG_REP, UR_CM_REJ_NO_QP, NULL, 0);
 		id->state = CMA_CLOSED;
 		cma_qp_to_err(id);
 		cma_event_post(id, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL,
@@ -330,19 +337,20 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 		       UR_CM_REP_PDATA, &cp, NULL);
 }
 
-static void handle_dreq(struct cma_dev *dev, const uint8_t src_gid[16],
-			struct cma_id *id, const struct ur_cm_msg *m)
+static void handle_dreq(struct cma_dev *dev, uint8_t sgid,
+			const uint8_t src_gid[16], struct cma_id *id,
+			const struct ur_cm_msg *m)
 {
 	const struct ur_cm_dreq *d = &m->dreq;
 
 	if (!id || id->remote_comm_id != d->local_comm_id) {
 		/* a connection we no longer know: confirm anyway */
-		cma_send_drep(dev, src_gid, m->hdr.tid, d->remote_comm_id,
-			  d->local_comm_id);
+		cma_send_drep(dev, sgid, src_gid, m->hdr.tid,
+			      d->remote_comm_id, d->local_comm_id);
 		return;
 	}
-	cma_send_drep(dev, id->peer_gid, m->hdr.tid, id->local_comm_id,
-		  id->remote_comm_id);
+	cma_send_drep(dev, id->sgid, id->peer_gid, m->hdr.tid,
+		      id->local_comm_id, id->remote_comm_id);
 	switch (id->state) {
 	case CMA_ESTABLISHED:
 	case CMA_REP_SENT:
@@ -372,8 +380,12 @@ static void linger_done(struct cma_dev *dev, const struct ur_cm_dreq *drep)
 }
 
 static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
-		       const uint8_t *mad, size_t len)
+		       const uint8_t dst_gid[16], const uint8_t *mad,
+		       size_t len)
 {
+	/* what belongs to no id is answered from where it came to */
+	int k = cma_dev_gid_index(dev, dst_gid);
+	uint8_t sgid = k < 0 ? 0 : (uint8_t)k;
 	struct ur_cm_msg m;
 	struct cma_id *id;
 	int ret;
@@ -382,7 +394,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 	if (ret == -EOPNOTSUPP) {
 		/* LAP, APR: refuse a path change rather than let it wait */
 		if (m.hdr.attr_id == UR_CM_ATTR_LAP)
-			cma_send_rej(dev, src_gid, m.hdr.tid, 0,
+			cma_send_rej(dev, sgid, src_gid, m.hdr.tid, 0,
 				 m.rej.local_comm_id, UR_CM_MSG_OTHER,
 				 UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
 		dev->stats[CMA_STAT_DROP]++;
@@ -395,10 +407,10 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 	ur_dbg("rdmacm: got %s", ur_cm_attr_str(m.hdr.attr_id));
 	switch (m.hdr.attr_id) {
 	case UR_CM_ATTR_REQ:
-		handle_req(dev, src_gid, &m);
+		handle_req(dev, sgid, src_gid, &m);
 		return;
 	case UR_CM_ATTR_SIDR_REQ:
-		handle_sidr_req(dev, src_gid, &m);
+		handle_sidr_req(dev, sgid, src_gid, &m);
 		return;
 	case UR_CM_ATTR_SIDR_REP:
 		handle_sidr_rep(dev, &m);
@@ -406,7 +418,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 	case UR_CM_ATTR_REP:
 		id = find_by_local(dev, m.rep.remote_comm_id);
 		if (!id) {
-			cma_send_rej(dev, src_gid, m.hdr.tid, 0,
+			cma_send_rej(dev, sgid, src_gid, m.hdr.tid, 0,
 				 m.rep.local_comm_id, UR_CM_MSG_REP,
 				 UR_CM_REJ_INVALID_COMM_ID, NULL, 0);
 			return;
@@ -451,7 +463,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		return;
 	case UR_CM_ATTR_DREQ:
 		id = find_by_local(dev, m.dreq.remote_comm_id);
-		handle_dreq(dev, src_gid, id, &m);
+		handle_dreq(dev, sgid, src_gid, id, &m);
 		return;
 	case UR_CM_ATTR_DREP:
 		id = find_by_local(dev, m.dreq.remote_comm_id);
@@ -471,7 +483,8 @@ static void rv_retry(struct cma_id *id, uint64_t now)
 {
 	const union ur_sockaddr *dst =
 		(const union ur_sockaddr *)&id->id.route.addr.dst_storage;
-	bool found = !cma_rv_lookup(id->id.ps, dst, id->dgid);
+	bool found = !cma_rv_lookup(id->id.ps, dst, id->dev->gids[id->sgid],
+				    id->dgid);
 
 	if (!found && now < id->rv_until_ns) {
 		id->deadline_ns = now + UR_CM_RV_POLL_NS;
@@ -480,12 +493,12 @@ static void rv_retry(struct cma_id *id, uint64_t now)
 	id->rv_until_ns = 0;
 	id->rv_miss = !found;
 	if (!found)
-		memcpy(id->dgid, id->dev->gid, 16);
+		memcpy(id->dgid, id->dev->gids[id->sgid], 16);
 	memcpy(id->peer_gid, id->dgid, 16);
 	cma_fill_path(id);
 	if (id->id.qp_type != IBV_QPT_UD)	/* a SIDR_REQ names no GID */
 		ur_cm_req_set_remote_gid(id->mad, id->dgid);
-	cma_agent_send(id->dev, id->peer_gid, id->mad);
+	cma_agent_send(id->dev, id->sgid, id->peer_gid, id->mad);
 	id->deadline_ns = now + id->interval_ns;
 }
 
@@ -498,8 +511,8 @@ static void gave_up(struct cma_dev *dev, struct cma_id *id)
 		ur_info("rdmacm: peer unreachable (no answer to %s)",
 			ur_cm_attr_str((uint16_t)(id->mad[16] << 8 | id->mad[17])));
 		if (id->id.qp_type != IBV_QPT_UD)
-			cma_send_rej(dev, id->peer_gid, id->tid, id->local_comm_id,
-				 id->remote_comm_id,
+			cma_send_rej(dev, id->sgid, id->peer_gid, id->tid,
+				     id->local_comm_id, id->remote_comm_id,
 				 id->state == CMA_REQ_SENT ? UR_CM_MSG_REQ :
 							     UR_CM_MSG_REP,
 				 UR_CM_REJ_TIMEOUT, NULL, 0);
@@ -532,7 +545,7 @@ static uint64_t run_timers(struct cma_dev *dev, uint64_t now)
 				free(l);
 				continue;
 			}
-			cma_agent_send(dev, l->peer_gid, l->mad);
+			cma_agent_send(dev, l->sgid, l->peer_gid, l->mad);
 			dev->stats[CMA_STAT_RETX]++;
 			l->deadline_ns = now + cma_interval_ns();
 		}
@@ -551,7 +564,8 @@ static uint64_t run_timers(struct cma_dev *dev, uint64_t now)
 			if (id->retries_left > 0) {
 				id->retries_left--;
 				id->deadline_ns = now + id->interval_ns;
-				cma_agent_send(dev, id->peer_gid, id->mad);
+				cma_agent_send(dev, id->sgid, id->peer_gid,
+					       id->mad);
 				dev->stats[CMA_STAT_RETX]++;
 			} else {
 				id->deadline_ns = 0;

@@ -2,15 +2,19 @@
 /*
  * Loopback rendezvous. Every uroce process has its own device address
  * (127.X.Y.Z), so "127.0.0.1" names nobody's device. A listener bound to a
- * loopback address that is not a device's, or to the wildcard, publishes
+ * loopback address (its device's or not), or to the wildcard, publishes
  * itself in a per-user directory
  *
  *   <runtime root>/cm/  (util/rundir.h: $XDG_RUNTIME_DIR/uroce-<uid>/cm/,
  *                        else /tmp/uroce-<uid>/cm/)
  *
- * as a file "<ps>-<port>-<address|any>" holding "<pid> <device GID>".
- * rdma_resolve_addr/rdma_connect of a loopback destination reads the exact
- * entry, then the wildcard one, and sends its REQ to that GID. Entries are
+ * as a file "<ps>-<port>-<address|any>" holding "<pid> <GID>...": the
+ * listener's own address when it is bound to one of its device's, else
+ * every address of its device. rdma_resolve_addr/rdma_connect of a
+ * loopback destination reads the exact entry, then the wildcard one, and
+ * sends its REQ to the GID that is the destination, else to one of its
+ * own IP version (a datagram cannot change version), else to the first.
+ * Entries are
  * created with O_EXCL, so a second live listener on the same address and
  * port gets EADDRINUSE, and entries of processes that died are removed by
  * the next reader or publisher.
@@ -28,6 +32,9 @@
 
 #include "api/rdmacm/rdmacm_priv.h"
 #include "util/rundir.h"
+
+/* "<pid>" and up to UR_CM_MAX_GIDS addresses of INET6_ADDRSTRLEN */
+#define RV_LINE_MAX (24 + UR_CM_MAX_GIDS * INET6_ADDRSTRLEN)
 
 /* The runtime root (util/rundir.h, which refuses someone else's) + /cm. */
 static int rv_dir(char *buf, size_t len)
@@ -60,40 +67,76 @@ static void entry_name(char *buf, size_t len, enum rdma_port_space ps,
 	snprintf(buf, len, "%04x-%u-%s", (unsigned int)ps, port, ip);
 }
 
-/* Reads an entry: 0 (live, gid set), -ESRCH (stale, removed), -ENOENT. */
-static int entry_read(const char *path, uint8_t gid[16])
+/*
+ * Reads an entry: 0 (live; gid set to the GID that is want, else the first
+ * of like's IP version, else the first), -ESRCH (stale, removed), -ENOENT.
+ */
+static int entry_read(const char *path, const uint8_t want[16],
+		      const uint8_t like[16], uint8_t gid[16])
 {
-	char buf[128], ip[INET6_ADDRSTRLEN];
+	char buf[RV_LINE_MAX], *tok, *save = NULL;
 	struct in6_addr a;
 	FILE *f = fopen(path, "r");
-	long pid;
-	int n;
+	int n = 0, rank = 3;	/* 0 want, 1 like's version, 2 first */
+	long pid = 0;
 
 	if (!f)
 		return -ENOENT;
-	n = fgets(buf, sizeof(buf), f) ? sscanf(buf, "%ld %45s", &pid, ip) : 0;
+	tok = fgets(buf, sizeof(buf), f) ? strtok_r(buf, " \n", &save) : NULL;
 	fclose(f);
-	if (n != 2 || pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH) ||
-	    inet_pton(AF_INET6, ip, &a) != 1) {
+	if (tok)
+		pid = strtol(tok, NULL, 10);
+	while (pid > 0 && (tok = strtok_r(NULL, " \n", &save)) &&
+	       inet_pton(AF_INET6, tok, &a) == 1) {
+		int r = !memcmp(&a, want, 16) ? 0 :
+			ur_gid_is_v4mapped(a.s6_addr) ==
+				ur_gid_is_v4mapped(like) ? 1 : 2;
+
+		if (r < rank) {
+			rank = r;
+			memcpy(gid, &a, 16);
+		}
+		n++;
+	}
+	if (!n || (kill((pid_t)pid, 0) && errno == ESRCH)) {
 		unlink(path);
 		return -ESRCH;
 	}
-	memcpy(gid, &a, 16);
 	return 0;
+}
+
+/* The entry's line: our pid and the GIDs a REQ may reach id at. */
+static void entry_line(const struct cma_id *id, const union ur_sockaddr *sa,
+		       char *line, size_t len)
+{
+	const struct cma_dev *d = id->dev ? id->dev : &cma.devs[0];
+	char ip[INET6_ADDRSTRLEN];
+	size_t n;
+	uint8_t k;
+	int i;
+
+	n = (size_t)snprintf(line, len, "%ld", (long)getpid());
+	for (i = 0; i < d->ngids && n < len; i++) {
+		if (ur_gid_is_zero(d->gids[i]) ||
+		    (cma_dev_by_addr(sa, &k) == d && k != i))
+			continue;
+		inet_ntop(AF_INET6, d->gids[i], ip, sizeof(ip));
+		n += (size_t)snprintf(line + n, len - n, " %s", ip);
+	}
+	if (n < len)
+		snprintf(line + n, len - n, "\n");
 }
 
 int cma_rv_publish(struct cma_id *id)
 {
 	const union ur_sockaddr *sa =
 		(const union ur_sockaddr *)&id->id.route.addr.src_storage;
-	char dir[PATH_MAX], path[PATH_MAX + 100], line[128];
-	char gid[INET6_ADDRSTRLEN];
-	uint8_t g[16];
+	char dir[PATH_MAX], path[PATH_MAX + 100], line[RV_LINE_MAX];
+	uint8_t g[16] = { 0 };
 	int fd, ret, tries;
 
-	if (!cma_addr_is_any(sa) &&
-	    !(ur_addr_is_loopback(sa) && !cma_dev_by_addr(sa)))
-		return 0;	/* a device address: reachable as it is */
+	if (!cma_addr_is_any(sa) && !ur_addr_is_loopback(sa))
+		return 0;	/* a network address: reachable as it is */
 	if (!cma.ndev)
 		return ENODEV;
 	ret = rv_dir(dir, sizeof(dir));
@@ -102,16 +145,14 @@ int cma_rv_publish(struct cma_id *id)
 	entry_name(id->rv_name, sizeof(id->rv_name), id->id.ps,
 		   cma_addr_port(&sa->sa), sa);
 	snprintf(path, sizeof(path), "%s/%s", dir, id->rv_name);
-	inet_ntop(AF_INET6, (id->dev ? id->dev : &cma.devs[0])->gid, gid,
-		  sizeof(gid));
-	snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), gid);
+	entry_line(id, sa, line, sizeof(line));
 	for (tries = 0; tries < 2; tries++) {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			break;
 		if (errno != EEXIST)
 			return errno;
-		if (entry_read(path, g) == 0) {
+		if (entry_read(path, g, g, g) == 0) {
 			id->rv_name[0] = 0;
 			return EADDRINUSE;
 		}
@@ -141,21 +182,23 @@ void cma_rv_withdraw(struct cma_id *id)
 }
 
 int cma_rv_lookup(enum rdma_port_space ps, const union ur_sockaddr *dst,
-		  uint8_t gid[16])
+		  const uint8_t like[16], uint8_t gid[16])
 {
 	char dir[PATH_MAX], name[96], path[PATH_MAX + 100];
 	union ur_sockaddr any;
 	uint16_t port = cma_addr_port(&dst->sa);
+	uint8_t want[16];
 
 	if (rv_dir(dir, sizeof(dir)))
 		return -ENOENT;
+	ur_sockaddr_to_gid(dst, want);
 	entry_name(name, sizeof(name), ps, port, dst);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (!entry_read(path, gid))
+	if (!entry_read(path, want, like, gid))
 		return 0;
 	memset(&any, 0, sizeof(any));
 	any.sa.sa_family = dst->sa.sa_family;
 	entry_name(name, sizeof(name), ps, port, &any);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return entry_read(path, gid) ? -ENOENT : 0;
+	return entry_read(path, want, like, gid) ? -ENOENT : 0;
 }
