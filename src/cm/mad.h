@@ -49,6 +49,15 @@ enum ur_cm_attr {
 #define UR_CM_SIDR_REP_PDATA 136
 #define UR_CM_SIDR_REP_INFO 72
 
+/* REQ transport service types: RC 0, UC 1, RD 2, and 3 "extended",
+ * whose extended transport type 1 is XRC (IBA annex A14). */
+enum ur_cm_transport {
+	UR_CM_TRANSPORT_RC = 0,
+	UR_CM_TRANSPORT_UC = 1,
+	UR_CM_TRANSPORT_EXT = 3,
+};
+#define UR_CM_EXT_TRANSPORT_XRC 1
+
 /* SIDR_REP status (IBA table 114). */
 enum ur_cm_sidr_status {
 	UR_CM_SIDR_OK = 0,

@@ -8,6 +8,8 @@
 #    byte) and -v (the client must print every ping);
 #  - ucmatose with several connections and messages each;
 #  - rdma_server/rdma_client (synchronous ids, rdma_create_ep);
+#  - rdma_xserver/rdma_xclient, RC and XRC (RDMA_PS_IB, XRC_SEND and
+#    XRC_RECV QPs, an XRC SRQ), the XRC handshake decoded by tshark;
 #  - udaddy (UD ids: SIDR_REQ/SIDR_REP, then UD messages both ways);
 #  - rping and ucmatose to ::1;
 #  - cmtime (50 connections, every step timed; its server is stopped);
@@ -23,7 +25,7 @@ cd "$(dirname "$0")"
 . ./lib.sh
 e2e_libdir "${1:-}"
 
-for p in rping ucmatose cmtime rdma_server rdma_client ib_send_bw; do
+for p in rping ucmatose cmtime rdma_server rdma_client rdma_xserver ib_send_bw; do
 	if ! command -v $p >/dev/null; then
 		echo "FAIL: $p missing (apt-get install rdmacm-utils perftest)"
 		exit 1
@@ -163,6 +165,44 @@ P=$((P + 1))
 pair rdma_server_client 30 $P "rdma_server -p $P" \
 	"rdma_client -s 127.0.0.1 -p $P" "rdma_server: end 0" \
 	"rdma_client: end 0"
+
+# rdma_xserver/rdma_xclient: with -c x, RDMA_PS_IB ids with XRC QPs (the
+# client's XRC_SEND reaches the server's XRC_RECV QP and the SRQ whose
+# number the REP's private data carries); with -c r, RC. The XRC
+# handshake is captured: tshark decodes it with nothing malformed, the REQ
+# says transport 3, extended transport 1 (XRC), and the REP names the
+# target QP in its EE context field with SRQ set and QPN 0, as the
+# kernel's CM writes them.
+P=$((P + 1))
+pair rdma_xserver_rc 30 $P "rdma_xserver -c r -p $P" \
+	"rdma_xclient -c r -s 127.0.0.1 -p $P" "rdma_xserver: end 0" \
+	"rdma_xclient: end 0"
+P=$((P + 1))
+PAIR_PS=013f pair rdma_xserver_xrc 30 $P \
+	"UROCE_PCAP=$E2E_TMP/xrc.pcap rdma_xserver -c x -p $P" \
+	"rdma_xclient -c x -s 127.0.0.1 -p $P" "rdma_xserver: end 0" \
+	"rdma_xclient: end 0"
+if command -v tshark >/dev/null; then
+	xrc=$(tshark -n -r "$E2E_TMP/xrc.pcap" -T fields -E separator='|' \
+		-e infiniband.mad.attributeid -e _ws.malformed \
+		-e _ws.expert.severity -e infiniband.cm.req.transpsvctype \
+		-e infiniband.cm.req.ext_transport \
+		-e infiniband.cm.rep.localqpn -e infiniband.cm.rep.localeecn \
+		-e infiniband.cm.rep.srq -e infiniband.bth.opcode 2>/dev/null)
+	bad=$(awk -F'|' '$2 != "" || $3 != ""' <<<"$xrc")
+	req=$(awk -F'|' '$1 == "0x0010" { print $4 "/" $5 }' <<<"$xrc")
+	rep=$(awk -F'|' '$1 == "0x0013" { print $6 "/" ($7 != "0x000000") "/" $8 }' <<<"$xrc")
+	# XRC SEND Only (0xA4 = 164) carried the message
+	sends=$(awk -F'|' '$9 == 164' <<<"$xrc" | wc -l)
+	if [[ -z $bad && $req == 0x03/0x01 && $rep == 0x000000/1/0x01 ]] && ((sends >= 1)); then
+		check_pass "rdma_xserver_xrc capture: REQ transport $req, REP QPN/EECN set/SRQ $rep, $sends XRC SEND"
+	else
+		check_fail "rdma_xserver_xrc capture: REQ '$req' REP '$rep' sends $sends"
+		head -n 5 <<<"$bad"
+	fi
+else
+	echo "SKIP rdma_xserver_xrc capture: no tshark"
+fi
 
 # perftest 4.5 destroys its handshake listener and listens again for the
 # test connection; a client that connects in between is refused (REJ 8, as

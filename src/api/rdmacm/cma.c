@@ -6,6 +6,7 @@
  * which device owns an address.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,8 @@ __attribute__((destructor)) static void cma_fini(void)
 	dump_stats();
 	for (i = 0; i < cma.ndev; i++) {
 		cma_agent_stop(&cma.devs[i]);
+		if (cma.devs[i].xrcd)
+			ibv_close_xrcd(cma.devs[i].xrcd);
 		ibv_dealloc_pd(cma.devs[i].pd);
 		ibv_close_device(cma.devs[i].verbs);
 	}
@@ -166,6 +169,19 @@ struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs)
 		if (cma.devs[i].verbs == verbs)
 			return &cma.devs[i];
 	return NULL;
+}
+
+struct ibv_xrcd *cma_dev_xrcd(struct cma_dev *d)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+
+	if (!d->xrcd)
+		d->xrcd = ibv_open_xrcd(d->verbs, &a);
+	return d->xrcd;
 }
 
 int cma_dev_gid_index(const struct cma_dev *d, const uint8_t gid[16])

@@ -158,6 +158,17 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->rnr_retry_count = cid->rnr_retry;
 	r->max_cm_retries = UR_CM_MAX_RETRIES;
 	r->srq = cid->srq;
+	if (id->qp_type == IBV_QPT_XRC_SEND) {
+		/* IBA A14: transport "extended", type 1 XRC; an initiator
+		 * has no receive side, so no responder resources, retry
+		 * counts or SRQ (its retry counts stay its own) */
+		r->transport = UR_CM_TRANSPORT_EXT;
+		r->ext_transport = UR_CM_EXT_TRANSPORT_XRC;
+		r->responder_resources = 0;
+		r->retry_count = 0;
+		r->rnr_retry_count = 0;
+		r->srq = false;
+	}
 	r->primary.local_lid = 0xFFFF;
 	r->primary.remote_lid = 0xFFFF;
 	memcpy(r->primary.local_gid, cid->dev->gids[cid->sgid], 16);
@@ -277,6 +288,15 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	r->rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	r->srq = cid->srq;
 	r->local_ca_guid = cid->dev->guid;
+	if (id->qp_type == IBV_QPT_XRC_RECV) {
+		/* IBA A14: an XRC target names itself in the EE context
+		 * field, receives through SRQs only and sends nothing */
+		r->local_eecn = r->local_qpn;
+		r->local_qpn = 0;
+		r->srq = true;
+		r->initiator_depth = 0;
+		r->flow_control = false;
+	}
 	if (p->private_data_len)
 		memcpy(r->private_data, p->private_data, p->private_data_len);
 	cma_send_msg(cid, &m, true);

@@ -255,27 +255,59 @@ UR_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	return 0;
 }
 
+/*
+ * An XRC SRQ (an XRC_RECV id's, where its target QP's receives land)
+ * gets the device's XRC domain and, unless given one, a CQ of its own as
+ * the id's recv_cq, as rdma-core does: rdma_get_recv_comp() waits there.
+ */
 UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				 struct ibv_srq_init_attr_ex *attr)
 {
-	struct ibv_srq_init_attr a;
-	struct ibv_pd *pd;
+	struct cma_id *cid;
+	bool made_cq = false;
+	int ret;
 
-	if (!id || !attr || !id->verbs)
+	if (!id || !attr || !id->verbs || id->srq ||
+	    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
 		return cma_err(EINVAL);
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    attr->srq_type != IBV_SRQT_BASIC)
-		return cma_err(EOPNOTSUPP);
-	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ?
-		     attr->pd :
-		     (id->pd ? id->pd : to_cma_id(id)->dev->pd);
-	memset(&a, 0, sizeof(a));
-	a.srq_context = attr->srq_context;
-	a.attr = attr->attr;
-	id->srq = ibv_create_srq(pd, &a);
-	if (!id->srq)
-		return -1;
-	attr->attr = a.attr;
+	cid = to_cma_id(id);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : cid->dev->pd;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (attr->srq_type == IBV_SRQT_XRC) {
+		uint32_t mask = attr->comp_mask;
+
+		if (!(mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			pthread_mutex_lock(&cma.lock);
+			attr->xrcd = cma_dev_xrcd(cid->dev);
+			pthread_mutex_unlock(&cma.lock);
+			if (!attr->xrcd)
+				return -1;
+		}
+		if ((!(mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) &&
+		    !id->recv_cq) {
+			ret = cma_create_recv_cq(id, (int)attr->attr.max_wr);
+			if (ret) {
+				cma_destroy_cqs(id);
+				return cma_err(ret);
+			}
+			made_cq = true;
+		}
+		if (!(mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq)
+			attr->cq = id->recv_cq;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD |
+				   IBV_SRQ_INIT_ATTR_CQ;
+	}
+	id->srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!id->srq) {
+		ret = errno ? errno : ENOMEM;
+		if (made_cq)
+			cma_destroy_cqs(id);
+		return cma_err(ret);
+	}
+	if (!id->pd)
+		id->pd = attr->pd;
 	return 0;
 }
 
@@ -285,13 +317,14 @@ UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	struct ibv_srq_init_attr_ex ax;
 	int ret;
 
-	if (!attr)
+	if (!id || !attr)
 		return cma_err(EINVAL);
 	memset(&ax, 0, sizeof(ax));
 	ax.srq_context = attr->srq_context;
 	ax.attr = attr->attr;
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
-	ax.srq_type = IBV_SRQT_BASIC;
+	ax.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC :
+							IBV_SRQT_BASIC;
 	ax.pd = pd;
 	ret = rdma_create_srq_ex(id, &ax);
 	if (!ret)
@@ -304,5 +337,8 @@ UR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	if (id && id->srq) {
 		ibv_destroy_srq(id->srq);
 		id->srq = NULL;
+		/* an XRC target's receive CQ was made for its SRQ */
+		if (id->qp_type == IBV_QPT_XRC_RECV && !id->qp)
+			cma_destroy_cqs(id);
 	}
 }

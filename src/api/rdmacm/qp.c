@@ -45,6 +45,10 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 			return 0;
 		if (!connected)
 			return EINVAL;
+		/* an XRC initiator receives nothing: no responder fields */
+		if (id->id.qp_type != IBV_QPT_XRC_SEND)
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				 IBV_QP_MIN_RNR_TIMER;
 		a->path_mtu = id->path_mtu;
 		a->dest_qp_num = id->remote_qpn;
 		a->rq_psn = id->rq_psn;
@@ -57,8 +61,7 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		a->ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 		a->ah_attr.grh.traffic_class = id->tos;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			 IBV_QP_MIN_RNR_TIMER;
+			 IBV_QP_RQ_PSN;
 		return 0;
 	case IBV_QPS_RTS:
 		a->sq_psn = id->sq_psn;
@@ -68,10 +71,13 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		if (!connected)
 			return EINVAL;
 		a->timeout = id->ack_timeout;
+		*mask |= IBV_QP_TIMEOUT;
+		if (id->id.qp_type == IBV_QPT_XRC_RECV)
+			return 0;	/* a target sends nothing of its own */
 		a->retry_cnt = id->retry_count;
 		a->rnr_retry = id->rnr_retry;
 		a->max_rd_atomic = id->init_depth;
-		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			 IBV_QP_MAX_QP_RD_ATOMIC;
 		return 0;
 	default:
@@ -115,10 +121,29 @@ void cma_qp_to_err(struct cma_id *id)
 		ibv_modify_qp(id->id.qp, &a, IBV_QP_STATE);
 }
 
+int cma_create_recv_cq(struct rdma_cm_id *id, int n)
+{
+	id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+	if (!id->recv_cq_channel)
+		return errno ? errno : ENOMEM;
+	id->recv_cq = ibv_create_cq(id->verbs, n > 0 ? n : 1, id,
+				    id->recv_cq_channel, 0);
+	if (!id->recv_cq)
+		return errno ? errno : ENOMEM;
+	return 0;
+}
+
+/*
+ * The CQs an id's QP gets when the caller gives none. An XRC_RECV QP has
+ * neither queue (its receives complete on the CQ of the XRC SRQ,
+ * rdma_create_srq's), an XRC_SEND QP no receive queue.
+ */
 static int create_cqs(struct cma_id *cid, struct ibv_qp_init_attr_ex *attr)
 {
 	struct rdma_cm_id *id = &cid->id;
 
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return 0;
 	if (!attr->send_cq) {
 		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
 		if (!id->send_cq_channel)
@@ -131,22 +156,17 @@ static int create_cqs(struct cma_id *cid, struct ibv_qp_init_attr_ex *attr)
 			return errno ? errno : ENOMEM;
 		attr->send_cq = id->send_cq;
 	}
-	if (!attr->recv_cq && !attr->srq) {
-		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-		if (!id->recv_cq_channel)
-			return errno ? errno : ENOMEM;
-		id->recv_cq = ibv_create_cq(id->verbs,
-					    (int)(attr->cap.max_recv_wr ?
-						  attr->cap.max_recv_wr : 1),
-					    id, id->recv_cq_channel, 0);
-		if (!id->recv_cq)
-			return errno ? errno : ENOMEM;
+	if (!attr->recv_cq && !attr->srq && attr->qp_type != IBV_QPT_XRC_SEND) {
+		int ret = cma_create_recv_cq(id, (int)attr->cap.max_recv_wr);
+
+		if (ret)
+			return ret;
 		attr->recv_cq = id->recv_cq;
 	}
 	return 0;
 }
 
-static void destroy_cqs(struct rdma_cm_id *id)
+void cma_destroy_cqs(struct rdma_cm_id *id)
 {
 	if (id->send_cq)
 		ibv_destroy_cq(id->send_cq);
@@ -158,6 +178,15 @@ static void destroy_cqs(struct rdma_cm_id *id)
 		ibv_destroy_comp_channel(id->recv_cq_channel);
 	id->send_cq = id->recv_cq = NULL;
 	id->send_cq_channel = id->recv_cq_channel = NULL;
+}
+
+/* What a failed rdma_create_qp_ex made (create_cqs): an XRC_RECV id's
+ * receive CQ, if any, is its SRQ's and stays. */
+static void undo_cqs(struct rdma_cm_id *id,
+		     const struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->qp_type != IBV_QPT_XRC_RECV)
+		cma_destroy_cqs(id);
 }
 
 UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
@@ -178,17 +207,29 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	}
 	if (attr->pd->context != id->verbs)
 		return cma_err(EINVAL);
-	if (!attr->srq && id->srq)
+	/* an XRC target QP lives in a domain: the device's, as rdma-core */
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		pthread_mutex_lock(&cma.lock);
+		attr->xrcd = cma_dev_xrcd(cid->dev);
+		pthread_mutex_unlock(&cma.lock);
+		if (!attr->xrcd)
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
+	/* an XRC QP has no SRQ of its own: an XRC_RECV id's is its target */
+	if (!attr->srq && id->srq && attr->qp_type != IBV_QPT_XRC_RECV &&
+	    attr->qp_type != IBV_QPT_XRC_SEND)
 		attr->srq = id->srq;
 	ret = create_cqs(cid, attr);
 	if (ret) {
-		destroy_cqs(id);
+		undo_cqs(id, attr);
 		return cma_err(ret);
 	}
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
 		ret = errno ? errno : ENOMEM;
-		destroy_cqs(id);
+		undo_cqs(id, attr);
 		return cma_err(ret);
 	}
 	pthread_mutex_lock(&cma.lock);
@@ -207,7 +248,7 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	pthread_mutex_unlock(&cma.lock);
 	if (ret) {
 		ibv_destroy_qp(qp);
-		destroy_cqs(id);
+		undo_cqs(id, attr);
 		return cma_err(ret);
 	}
 	return 0;
@@ -247,5 +288,7 @@ UR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&cma.lock);
 	if (qp)
 		ibv_destroy_qp(qp);
-	destroy_cqs(id);
+	/* an XRC target's receive CQ is its SRQ's (rdma_destroy_srq) */
+	if (!(id->qp_type == IBV_QPT_XRC_RECV && id->srq))
+		cma_destroy_cqs(id);
 }

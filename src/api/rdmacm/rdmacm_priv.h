@@ -40,6 +40,7 @@ struct cma_dev {
 	enum ibv_mtu mtu;		/* port active MTU */
 	uint8_t max_rd_atom;		/* max_qp_rd_atom / max_qp_init_rd_atom */
 	struct ibv_pd *pd;		/* default PD for rdma_create_qp(pd NULL) */
+	struct ibv_xrcd *xrcd;		/* XRC ids' domain, opened lazily */
 
 	/* agent (agent.c) */
 	struct ibv_pd *agent_pd;
@@ -206,6 +207,9 @@ struct cma_dev *cma_dev_by_verbs(struct ibv_context *verbs);
 struct cma_dev *cma_dev_by_addr(const union ur_sockaddr *sa, uint8_t *index);
 /* GID index of gid on d, or -1. */
 int cma_dev_gid_index(const struct cma_dev *d, const uint8_t gid[16]);
+/* The device's XRC domain (a private one, as rdma-core opens per device),
+ * opened on first use; NULL and errno set if it cannot be. Lock held. */
+struct ibv_xrcd *cma_dev_xrcd(struct cma_dev *d);
 /* The GID an id bound to a wildcard sends to dst from (cma.c). */
 uint8_t cma_dev_sgid_for(const struct cma_dev *d, const union ur_sockaddr *dst);
 
@@ -268,6 +272,10 @@ int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		struct ibv_qp_attr *attr, int *mask);
 int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);
 void cma_qp_to_err(struct cma_id *id);
+/* Destroys the CQs and channels the library made for the id. */
+void cma_destroy_cqs(struct rdma_cm_id *id);
+/* Makes the id's receive CQ (and channel) of n entries: 0 or errno. */
+int cma_create_recv_cq(struct rdma_cm_id *id, int n);
 
 /*
  * agent.c. The agent sits below the CM state machine and calls it only

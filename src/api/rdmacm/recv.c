@@ -109,7 +109,11 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 		return;
 	}
 
-	if ((r->transport != 0 && r->transport != 1) || !r->local_qpn) {
+	if (!(r->transport == UR_CM_TRANSPORT_RC ||
+	      r->transport == UR_CM_TRANSPORT_UC ||
+	      (r->transport == UR_CM_TRANSPORT_EXT &&
+	       r->ext_transport == UR_CM_EXT_TRANSPORT_XRC)) ||
+	    !r->local_qpn) {
 		cma_send_rej(dev, sgid, src_gid, m->hdr.tid, 0,
 			     r->local_comm_id, UR_CM_MSG_REQ,
 			     UR_CM_REJ_UNSUPPORTED_REQ, NULL, 0);
@@ -132,8 +136,12 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 		dev->stats[CMA_STAT_DROP]++;	/* the peer retries */
 		return;
 	}
+	/* the new id's QP type is the REQ's, as the kernel's rdma_cm: an
+	 * XRC initiator's peer is an XRC target */
 	c = cma_id_new(l->chan, l->id.context, l->id.ps,
-		       r->transport == 1 ? IBV_QPT_UC : IBV_QPT_RC);
+		       r->transport == UR_CM_TRANSPORT_UC ? IBV_QPT_UC :
+		       r->transport == UR_CM_TRANSPORT_EXT ? IBV_QPT_XRC_RECV :
+							     IBV_QPT_RC);
 	if (!c)
 		return;
 	c->sync = false;	/* rdma_get_request gives it its own channel */
@@ -303,7 +311,9 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 		return;
 	}
 	id->remote_comm_id = r->local_comm_id;
-	id->remote_qpn = r->local_qpn;
+	/* an XRC target names its QP in the EE context field (IBA A14) */
+	id->remote_qpn = id->id.qp_type == IBV_QPT_XRC_SEND ? r->local_eecn :
+							     r->local_qpn;
 	id->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
 	/* what the passive side grants bounds what we use */
 	if (r->initiator_depth < id->resp_res)
@@ -314,7 +324,7 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 	id->deadline_ns = 0;
 	cma_conn_param_of(&cp, r->responder_resources, r->initiator_depth,
 		      r->flow_control, id->retry_count, r->rnr_retry_count,
-		      r->srq, r->local_qpn);
+		      r->srq, id->remote_qpn);
 	if (!id->id.qp) {
 		id->state = CMA_REP_RCVD;
 		cma_event_post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,

@@ -24,6 +24,8 @@
  *  - malformed MADs (short, wrong class or version or method, unknown
  *    attribute, a REQ with a bad rdma_cm header or transport) raise no
  *    event and the listener still works;
+ *  - an XRC REQ gives an XRC_RECV id whose REP is the kernel CM's
+ *    (target QP in the EE context field, QPN 0, SRQ set);
  *  - a flood of thousands of REQs (distinct connections) and malformed
  *    MADs, in a child process whose UROCE_STATS this test reads: no more
  *    CONNECT_REQUESTs than the backlog, the rest dropped and counted, the
@@ -356,6 +358,69 @@ static void test_regress_rej_while_request_held(void **state)
 	assert_int_equal(rdma_destroy_id(l), 0);
 }
 
+/*
+ * An XRC initiator's REQ (IBA annex A14: transport 3, extended transport
+ * 1, no responder resources, retry counts or SRQ) gives the listener an
+ * XRC_RECV id, whose QP rdma_create_qp puts in the device's XRC domain;
+ * the REP names that QP in the EE context field with QPN 0, SRQ set and
+ * no initiator depth, as the kernel's CM writes it; the RTU establishes
+ * the connection with the initiator's QPN as the target's destination.
+ * Before XRC was known the REQ was refused (REJ 5).
+ */
+static void test_passive_xrc(void **state)
+{
+	uint16_t port = new_port();
+	struct sockaddr_in a = ta_lo(port);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_XRC_RECV };
+	struct ibv_qp_attr qattr;
+	struct ibv_qp_init_attr ia;
+	struct rdma_cm_id *l, *c;
+	struct rdma_cm_event *ev;
+	struct ur_cm_msg req, m, r;
+
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_IB), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 4), 0);
+	req_build(&req, port, 0xB1, 0x7B1);
+	req.req.service_id = ur_cm_service_id(RDMA_PS_IB, port);
+	req.req.transport = 3;
+	req.req.ext_transport = 1;
+	req.req.responder_resources = 0;
+	req.req.retry_count = 0;
+	req.req.rnr_retry_count = 0;
+	send_msg(&req);
+	ev = expect_ev(RDMA_CM_EVENT_CONNECT_REQUEST);
+	c = ev->id;
+	assert_int_equal(c->qp_type, IBV_QPT_XRC_RECV);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	assert_int_equal(rdma_accept(c, NULL), 0);
+	expect_msg(&m, UR_CM_ATTR_REP, EV_MS);
+	assert_int_equal(m.rep.local_qpn, 0);
+	assert_int_equal(m.rep.local_eecn, c->qp->qp_num);
+	assert_true(m.rep.srq);
+	assert_int_equal(m.rep.initiator_depth, 0);
+	assert_false(m.rep.flow_control);
+	reply_build(&r, UR_CM_ATTR_RTU, req.hdr.tid, 0xB1,
+		    m.rep.local_comm_id);
+	send_msg(&r);
+	rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(ibv_query_qp(c->qp, &qattr, IBV_QP_STATE |
+				      IBV_QP_DEST_QPN, &ia), 0);
+	assert_int_equal(qattr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(qattr.dest_qp_num, 0x1234);
+	/* the DREQ names the initiator's QP */
+	assert_int_equal(rdma_disconnect(c), 0);
+	expect_msg(&m, UR_CM_ATTR_DREQ, EV_MS);
+	assert_int_equal(m.dreq.remote_qpn, 0x1234);
+	reply_build(&r, UR_CM_ATTR_DREP, m.hdr.tid, 0xB1, m.dreq.local_comm_id);
+	send_msg(&r);
+	rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
 /* rdma_disconnect on the passive side in each state it can be in. */
 static void test_passive_disconnect_each_state(void **state)
 {
@@ -471,9 +536,10 @@ static void test_malformed_mads(void **state)
 	send_msg(&req);
 	expect_msg(&m, UR_CM_ATTR_REJ, EV_MS);
 	assert_int_equal(m.rej.reason, UR_CM_REJ_INVALID_SERVICE_ID);
-	/* XRC: REJ unsupported request */
+	/* an extended transport that is not XRC: REJ unsupported request */
 	req_build(&req, port, 0xA7, 0x8002);
 	req.req.transport = 3;
+	req.req.ext_transport = 2;
 	send_msg(&req);
 	expect_msg(&m, UR_CM_ATTR_REJ, EV_MS);
 	assert_int_equal(m.rej.reason, UR_CM_REJ_UNSUPPORTED_REQ);
@@ -891,6 +957,7 @@ int main(void)
 		cmocka_unit_test_setup(test_passive_dups_and_order, drain),
 		cmocka_unit_test_setup(test_regress_rej_while_request_held, drain),
 		cmocka_unit_test_setup(test_malformed_mads, drain),
+		cmocka_unit_test_setup(test_passive_xrc, drain),
 		cmocka_unit_test_setup(test_active_loss_mra_dups, drain),
 		cmocka_unit_test_setup(test_active_rejected_with_private_data, drain),
 		cmocka_unit_test_setup(test_active_peer_vanishes_at_disconnect, drain),
