@@ -87,10 +87,13 @@ e2e_pair() {
 	sp=$!
 	sleep 0.3
 	# the client retries the connect a few times while the server starts
+	# (E2E_RETRY_RE: what a refused client prints, if not the default)
+	local refused="couldn't connect|connection refused|Unable to connect"
+	refused=${E2E_RETRY_RE:-$refused}
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		timeout "$tmo" bash -c "$cli" >"$co" 2>&1
 		rc=$?
-		grep -qiE "couldn't connect|connection refused|Unable to connect|Couldn't connect" "$co" || break
+		grep -qiE "$refused" "$co" || break
 		sleep 0.3
 	done
 	wait "$sp"
