@@ -16,6 +16,7 @@ PKGS=(
 	ucx-utils libfabric-bin
 	openmpi-bin libopenmpi-dev	# mpirun + mpicc: Open MPI over UCX (test_ompi.sh)
 	qperf fio			# rdma_cm consumers (test_qperf.sh, test_fio.sh)
+	iperf3				# a TCP program over rsockets (test_rsocket.sh)
 	infiniband-diags		# ibstat, ibstatus on the device tree (test_diag_tools.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps

@@ -8,9 +8,10 @@
  * goes to qpstate.c, which moves the QP to ERR.
  *
  * Rules (docs/wire-notes.md §3): ACKs are cumulative; any response with PSN
- * p implicitly completes SEND/WRITE WQEs that end before p; a READ or
- * atomic is never completed implicitly -- a response beyond it means its
- * responses were lost, so the requester goes back to it.
+ * p implicitly completes SEND/WRITE WQEs that end before p; a READ, an
+ * atomic, an ATOMIC_WRITE or a FLUSH is never completed implicitly -- a
+ * response beyond it means its responses were lost, so the requester goes
+ * back to it.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,6 +26,7 @@ enum ur_comp_state {
 	UR_COMP_CHECK_ACK,
 	UR_COMP_READ,
 	UR_COMP_ATOMIC,
+	UR_COMP_PLACED,
 	UR_COMP_WRITE_SEND,
 	UR_COMP_PROGRESS,
 	UR_COMP_RETRY,
@@ -39,6 +41,7 @@ static const char *const ur_comp_state_names[] UR_UNUSED = {
 	[UR_COMP_CHECK_ACK] = "CHECK_ACK",
 	[UR_COMP_READ] = "READ",
 	[UR_COMP_ATOMIC] = "ATOMIC",
+	[UR_COMP_PLACED] = "PLACED",
 	[UR_COMP_WRITE_SEND] = "WRITE_SEND",
 	[UR_COMP_PROGRESS] = "PROGRESS",
 	[UR_COMP_RETRY] = "RETRY",
@@ -70,6 +73,12 @@ static const uint32_t rnr_usec[32] = {
 static bool wqe_is_rd_atomic(const struct ur_send_wqe *w)
 {
 	return ur_wr_is_rd_atomic(w->opcode);
+}
+
+/* ATOMIC_WRITE or FLUSH: answered by a READ response without data. */
+static bool wqe_is_placement(const struct ur_send_wqe *w)
+{
+	return wqe_is_rd_atomic(w) && !ur_wr_has(w->opcode, UR_WR_SCATTER);
 }
 
 
@@ -187,9 +196,11 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 	const struct ur_pkt *pkt = c->pkt;
 	struct ur_send_wqe *w = c->wqe;
 
-	if (ur_op_is_read(pkt->opcode))
-		return w->opcode == IBV_WR_RDMA_READ ? UR_COMP_READ :
-						       UR_COMP_DONE;
+	if (ur_op_is_read(pkt->opcode)) {
+		if (w->opcode == IBV_WR_RDMA_READ)
+			return UR_COMP_READ;
+		return wqe_is_placement(w) ? UR_COMP_PLACED : UR_COMP_DONE;
+	}
 	if (pkt->opcode == UR_OPC_RC_ATOMIC_ACK)
 		return ur_wr_has(w->opcode, UR_WR_ATOMIC) ?
 			       UR_COMP_ATOMIC :
@@ -315,6 +326,25 @@ static enum ur_comp_state comp_atomic(struct ur_comp_ctx *c)
 	return UR_COMP_PROGRESS;
 }
 
+/*
+ * The answer to an ATOMIC WRITE or FLUSH (IBA 1.5, as rxe sends it): an
+ * RDMA READ response ONLY with no payload and an ACK syndrome, at the
+ * request's PSN. The responder sends it once the data is placed.
+ */
+static enum ur_comp_state comp_placed(struct ur_comp_ctx *c)
+{
+	const struct ur_pkt *pkt = c->pkt;
+	struct ur_send_wqe *w = c->wqe;
+
+	if (pkt->opcode != UR_OPC_RC_READ_RESP_ONLY ||
+	    pkt->psn != w->first_psn || pkt->paylen || !pkt->aeth ||
+	    (ur_aeth_syn(pkt->aeth) & UR_AETH_TYPE_MASK) != UR_AETH_ACK)
+		return UR_COMP_DONE;
+	rd_request_done(c->xp);
+	wqe_acked(c, w);
+	return UR_COMP_PROGRESS;
+}
+
 static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
@@ -421,6 +451,7 @@ static const ur_comp_fn comp_handlers[] = {
 	[UR_COMP_CHECK_ACK] = comp_check_ack,
 	[UR_COMP_READ] = comp_read,
 	[UR_COMP_ATOMIC] = comp_atomic,
+	[UR_COMP_PLACED] = comp_placed,
 	[UR_COMP_WRITE_SEND] = comp_write_send,
 	[UR_COMP_PROGRESS] = comp_progress,
 	[UR_COMP_RETRY] = comp_retry,

@@ -180,11 +180,14 @@ struct ur_nic {
 };
 
 /* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
- * §3.5). */
+ * §3.5); an ATOMIC WRITE or FLUSH too, so a duplicate is answered and
+ * never executed again. */
 enum ur_res_type {
 	UR_RES_NONE,
 	UR_RES_READ,
 	UR_RES_ATOMIC,
+	UR_RES_ATOMIC_WRITE,
+	UR_RES_FLUSH,
 };
 
 struct ur_res {
@@ -309,10 +312,11 @@ static inline bool ur_wr_has(enum ibv_wr_opcode op, unsigned int flag)
 	return info && (info->flags & flag);
 }
 
-/* A READ or an atomic: answered by its own response only. */
+/* A READ, an atomic, an ATOMIC_WRITE or a FLUSH: answered by its own
+ * response only, and counted against max_rd_atomic. */
 static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
 {
-	return ur_wr_has(op, UR_WR_SCATTER);
+	return ur_wr_has(op, UR_WR_RESPONSE);
 }
 
 /* timer.c: the deadline heap; see the comment at its top. */

@@ -238,11 +238,44 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		wqe_sent(qp, wqe);
 }
 
+/*
+ * IBA 1.5's ATOMIC WRITE (its 8 bytes after a RETH) and FLUSH (FETH and
+ * RETH; the RETH's address and length name the range, ignored by the
+ * responder for selectivity MR). Both are answered by a zero-length READ
+ * response (comp.c). false: the WQE failed (its local payload).
+ */
+static bool req_placement_hdr(struct ur_qp *qp, struct ur_send_wqe *wqe,
+			      struct ur_hdr_fields *f, struct iovec *iov,
+			      unsigned int *niov)
+{
+	if (wqe->opcode == IBV_WR_ATOMIC_WRITE) {
+		f->opcode = UR_OPC_RC_ATOMIC_WRITE;
+		f->reth.va = wqe->rdma.remote_addr;
+		f->reth.rkey = wqe->rdma.rkey;
+		f->reth.len = wqe->length;
+		if (wqe_payload(qp, wqe, 0, wqe->length, iov, niov)) {
+			ur_wqe_fail(qp, qp->sq.cursor, wqe,
+				    IBV_WC_LOC_PROT_ERR);
+			return false;
+		}
+		return true;
+	}
+	f->opcode = UR_OPC_RC_FLUSH;
+	f->feth.sel = wqe->flush.level;
+	f->feth.plt = wqe->flush.type;
+	f->reth.va = wqe->flush.remote_addr;
+	f->reth.rkey = wqe->flush.rkey;
+	f->reth.len = wqe->flush.length;
+	return true;
+}
+
 static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_hdr_fields f = { 0 };
-	uint32_t off = xp->req_pkt * xp->mtu, end;
+	struct iovec iov[UR_TX_PAY_IOV];
+	unsigned int niov = 0;
+	uint32_t off = xp->req_pkt * xp->mtu, end, paylen = 0;
 
 	f.qpn = qp->attr.dest_qp_num;
 	f.psn = xp->psn;
@@ -273,6 +306,10 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		if (end == wqe->npkts)
 			wqe_sent(qp, wqe);
 		return;
+	} else if (!ur_wr_has(wqe->opcode, UR_WR_SCATTER)) {
+		if (!req_placement_hdr(qp, wqe, &f, iov, &niov))
+			return;
+		paylen = f.opcode == UR_OPC_RC_ATOMIC_WRITE ? wqe->length : 0;
 	} else {
 		f.opcode = wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
 				   UR_OPC_RC_CMP_SWAP :
@@ -286,8 +323,12 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			f.atmeth.swap_add = wqe->atomic.compare_add;
 		}
 	}
-	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
-	ur_qcnt_tx(xp->qcnt.req, 0);
+	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
+		       paylen)) {
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		return;
+	}
+	ur_qcnt_tx(xp->qcnt.req, paylen);
 	xp->rd_outstanding++;
 	xp->psn = ur_psn_inc(wqe->last_psn);
 	wqe_sent(qp, wqe);
@@ -295,7 +336,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 
 /* Checks before a WQE starts (or resumes after a rewind). true = go. */
 static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		      bool rd_atomic)
+		      bool scatter)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
@@ -309,7 +350,7 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
 		/* READ and atomic results land in local memory */
-		if (rd_atomic && !(wqe->send_flags & IBV_SEND_INLINE) &&
+		if (scatter && !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {
 			ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
@@ -365,19 +406,20 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!xp->req_entered && qp->state != IBV_QPS_RTS)
 		return false;	/* SQD: nothing new starts */
-	rd_atomic = info && (info->flags & UR_WR_SCATTER);
+	rd_atomic = info && (info->flags & UR_WR_RESPONSE);
 	if (!info || (!rd_atomic &&
 		      ((unsigned int)wqe->opcode >= UR_ARRAY_SIZE(rc_ops) ||
 		       !rc_ops[wqe->opcode].ok))) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return false;
 	}
-	if (!req_enter(qp, wqe, rd_atomic))
+	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
 	if (qp->type == IBV_QPT_RC && window_full(xp, xp->psn))
 		return false;
 	/*
-	 * max_rd_atomic bounds READ and atomic *requests* in flight, each
+	 * max_rd_atomic bounds READ and atomic *requests* in flight (ATOMIC
+	 * WRITE and FLUSH too), each
 	 * chunk of a large READ counting as one: the responder keeps that
 	 * many for replay and overwrites the oldest (rxe too), so one more
 	 * could make a retried request unanswerable.

@@ -27,6 +27,7 @@ enum ur_resp_state {
 	UR_RESP_COMPLETE,
 	UR_RESP_READ_REPLY,
 	UR_RESP_ATOMIC_REPLY,
+	UR_RESP_PLACE,			/* ATOMIC WRITE, FLUSH (IBA 1.5) */
 	UR_RESP_ACKNOWLEDGE,
 	UR_RESP_DUPLICATE,
 	UR_RESP_ERR_PSN_SEQUENCE,	/* class B: NAK 0x60 */
@@ -51,6 +52,7 @@ static const char *const ur_resp_state_names[UR_RESP__MAX] = {
 	[UR_RESP_COMPLETE] = "COMPLETE",
 	[UR_RESP_READ_REPLY] = "READ_REPLY",
 	[UR_RESP_ATOMIC_REPLY] = "ATOMIC_REPLY",
+	[UR_RESP_PLACE] = "PLACE",
 	[UR_RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
 	[UR_RESP_DUPLICATE] = "DUPLICATE",
 	[UR_RESP_ERR_PSN_SEQUENCE] = "ERR_PSN_SEQUENCE",
@@ -165,12 +167,14 @@ static enum ur_resp_state resp_chk_op_valid(struct ur_resp_ctx *c)
 {
 	unsigned int acc = c->qp->attr.qp_access_flags, need = 0;
 
-	if (ur_op_is_write(c->op))
+	if (ur_op_is_write(c->op) || c->op == UR_OPC_RC_ATOMIC_WRITE)
 		need = IBV_ACCESS_REMOTE_WRITE;
 	else if (ur_op_is_read(c->op))
 		need = IBV_ACCESS_REMOTE_READ;
 	else if (ur_op_is_atomic(c->op))
 		need = IBV_ACCESS_REMOTE_ATOMIC;
+	else if (c->op == UR_OPC_RC_FLUSH)
+		need = ur_resp_flush_access(c->pkt->feth);
 	if ((acc & need) != need) {
 		if (ur_resp_is_rc(c))
 			return UR_RESP_ERR_INVALID_REQUEST;
@@ -185,7 +189,8 @@ static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 {
 	struct ur_resp_state_qp *r = c->r;
 
-	if ((ur_op_is_read(c->op) || ur_op_is_atomic(c->op)) &&
+	if ((ur_op_is_read(c->op) || ur_op_is_atomic(c->op) ||
+	     c->op == UR_OPC_RC_ATOMIC_WRITE) &&
 	    !c->qp->attr.max_dest_rd_atomic)
 		return UR_RESP_ERR_INVALID_REQUEST;
 	if (ur_op_consumes_rwr(c->op) && !r->have_rwqe) {
@@ -273,6 +278,15 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			return UR_RESP_ERR_REMOTE_ACCESS;
 		if (c->host & 7)
 			return UR_RESP_ERR_INVALID_REQUEST;
+	} else if (ur_resp_is_placement(c)) {
+		switch (ur_resp_place_check(c)) {
+		case 0:
+			break;
+		case -EACCES:
+			return UR_RESP_ERR_REMOTE_ACCESS;
+		default:
+			return UR_RESP_ERR_INVALID_REQUEST;
+		}
 	}
 	return UR_RESP_EXECUTE;
 }
@@ -320,6 +334,8 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 		return UR_RESP_READ_REPLY;
 	if (ur_op_is_atomic(c->op))
 		return UR_RESP_ATOMIC_REPLY;
+	if (ur_resp_is_placement(c))
+		return UR_RESP_PLACE;
 	if (ur_op_is_send(c->op)) {
 		st = resp_exec_send(c);
 		if (st != UR_RESP_DONE)
@@ -466,6 +482,11 @@ static enum ur_resp_state resp_atomic_reply(struct ur_resp_ctx *c)
 	return UR_RESP_DONE;
 }
 
+static enum ur_resp_state resp_place(struct ur_resp_ctx *c)
+{
+	return ur_resp_place(c) ? resp_mem_fault(c) : UR_RESP_DONE;
+}
+
 static enum ur_resp_state resp_acknowledge(struct ur_resp_ctx *c)
 {
 	if (ur_resp_is_rc(c) && c->pkt->ackreq)
@@ -502,6 +523,9 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 		ur_resp_send_atomic_ack(c, pkt->psn, res->orig);
 		return UR_RESP_DONE;
 	}
+	if (ur_resp_is_placement(c))
+		return ur_resp_place_replay(c, res) ? UR_RESP_DONE :
+						      UR_RESP_DROP;
 	if (res->type != UR_RES_READ)
 		return UR_RESP_DROP;
 	va = ur_reth_va(pkt->reth);
@@ -619,6 +643,7 @@ static const ur_resp_fn resp_handlers[UR_RESP__MAX] = {
 	[UR_RESP_COMPLETE] = resp_complete,
 	[UR_RESP_READ_REPLY] = resp_read_reply,
 	[UR_RESP_ATOMIC_REPLY] = resp_atomic_reply,
+	[UR_RESP_PLACE] = resp_place,
 	[UR_RESP_ACKNOWLEDGE] = resp_acknowledge,
 	[UR_RESP_DUPLICATE] = resp_duplicate,
 	[UR_RESP_ERR_PSN_SEQUENCE] = resp_err_psn_sequence,

@@ -28,11 +28,40 @@ static inline bool ur_resp_is_rc(const struct ur_resp_ctx *c)
 	return c->qp->type == IBV_QPT_RC;
 }
 
+/* IBA 1.5's ATOMIC WRITE or FLUSH (resp_place.c). */
+static inline bool ur_resp_is_placement(const struct ur_resp_ctx *c)
+{
+	return c->op == UR_OPC_RC_ATOMIC_WRITE || c->op == UR_OPC_RC_FLUSH;
+}
+
+/* What a FLUSH needs, of its QP's access flags and of its MR's (as rxe):
+ * the flag of each placement type it asks for. */
+static inline unsigned int ur_resp_flush_access(const struct ur_feth *feth)
+{
+	uint8_t plt = ur_feth_plt(feth);
+
+	return (plt & UR_FLUSH_GLOBAL ? UR_ACCESS_FLUSH_GLOBAL : 0) |
+	       (plt & UR_FLUSH_PERSISTENT ? UR_ACCESS_FLUSH_PERSISTENT : 0);
+}
+
+/* resp_place.c */
+/* Fields, key, range, access and alignment: 0, -EINVAL (invalid request)
+ * or -EACCES (remote access error). Sets c->host. */
+int ur_resp_place_check(struct ur_resp_ctx *c);
+/* Executes it, keeps it for replay and answers: 0, or -EFAULT when the
+ * target memory faulted (nothing was answered). */
+int ur_resp_place(struct ur_resp_ctx *c);
+/* A duplicate: true when it was answered from res. */
+bool ur_resp_place_replay(struct ur_resp_ctx *c, const struct ur_res *res);
+
 /* resp_reply.c */
 void ur_resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode, uint8_t syn,
 		       uint32_t psn);
 void ur_resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
 			     uint64_t orig);
+/* The answer to an ATOMIC WRITE or FLUSH: a READ response ONLY without
+ * data. */
+void ur_resp_send_read_ack(struct ur_resp_ctx *c, uint32_t psn);
 /* Read response packets for [va, va+len) with PSNs from psn on. */
 void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		       uint32_t psn, uint64_t va, uint32_t len);

@@ -31,12 +31,14 @@ void ur_resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode, uint8_t syn,
 	}
 }
 
-void ur_resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
-			     uint64_t orig)
+/* A response without payload that a later ACK must never replace (the
+ * coalesced ACKs of ur_resp_send_aeth would). */
+static void send_result(struct ur_resp_ctx *c, uint8_t opcode, uint32_t psn,
+			uint64_t orig)
 {
 	struct ur_hdr_fields f = { 0 };
 
-	f.opcode = UR_OPC_RC_ATOMIC_ACK;
+	f.opcode = opcode;
 	f.qpn = c->qp->attr.dest_qp_num;
 	f.psn = psn;
 	f.aeth.syn = UR_AETH_ACK_UNLIMITED;
@@ -45,6 +47,19 @@ void ur_resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
 	ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
 		   0, 0);
 	ur_qcnt_tx(c->xp->qcnt.rx, 0);
+}
+
+void ur_resp_send_atomic_ack(struct ur_resp_ctx *c, uint32_t psn,
+			     uint64_t orig)
+{
+	send_result(c, UR_OPC_RC_ATOMIC_ACK, psn, orig);
+}
+
+/* IBA 1.5 answers ATOMIC WRITE and FLUSH with a zero-length RDMA READ
+ * response ONLY (rxe's send_read_response_ack). */
+void ur_resp_send_read_ack(struct ur_resp_ctx *c, uint32_t psn)
+{
+	send_result(c, UR_OPC_RC_READ_RESP_ONLY, psn, 0);
 }
 
 /* Read response packets for [va, va+len) with PSNs from psn on. The

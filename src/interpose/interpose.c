@@ -204,6 +204,23 @@ static const char *mapped(const char *path, char *buf, size_t len,
 	return *k == K_TREE ? buf : path;
 }
 
+/*
+ * The path to hand to libc for a call that cannot answer for a fake
+ * /dev/infiniband node (only the stat and access calls can): NULL with
+ * errno set to err for such a node.
+ */
+static const char *mapped_or_fail(const char *path, char buf[PATH_MAX], int err)
+{
+	enum kind k;
+	const char *p = mapped(path, buf, PATH_MAX, &k);
+
+	if (k == K_CHARDEV) {
+		errno = err;
+		return NULL;
+	}
+	return p;
+}
+
 static void fake_stat(const char *path, struct stat *st)
 {
 	bool cm = !strcmp(path + sizeof(DEV_DIR) - 1, "rdma_cm");
@@ -225,14 +242,9 @@ static int do_openat(const char *sym, int dirfd, const char *path, int flags,
 	int (*real)(int, const char *, int, ...) =
 		(int (*)(int, const char *, int, ...))next(sym);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENODEV);
 
-	if (k == K_CHARDEV) {
-		errno = ENODEV;
-		return -1;
-	}
-	return real(dirfd, p, flags, mode);
+	return p ? real(dirfd, p, flags, mode) : -1;
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -241,47 +253,44 @@ static mode_t mode_arg(int flags, va_list ap)
 		       (mode_t)va_arg(ap, int) : 0;
 }
 
+/* m = the mode argument that follows flags in the caller's varargs */
+#define MODE_ARG(flags, m)                  \
+	do {                                \
+		va_list ap_;                \
+		va_start(ap_, flags);       \
+		(m) = mode_arg(flags, ap_); \
+		va_end(ap_);                \
+	} while (0)
+
 EXPORT int open(const char *path, int flags, ...)
 {
-	va_list ap;
 	mode_t m;
 
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
+	MODE_ARG(flags, m);
 	return do_openat("openat", AT_FDCWD, path, flags, m);
 }
 
 EXPORT int open64(const char *path, int flags, ...)
 {
-	va_list ap;
 	mode_t m;
 
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
+	MODE_ARG(flags, m);
 	return do_openat("openat64", AT_FDCWD, path, flags, m);
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
-	va_list ap;
 	mode_t m;
 
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
+	MODE_ARG(flags, m);
 	return do_openat("openat", dirfd, path, flags, m);
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-	va_list ap;
 	mode_t m;
 
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
+	MODE_ARG(flags, m);
 	return do_openat("openat64", dirfd, path, flags, m);
 }
 
@@ -311,14 +320,9 @@ static FILE *do_fopen(const char *sym, const char *path, const char *mode)
 	FILE *(*real)(const char *, const char *) =
 		(FILE * (*)(const char *, const char *)) next(sym);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENODEV);
 
-	if (k == K_CHARDEV) {
-		errno = ENODEV;
-		return NULL;
-	}
-	return real(p, mode);
+	return p ? real(p, mode) : NULL;
 }
 
 EXPORT FILE *fopen(const char *path, const char *mode)
@@ -335,14 +339,9 @@ EXPORT DIR *opendir(const char *path)
 {
 	REAL(DIR *, opendir, const char *);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENOTDIR);
 
-	if (k == K_CHARDEV) {
-		errno = ENOTDIR;
-		return NULL;
-	}
-	return real_opendir(p);
+	return p ? real_opendir(p) : NULL;
 }
 
 /* libibumad (ibstat) lists a device's ports with scandir, whose own
@@ -356,14 +355,9 @@ EXPORT int scandir(const char *path, struct dirent ***list, dirent_filter sel,
 	REAL(int, scandir, const char *, struct dirent ***, dirent_filter,
 	     dirent_cmp);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENOTDIR);
 
-	if (k == K_CHARDEV) {
-		errno = ENOTDIR;
-		return -1;
-	}
-	return real_scandir(p, list, sel, cmp);
+	return p ? real_scandir(p, list, sel, cmp) : -1;
 }
 
 typedef int (*dirent64_filter)(const struct dirent64 *);
@@ -376,14 +370,9 @@ EXPORT int scandir64(const char *path, struct dirent64 ***list,
 	REAL(int, scandir64, const char *, struct dirent64 ***,
 	     dirent64_filter, dirent64_cmp);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENOTDIR);
 
-	if (k == K_CHARDEV) {
-		errno = ENOTDIR;
-		return -1;
-	}
-	return real_scandir64(p, list, sel, cmp);
+	return p ? real_scandir64(p, list, sel, cmp) : -1;
 }
 
 /* ibstatus (a shell script) does `cd /sys/class/infiniband`, then reads
@@ -392,14 +381,9 @@ EXPORT int chdir(const char *path)
 {
 	REAL(int, chdir, const char *);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, ENOTDIR);
 
-	if (k == K_CHARDEV) {
-		errno = ENOTDIR;
-		return -1;
-	}
-	return real_chdir(p);
+	return p ? real_chdir(p) : -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -547,14 +531,9 @@ EXPORT ssize_t readlink(const char *path, char *out, size_t len)
 {
 	REAL(ssize_t, readlink, const char *, char *, size_t);
 	char buf[PATH_MAX];
-	enum kind k;
-	const char *p = mapped(path, buf, sizeof(buf), &k);
+	const char *p = mapped_or_fail(path, buf, EINVAL);
 
-	if (k == K_CHARDEV) {
-		errno = EINVAL;
-		return -1;
-	}
-	return real_readlink(p, out, len);
+	return p ? real_readlink(p, out, len) : -1;
 }
 
 EXPORT char *realpath(const char *path, char *resolved)

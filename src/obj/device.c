@@ -222,7 +222,7 @@ void ur_device_query_ex(const struct ur_device *dev,
 {
 	memset(attr, 0, sizeof(*attr));
 	ur_device_query(dev, &attr->orig_attr);
-	attr->device_cap_flags_ex = UR_DEVICE_CAP_FLAGS;
+	attr->device_cap_flags_ex = UR_DEVICE_CAP_FLAGS_EX;
 	attr->completion_timestamp_mask = UR_TIMESTAMP_MASK;
 	attr->hca_core_clock = UR_HCA_CORE_CLOCK_KHZ;
 	attr->phys_port_cnt_ex = UR_NUM_PORTS;
@@ -235,7 +235,8 @@ void ur_device_query_ex(const struct ur_device *dev,
 	attr->odp_caps.per_transport_caps.rc_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
-		IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+		IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV |
+		UR_ODP_SUPPORT_FLUSH | UR_ODP_SUPPORT_ATOMIC_WRITE;
 	attr->odp_caps.per_transport_caps.uc_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;

@@ -9,6 +9,7 @@
 #ifndef UR_OBJ_LIMITS_H
 #define UR_OBJ_LIMITS_H
 
+#include "obj/verbs_abi.h"
 #include "util/iba.h"
 
 /* GID table: one entry per configured IP address. */
@@ -81,6 +82,11 @@
 	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |                      \
 	 IBV_DEVICE_MEM_WINDOW_TYPE_2B |                                      \
 	 IBV_DEVICE_SYS_IMAGE_GUID)
+/* device_cap_flags_ex beyond those: IBA 1.5's ATOMIC WRITE and FLUSH with
+ * global visibility, as rxe (Linux 6.2) advertises them; not persistence
+ * (obj/obj_priv.h, UR_MR_ACCESS_SUPPORTED). */
+#define UR_DEVICE_CAP_FLAGS_EX                                                \
+	(UR_DEVICE_CAP_FLAGS | UR_DEVICE_FLUSH_GLOBAL | UR_DEVICE_ATOMIC_WRITE)
 /* cq_ex timestamps are CLOCK_MONOTONIC nanoseconds: full 64 bits, 1 GHz. */
 #define UR_TIMESTAMP_MASK (~0ull)
 #define UR_HCA_CORE_CLOCK_KHZ 1000000ull

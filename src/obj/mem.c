@@ -23,6 +23,10 @@
  *  - ZERO_BASED: the MR's iova is 0 whatever iova the call gave (the
  *    peer addresses offsets; ibv_mr.addr stays the host address);
  *  - REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE: EINVAL (IBA);
+ *  - FLUSH_GLOBAL is accepted (a FLUSH needs it, resp.c);
+ *    FLUSH_PERSISTENT is EINVAL, as rxe answers for memory that is not
+ *    pmem: nothing uroce reaches is persistent memory; windows grant
+ *    neither (a FLUSH names an MR's rkey);
  *  - ON_DEMAND and HUGETLB are accepted (nothing is ever pinned, so every
  *    MR already behaves as on-demand); ON_DEMAND with addr NULL and length
  *    SIZE_MAX is an implicit ODP MR: the whole address space, iova = host

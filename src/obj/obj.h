@@ -33,6 +33,7 @@
 #include <infiniband/verbs.h>
 
 #include "obj/limits.h"
+#include "obj/verbs_abi.h"
 #include "util/addr.h"
 #include "util/compiler.h"
 #include "util/list.h"
@@ -344,6 +345,13 @@ struct ur_send_wqe {
 			uint32_t remote_qpn;
 			uint32_t remote_qkey;
 		} ud;
+		struct {			/* UR_WR_FLUSH_ARGS */
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint32_t length;	/* of the range (level RANGE) */
+			uint8_t type;		/* UR_FLUSH_GLOBAL|_PERSISTENT */
+			uint8_t level;		/* UR_FLUSH_RANGE or _MR */
+		} flush;
 		struct {
 			struct ur_mw *mw;
 			uint32_t rkey;		/* new rkey for the window */
@@ -477,6 +485,8 @@ static inline struct ur_ah *to_ur_ah(struct ibv_ah *ibah)
 
 struct ur_qp {
 	struct ibv_qp_ex ibqp_ex;	/* ibqp_ex.qp_base is the ibv_qp */
+	ur_wr_flush_fn wr_flush;	/* ibv_qp_ex's next member since
+					 * rdma-core 45 (obj/verbs_abi.h) */
 	struct ur_device *dev;
 	struct ur_pd *pd;		/* protection (ur_pd_prot of the given) */
 	struct ur_pd *parent;		/* created on a parent domain, or NULL */
@@ -512,6 +522,9 @@ struct ur_qp {
 	struct ur_qp_xport *xp;		/* engine's transport state */
 	uint32_t async_delivered;	/* events handed to the user (ibqp mutex) */
 };
+
+static_assert(offsetof(struct ur_qp, wr_flush) == sizeof(struct ibv_qp_ex),
+	      "wr_flush follows ibv_qp_ex as in rdma-core 45's layout");
 
 static inline struct ur_qp *to_ur_qp(struct ibv_qp *ibqp)
 {

@@ -74,12 +74,14 @@ void ur_pd_buf_free(struct ur_pd *pd, void *buf, uint64_t type, bool custom);
 /* mem.c */
 /* ------------------------------------------------------------------ */
 
-/* Access bits an MR may carry; the rest are EINVAL (optional ones ignored). */
+/* Access bits an MR may carry; the rest are EINVAL (optional ones ignored).
+ * FLUSH_PERSISTENT is not among them: host memory is not persistent
+ * memory, and rxe refuses it (EINVAL) for pages that are not pmem. */
 #define UR_MR_ACCESS_SUPPORTED                                                 \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |    \
-	 IBV_ACCESS_ZERO_BASED)
+	 IBV_ACCESS_ZERO_BASED | UR_ACCESS_FLUSH_GLOBAL)
 /* 0 or -EINVAL (unknown bit; remote write/atomic without local write). */
 int ur_mr_access_ok(unsigned int access);
 int ur_mr_reg(struct ur_pd *pd, void *addr, size_t length, uint64_t iova,

@@ -17,6 +17,11 @@
  *    num_sge <= max_send_sge; message <= 2^31;
  *    (INLINE on READ/atomic/BIND_MW/LOCAL_INV is ignored, as hardware does)
  *  - atomics: exactly one SGE of 8 bytes, not inline;
+ *  - ATOMIC_WRITE: 8 bytes of payload (one SGE, or inline, which
+ *    ibv_wr_atomic_write uses whatever max_inline: the slot has room);
+ *  - FLUSH: only through ibv_wr_flush (ibv_send_wr cannot carry it); a
+ *    placement type of GLOBAL and/or PERSISTENT, a selectivity of RANGE
+ *    or MR;
  *  - UD: an AH of the QP's PD;
  *  - BIND_MW via post_send/wr_bind_mw: a type 2 window (type 1 windows are
  *    bound with ibv_bind_mw); no MR only for an unbind (length 0);
@@ -62,7 +67,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 		return -EINVAL;
 	if (wqe->send_flags & IBV_SEND_INLINE) {
 		if (!(info->flags & UR_WR_PAYLOAD) || wqe->num_sge ||
-		    wqe->length > qp->sq.max_inline)
+		    wqe->length > UR_MAX(qp->sq.max_inline, info->payload_len))
 			return -EINVAL;
 	} else {
 		if (wqe->num_sge > qp->sq.max_sge)
@@ -77,7 +82,16 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	if ((info->flags & UR_WR_ATOMIC) &&
 	    (wqe->num_sge != 1 || wqe->sge[0].length != 8))
 		return -EINVAL;
-	if ((info->flags & UR_WR_LOCAL) && (wqe->num_sge || wqe->length))
+	if (info->payload_len && wqe->length != info->payload_len)
+		return -EINVAL;
+	if ((info->flags & (UR_WR_LOCAL | UR_WR_FLUSH_ARGS)) &&
+	    (wqe->num_sge || wqe->length))
+		return -EINVAL;
+	if ((info->flags & UR_WR_FLUSH_ARGS) &&
+	    (!wqe->flush.type ||
+	     (wqe->flush.type & ~(UR_FLUSH_GLOBAL | UR_FLUSH_PERSISTENT)) ||
+	     (wqe->flush.level != UR_FLUSH_RANGE &&
+	      wqe->flush.level != UR_FLUSH_MR)))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD &&
 	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
@@ -157,7 +171,7 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	int ret;
 
 	info = ur_wr_opcode(qp->type, wr->opcode);
-	if (!info || wr->num_sge < 0)
+	if (!info || wr->num_sge < 0 || (info->flags & UR_WR_FLUSH_ARGS))
 		return -EINVAL;
 	wqe_init(wqe, wr->wr_id, wr->opcode, wr->send_flags);
 	if (info->flags & UR_WR_IMM)
@@ -169,6 +183,7 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_WRITE:
 		wqe->rdma.remote_addr = wr->wr.rdma.remote_addr;
 		wqe->rdma.rkey = wr->wr.rdma.rkey;
 		break;
@@ -588,10 +603,44 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 	wr_fail(to_ur_qp_ex(qpx), EOPNOTSUPP);
 }
 
+/* The 8 bytes go into the WQE, as rxe's provider copies them: the
+ * caller's buffer may be reused as soon as this returns. */
 static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 			    uint64_t remote_addr, const void *atomic_wr)
 {
-	wr_fail(to_ur_qp_ex(qpx), EOPNOTSUPP);
+	struct ur_send_wqe *wqe;
+
+	if (!atomic_wr) {
+		wr_fail(to_ur_qp_ex(qpx), EINVAL);
+		return;
+	}
+	wr_rdma(qpx, IBV_WR_ATOMIC_WRITE, rkey, remote_addr);
+	wqe = wr_cur(qpx);
+	if (!wqe)
+		return;
+	memcpy(wqe->inline_data, atomic_wr, 8);
+	wqe->length = 8;
+	wqe->send_flags |= IBV_SEND_INLINE;
+}
+
+static void wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+		     uint64_t remote_addr, size_t len, uint8_t type,
+		     uint8_t level)
+{
+	struct ur_send_wqe *wqe;
+
+	if (len > UR_MAX_MSG_SZ) {
+		wr_fail(to_ur_qp_ex(qpx), EINVAL);
+		return;
+	}
+	wqe = wr_new(qpx, (enum ibv_wr_opcode)UR_WR_FLUSH);
+	if (!wqe)
+		return;
+	wqe->flush.remote_addr = remote_addr;
+	wqe->flush.rkey = rkey;
+	wqe->flush.length = (uint32_t)len;
+	wqe->flush.type = type;
+	wqe->flush.level = level;
 }
 
 void ur_qp_init_wr_ops(struct ur_qp *qp)
@@ -616,4 +665,5 @@ void ur_qp_init_wr_ops(struct ur_qp *qp)
 	x->wr_send_tso = wr_send_tso;
 	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	x->wr_atomic_write = wr_atomic_write;
+	qp->wr_flush = wr_flush;
 }

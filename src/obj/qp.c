@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "obj/obj_priv.h"
+#include "util/log.h"
 #include "util/random.h"
 
 #define UR_QPN_RECENT 1024
@@ -114,11 +115,13 @@ static int check_init_attr(struct ibv_context *ctx,
 	return 0;
 }
 
-/* What a send slot really holds: max(SGE array, inline bytes). */
+/* What a send slot really holds: max(SGE array, inline bytes), and at
+ * least the 8 bytes ibv_wr_atomic_write copies into it (obj/post.c). */
 static uint32_t send_room(uint32_t max_sge, uint32_t max_inline)
 {
-	return UR_MAX(max_sge * (uint32_t)sizeof(struct ur_sge),
-		      (uint32_t)UR_ALIGN_UP(max_inline, 8u));
+	return UR_MAX(UR_MAX(max_sge * (uint32_t)sizeof(struct ur_sge),
+			     (uint32_t)UR_ALIGN_UP(max_inline, 8u)),
+		      8u);
 }
 
 int ur_qp_create(struct ibv_context *ctx,
@@ -318,6 +321,29 @@ struct ur_qp *ur_qp_lookup(struct ur_device *dev, uint32_t qpn)
 	return ur_u32_map_find(&dev->qpns, qpn & UR_QPN_MASK);
 }
 
+/*
+ * Why a responder found no receive (an RNR NAK on RC, a drop on UD/UC):
+ * every receive the application posted was taken. The completions still
+ * in the receive CQ tell an application that is behind (it has not polled
+ * them) from one that polled them but did not post again yet. Not said
+ * for the flush of a QP in ERR, which empties the queue on purpose.
+ */
+static void rq_empty_note(struct ur_qp *qp, uint32_t posted)
+{
+	uint32_t unpolled = 0;
+
+	if (likely(ur_log_level < UR_LOG_DEBUG) || qp->state == IBV_QPS_ERR)
+		return;
+	if (qp->recv_cq) {
+		pthread_spin_lock(&qp->recv_cq->lock);
+		unpolled = qp->recv_cq->tail - qp->recv_cq->head;
+		pthread_spin_unlock(&qp->recv_cq->lock);
+	}
+	ur_dbg("qp %u: receive queue empty: all %u receives posted since "
+	       "RESET were taken; %u completions in its CQ not yet polled",
+	       qp->ibqp_ex.qp_base.qp_num, posted, unpolled);
+}
+
 int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 {
 	const struct ur_recv_wqe *w;
@@ -327,7 +353,10 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 		return ur_srq_take(qp->srq, out);
 	pthread_spin_lock(&qp->rq_lock);
 	if (rq->producer == rq->consumer) {
+		uint32_t posted = rq->producer;
+
 		pthread_spin_unlock(&qp->rq_lock);
+		rq_empty_note(qp, posted);
 		return -EAGAIN;
 	}
 	w = ur_wq_slot(rq, rq->consumer);

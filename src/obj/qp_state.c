@@ -39,12 +39,16 @@
 	 RNR | RQPSN | RDA | ALT | MRNR | SQPSN | DRDA | MIG | IBV_QP_CAP |    \
 	 DQPN | IBV_QP_RATE_LIMIT)
 
-/* Access bits a QP accepts (relaxed ordering is a hint and ignored). */
+/* Access bits a QP accepts (relaxed ordering is a hint and ignored; a
+ * FLUSH needs its placement type's flag on the QP as on the MR, as rxe:
+ * rdma-core's later tests set both on every RC QP, and PERSISTENT on a QP
+ * grants nothing while no MR has it). */
 #define UR_QP_ACCESS_OK                                                        \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |                    \
-	 IBV_ACCESS_ON_DEMAND)
+	 IBV_ACCESS_ON_DEMAND | UR_ACCESS_FLUSH_GLOBAL |                       \
+	 UR_ACCESS_FLUSH_PERSISTENT)
 
 #define RTS_OPT_RC (CUR | ACC | ALT | MIG | MRNR)
 #define RTS_OPT_UC (CUR | ACC | ALT | MIG)

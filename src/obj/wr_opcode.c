@@ -8,7 +8,11 @@
  *
  * SEND_WITH_INV is refused at post time on UC/UD (the IETH exists only on
  * RC; rxe accepts it and fails at execution). LOCAL_INV and BIND_MW are
- * local operations IBA allows on RC and UC.
+ * local operations IBA allows on RC and UC. ATOMIC_WRITE and FLUSH (IBA
+ * 1.5) exist on RC only; both are answered by a zero-length RDMA READ
+ * response, so they count against max_rd_atomic as READs do. FLUSH is
+ * posted only by ibv_wr_flush(): struct ibv_send_wr has no field for its
+ * length, placement type or selectivity.
  */
 #include "obj/obj_priv.h"
 
@@ -43,20 +47,20 @@ static const struct ur_wr_opcode_info ur_wr_ops[] = {
 	},
 	[IBV_WR_RDMA_READ] = {
 		.name = "RDMA_READ", .types = RC,
-		.flags = UR_WR_REMOTE | UR_WR_SCATTER,
+		.flags = UR_WR_REMOTE | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_READ,
 		.wc_opcode = IBV_WC_RDMA_READ,
 	},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
 		.name = "ATOMIC_CMP_AND_SWP", .types = RC,
-		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
+		.flags = UR_WR_ATOMIC | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
 		.wc_opcode = IBV_WC_COMP_SWAP,
 		.wc_byte_len = 8,
 	},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {
 		.name = "ATOMIC_FETCH_AND_ADD", .types = RC,
-		.flags = UR_WR_ATOMIC | UR_WR_SCATTER,
+		.flags = UR_WR_ATOMIC | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
 		.wc_opcode = IBV_WC_FETCH_ADD,
 		.wc_byte_len = 8,
@@ -79,7 +83,20 @@ static const struct ur_wr_opcode_info ur_wr_ops[] = {
 		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_INV,
 		.wc_opcode = IBV_WC_SEND,
 	},
-	/* TSO, DRIVER1, FLUSH, ATOMIC_WRITE: not supported (types = 0) */
+	[UR_WR_FLUSH] = {
+		.name = "FLUSH", .types = RC,
+		.flags = UR_WR_FLUSH_ARGS | UR_WR_RESPONSE,
+		.ops_flag = UR_QP_EX_WITH_FLUSH,
+		.wc_opcode = (enum ibv_wc_opcode)UR_WC_FLUSH,
+	},
+	[IBV_WR_ATOMIC_WRITE] = {
+		.name = "ATOMIC_WRITE", .types = RC,
+		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE | UR_WR_RESPONSE,
+		.ops_flag = IBV_QP_EX_WITH_ATOMIC_WRITE,
+		.wc_opcode = IBV_WC_ATOMIC_WRITE,
+		.payload_len = 8,
+	},
+	/* TSO, DRIVER1: not supported (types = 0) */
 };
 
 static unsigned int type_bit(enum ibv_qp_type type)

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "obj/verbs_abi.h"
+
 enum {
 	UR_WR_PAYLOAD = 1 << 0,		/* gathers local data (may be inline) */
 	UR_WR_REMOTE = 1 << 1,		/* rdma.remote_addr/rkey */
@@ -24,6 +26,11 @@ enum {
 	UR_WR_SCATTER = 1 << 4,
 	UR_WR_ATOMIC = 1 << 5,		/* atomic.*, one 8-byte SGE */
 	UR_WR_LOCAL = 1 << 6,		/* executed locally (BIND_MW/LOCAL_INV) */
+	/* answered by its own response only (never by a later ACK), and
+	 * counted against max_rd_atomic: the responder keeps it for replay.
+	 * READs and atomics (UR_WR_SCATTER), ATOMIC_WRITE and FLUSH. */
+	UR_WR_RESPONSE = 1 << 7,
+	UR_WR_FLUSH_ARGS = 1 << 8,	/* flush.* (placement, selectivity) */
 };
 
 struct ur_wr_opcode_info {
@@ -34,6 +41,8 @@ struct ur_wr_opcode_info {
 	enum ibv_wc_opcode wc_opcode;	/* of its send completion */
 	uint32_t wc_byte_len;		/* its CQE's byte_len; 0 = the WQE's
 					 * length */
+	uint32_t payload_len;		/* the payload's only length (0: any);
+					 * may be inline whatever max_inline */
 };
 
 /* NULL when op is unknown or not allowed on a QP of this type. */

@@ -9,6 +9,7 @@
  * (packets of one flow mostly share a length).
  */
 #include "wire/icrc.h"
+#include "wire/params.h"
 #include <isa-l/crc.h>
 #include <string.h>
 
@@ -249,14 +250,12 @@ static bool solver_solve(const struct id_solver *s, uint32_t delta,
 	return delta == 0;
 }
 
-/* Small per-thread cache, direct-mapped by length: ACKs and data packets
- * of a flow alternate between a few lengths. */
-#define SOLVER_CACHE 16
-static __thread struct id_solver solver_cache[SOLVER_CACHE];
+/* per thread, direct-mapped by length (wire/params.h) */
+static __thread struct id_solver solver_cache[UR_ICRC_SOLVER_CACHE];
 
 static const struct id_solver *solver_get(size_t udp_len)
 {
-	struct id_solver *s = &solver_cache[(udp_len >> 2) % SOLVER_CACHE];
+	struct id_solver *s = &solver_cache[(udp_len >> 2) % UR_ICRC_SOLVER_CACHE];
 
 	if (s->udp_len != udp_len)
 		solver_init(s, udp_len);

@@ -24,9 +24,37 @@ e2e_libdir() {
 	export LD_LIBRARY_PATH=$LIBDIR
 }
 
+# e2e_runtime_dir: the script's own runtime directory, so that only its
+# processes' device trees are in it; sets U (the uroce command) and ROOT
+# (the per-user directory where each process's tree appears).
+e2e_runtime_dir() {
+	U="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/uroce"
+	export UROCE_LIBDIR=$LIBDIR
+	export XDG_RUNTIME_DIR=$E2E_TMP/run
+	mkdir -p "$XDG_RUNTIME_DIR"
+	ROOT=$XDG_RUNTIME_DIR/uroce-$(id -u)
+}
+
 # A TCP port for the programs' own out-of-band exchange, different per run.
 e2e_port() {
 	echo $((20000 + (RANDOM % 20000)))
+}
+
+# e2e_kill_tagged TAG: SIGKILL every process of ours started with
+# E2E_KILL_TAG=TAG in its environment, and say how many there were.
+# Programs that fork a child into a session of its own (fio's jobs do),
+# which outlives a `timeout` that killed its parent, are found this way;
+# the tag is set on the command line of the programs alone, so the
+# script and its helpers never carry it.
+e2e_kill_tagged() {
+	local f pids=()
+	for f in $(grep -lzx "E2E_KILL_TAG=$1" /proc/[0-9]*/environ 2>/dev/null); do
+		f=${f#/proc/}
+		pids+=("${f%/environ}")
+	done
+	((${#pids[@]})) || { echo 0; return; }
+	kill -9 "${pids[@]}" 2>/dev/null
+	echo "${#pids[@]}"
 }
 
 # A sanitizer's report in a program's output (a sanitized build prints it
@@ -87,7 +115,8 @@ e2e_pair() {
 	fi
 }
 
-# e2e_pass NAME / e2e_fail NAME / e2e_skip NAME REASON: one case's result.
+# e2e_pass NAME / e2e_fail NAME [DETAIL...] / e2e_skip NAME REASON: one
+# case's result (a failure's details on the next line).
 e2e_pass() {
 	E2E_PASS=$((E2E_PASS + 1))
 	echo "PASS $1"
@@ -95,6 +124,9 @@ e2e_pass() {
 e2e_fail() {
 	E2E_FAIL=$((E2E_FAIL + 1))
 	echo "FAIL $1"
+	shift
+	(($#)) && echo "$@"
+	return 0
 }
 e2e_skip() {
 	E2E_SKIP=$((E2E_SKIP + 1))

@@ -11,14 +11,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 e2e_libdir "${1:-}"
 command -v ib_write_bw >/dev/null || { echo "SKIP: perftest not installed"; exit 77; }
-U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce"
-export UROCE_LIBDIR=$LIBDIR
-export XDG_RUNTIME_DIR=$E2E_TMP/run	# only our processes' trees in here
-mkdir -p "$XDG_RUNTIME_DIR"
-ROOT=$XDG_RUNTIME_DIR/uroce-$(id -u)
-
-ok() { E2E_PASS=$((E2E_PASS + 1)); echo "PASS $1"; }
-ko() { E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $1"; shift; (($#)) && echo "$@"; }
+e2e_runtime_dir
 
 # wait_tree PID: until the process has published its device tree
 wait_tree() {
@@ -37,32 +30,38 @@ sleep 0.5
 "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
 cli=$!
 if wait_tree "$srv" && wait_tree "$cli"; then
-	sleep 1.5
+	# the first reading once traffic flows (a loaded machine may take
+	# seconds to connect), then another half a second later
 	f=$ROOT/$srv/sys/class/infiniband/uroce0/ports/1/hw_counters/rcvd_pkts
-	a=$(cat "$f"); sleep 0.5; b=$(cat "$f")
-	if ((b > a && a > 0)); then ok hw_counters_live; else ko hw_counters_live "rcvd_pkts $a then $b"; fi
+	for _ in $(seq 50); do
+		a=$(cat "$f")
+		((a > 0)) && break
+		sleep 0.1
+	done
+	sleep 0.5; b=$(cat "$f")
+	if ((b > a && a > 0)); then e2e_pass hw_counters_live; else e2e_fail hw_counters_live "rcvd_pkts $a then $b"; fi
 	"$U" stat "$srv" >"$E2E_TMP/stat" 2>&1
 	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rcvd_pkts +[1-9]" "$E2E_TMP/stat" &&
 	   grep -qE "^ +lqpn [0-9]+ type RC state RT[RS] rqpn [0-9]+ " "$E2E_TMP/stat" &&
 	   ! grep -q "^pid $cli " "$E2E_TMP/stat"; then
-		ok uroce_stat_pid
+		e2e_pass uroce_stat_pid
 	else
-		ko uroce_stat_pid "$(head -20 "$E2E_TMP/stat")"
+		e2e_fail uroce_stat_pid "$(head -20 "$E2E_TMP/stat")"
 	fi
 	"$U" devices >"$E2E_TMP/devices" 2>&1
 	if grep -q "^process $srv (ib_write_bw)" "$E2E_TMP/devices" &&
 	   grep -qE "GID 0 .*RoCE v2" "$E2E_TMP/devices"; then
-		ok uroce_devices_lists_process
+		e2e_pass uroce_devices_lists_process
 	else
-		ko uroce_devices_lists_process "$(head -30 "$E2E_TMP/devices")"
+		e2e_fail uroce_devices_lists_process "$(head -30 "$E2E_TMP/devices")"
 	fi
 else
-	ko hw_counters_live "no device tree"
+	e2e_fail hw_counters_live "no device tree"
 fi
 wait "$srv"; rs=$?
 wait "$cli"; rc=$?
-((rs == 0 && rc == 0)) && ok ib_write_bw_ran || ko ib_write_bw_ran "rc $rs/$rc: $(tail -5 "$E2E_TMP/cli")"
-[[ ! -e $ROOT/$srv && ! -e $ROOT/$cli ]] && ok trees_removed_at_exit || ko trees_removed_at_exit "$(ls "$ROOT")"
+((rs == 0 && rc == 0)) && e2e_pass ib_write_bw_ran || e2e_fail ib_write_bw_ran "rc $rs/$rc: $(tail -5 "$E2E_TMP/cli")"
+[[ ! -e $ROOT/$srv && ! -e $ROOT/$cli ]] && e2e_pass trees_removed_at_exit || e2e_fail trees_removed_at_exit "$(ls "$ROOT")"
 
 # --- SIGKILL: pcap readable, tree removed by the next uroce command ------
 p=$(e2e_port)
@@ -83,18 +82,18 @@ wait "$srv" 2>/dev/null
 if command -v tshark >/dev/null; then
 	n=$(tshark -r "$E2E_TMP/killed.pcap" -Y infiniband 2>"$E2E_TMP/tshark.err" | wc -l)
 	if ((n > 10)) && ! grep -qi "cut short\|appears to be damaged" "$E2E_TMP/tshark.err"; then
-		ok pcap_after_sigkill
+		e2e_pass pcap_after_sigkill
 	else
-		ko pcap_after_sigkill "$n packets; $(head -3 "$E2E_TMP/tshark.err")"
+		e2e_fail pcap_after_sigkill "$n packets; $(head -3 "$E2E_TMP/tshark.err")"
 	fi
 else
 	echo "SKIP pcap_after_sigkill (no tshark)"
 fi
 if [[ -d $ROOT/$cli ]]; then
 	"$U" stat >/dev/null 2>&1
-	[[ ! -e $ROOT/$cli ]] && ok killed_tree_removed || ko killed_tree_removed "$(ls "$ROOT")"
+	[[ ! -e $ROOT/$cli ]] && e2e_pass killed_tree_removed || e2e_fail killed_tree_removed "$(ls "$ROOT")"
 else
-	ko killed_tree_removed "SIGKILLed process left no tree to remove"
+	e2e_fail killed_tree_removed "SIGKILLed process left no tree to remove"
 fi
 
 # --- UROCE_STATS at exit without ibv_close_device -------------------------
@@ -104,6 +103,6 @@ lib = ctypes.CDLL("libibverbs.so.1")
 lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
 lib.ibv_open_device.restype = ctypes.c_void_p
 assert lib.ibv_open_device(ctypes.c_void_p(lib.ibv_get_device_list(None)[0]))
-' && grep -q "^tx_pkts 0$" "$E2E_TMP/stats" && ok stats_at_exit_without_close ||
-	ko stats_at_exit_without_close "$(head -3 "$E2E_TMP/stats" 2>&1)"
+' && grep -q "^tx_pkts 0$" "$E2E_TMP/stats" && e2e_pass stats_at_exit_without_close ||
+	e2e_fail stats_at_exit_without_close "$(head -3 "$E2E_TMP/stats" 2>&1)"
 e2e_summary

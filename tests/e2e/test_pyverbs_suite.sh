@@ -27,7 +27,7 @@ MODULES="test_addr test_atomic test_cq test_cq_events test_cqex test_device
 	test_flow test_fork test_mr test_odp test_parent_domain test_pd test_qp
 	test_qpex test_rdmacm test_relaxed_ordering test_rss_traffic
 	test_shared_pd test_tag_matching"
-MIN_OK=120	# 129 here (Debian 12, rdma-core 44)
+MIN_OK=120	# 130 here (Debian 12, rdma-core 44)
 MUST_PASS="test_rdmacm_sync_traffic test_rdmacm_async_traffic
 	test_rdmacm_async_read test_rdmacm_async_write
 	test_rdmacm_async_reject_traffic test_rdmacm_async_udp_traffic

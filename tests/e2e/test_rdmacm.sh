@@ -9,6 +9,8 @@
 #  - ucmatose with several connections and messages each;
 #  - rdma_server/rdma_client (synchronous ids, rdma_create_ep);
 #  - udaddy (UD ids: SIDR_REQ/SIDR_REP, then UD messages both ways);
+#  - rping and ucmatose to ::1;
+#  - cmtime (50 connections, every step timed; its server is stopped);
 #  - perftest -R: ib_send_bw, ib_write_lat, ib_read_bw, ib_atomic_lat;
 #  - rping under UROCE_FAULT (drops and duplicates on both sides, MADs
 #    included): it completes, and the counters show faults injected and
@@ -21,7 +23,7 @@ cd "$(dirname "$0")"
 . ./lib.sh
 e2e_libdir "${1:-}"
 
-for p in rping ucmatose rdma_server rdma_client ib_send_bw; do
+for p in rping ucmatose cmtime rdma_server rdma_client ib_send_bw; do
 	if ! command -v $p >/dev/null; then
 		echo "FAIL: $p missing (apt-get install rdmacm-utils perftest)"
 		exit 1
@@ -126,6 +128,36 @@ pair ucmatose_4x10 60 $P "ucmatose -p $P -c 4 -C 10 -S 1000" \
 PAIR_PS=0111 pair udaddy_2x10 30 7174 "udaddy -c 2 -C 10 -S 512" \
 	"udaddy -s 127.0.0.1 -c 2 -C 10 -S 512" "data transfers complete" \
 	"return status 0"
+
+# IPv6: the same programs to ::1 (the REQ's rdma_cm header is IPv6
+# throughout, test_rdmacm's test_regress_ipv6_loopback)
+P=$((P + 1))
+pair rping_ipv6 60 $P "rping -s -a ::1 -p $P -C 10 -S 100 -V" \
+	"rping -c -a ::1 -p $P -C 10 -S 100 -V -v"
+pings rping_ipv6 10
+P=$((P + 1))
+pair ucmatose_ipv6 60 $P "ucmatose -b ::1 -p $P -c 2 -C 5" \
+	"ucmatose -s ::1 -p $P -c 2 -C 5" "data transfers complete" \
+	"test complete"
+
+# cmtime: the client sets up and tears down 50 connections one step at a
+# time and prints each step's timing. Debian 44's server never exits on
+# its own: it runs bounded and is stopped once the client is done.
+P=$((P + 1))
+timeout 60 cmtime -b 127.0.0.1 -p $P -c 50 >"$E2E_TMP/cmtime.srv" 2>&1 &
+sp=$!
+wait_listen $P || echo "  cmtime server did not listen on $P"
+timeout 60 cmtime -s 127.0.0.1 -p $P -c 50 >"$E2E_TMP/cmtime.cli" 2>&1
+rc=$?
+kill -TERM $sp 2>/dev/null
+wait $sp
+steps=$(grep -cE '^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *: +[0-9.]+ ' "$E2E_TMP/cmtime.cli")
+if ((rc == 0 && steps == 7)); then
+	check_pass "cmtime_50: $(grep -E '^connect +:' "$E2E_TMP/cmtime.cli" | tr -s ' ')"
+else
+	check_fail "cmtime_50 (client rc=$rc, $steps of 7 steps timed)"
+	tail -n 15 "$E2E_TMP/cmtime.srv" "$E2E_TMP/cmtime.cli"
+fi
 
 P=$((P + 1))
 pair rdma_server_client 30 $P "rdma_server -p $P" \

@@ -4,8 +4,8 @@
 # librdmacm.so.1 (server and client in two processes, 127.0.0.1):
 #  - rstream, several sizes, blocking (-T b), non-blocking (the default),
 #    async (-T a: rpoll), small buffers (-B: many buffer halves offered)
-#    and addresses from rdma_getaddrinfo (-T r), each with -T v: every byte
-#    of every transfer checked by the receiver;
+#    addresses from rdma_getaddrinfo (-T r) and IPv6 (::1), each with
+#    -T v: every byte of every transfer checked by the receiver;
 #  - riostream: riomap/riowrite (zero copy into the peer's mapped buffer),
 #    with -T v;
 #  - rcopy: a random file copied, compared byte for byte;
@@ -83,12 +83,12 @@ pair() {
 # On a failure the non-zero uroce counters of both ends are shown (CM MADs,
 # retransmissions, timeouts: what went wrong on the wire).
 rstream_case() {
-	local name=$1 opts=$2 xfers f0=$E2E_FAIL
+	local name=$1 opts=$2 xfers f0=$E2E_FAIL ip=${RSTREAM_IP:-127.0.0.1}
 	xfers=$(sed -nE 's/.*-C ([0-9]+).*/\1/p' <<<"$opts")
 	P=$((P + 1))
 	pair "$name" 60 $P \
-		"UROCE_STATS=$E2E_TMP/$name.srv.stats rstream -b 127.0.0.1 -p $P $opts" \
-		"UROCE_STATS=$E2E_TMP/$name.cli.stats rstream -s 127.0.0.1 -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.srv.stats rstream -b $ip -p $P $opts" \
+		"UROCE_STATS=$E2E_TMP/$name.cli.stats rstream -s $ip -p $P $opts" \
 		"^custom +[0-9.kmg]+ +$xfers "
 	if ((E2E_FAIL > f0)); then
 		echo "--- counters (non-zero), client then server:"
@@ -104,6 +104,7 @@ rstream_case rstream_1m_async "-S 1000000 -C 5 -T a -T v"
 rstream_case rstream_3000_async "-S 3000 -C 300 -T a -T v"
 rstream_case rstream_small_buffers "-S 100000 -C 10 -B 8192 -i 0 -T v"
 rstream_case rstream_resolve "-S 10000 -C 20 -T r -T v"
+RSTREAM_IP=::1 rstream_case rstream_ipv6 "-S 100000 -C 20 -T v"
 
 # rcopy: the server runs until killed; the copy is checked byte for byte.
 P=$((P + 1))

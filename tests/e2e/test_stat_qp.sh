@@ -10,14 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 e2e_libdir "${1:-}"
 command -v ib_write_bw >/dev/null || { echo "SKIP: perftest not installed"; exit 77; }
-U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce"
-export UROCE_LIBDIR=$LIBDIR
-export XDG_RUNTIME_DIR=$E2E_TMP/run	# only our processes' trees in here
-mkdir -p "$XDG_RUNTIME_DIR"
-ROOT=$XDG_RUNTIME_DIR/uroce-$(id -u)
-
-ok() { E2E_PASS=$((E2E_PASS + 1)); echo "PASS $1"; }
-ko() { E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $1"; shift; (($#)) && echo "$@"; }
+e2e_runtime_dir
 
 # qp_val LINE KEY: the value after KEY on a qp/<dev> line (empty: none)
 qp_val() {
@@ -74,21 +67,21 @@ tx2=$(grep -A1 -E "^ +lqpn [0-9]+ type RC state RTS " "$E2E_TMP/stat2" | tail -1
 a=$(qp_val "$tx1" tx_pkts) b=$(qp_val "$tx2" tx_pkts)
 if grep -qE "^ +lqpn [0-9]+ type RC state RTS rqpn [0-9]+ peer 127\.[0-9.]+ .* next-psn [0-9]+ unacked-psn [0-9]+" "$E2E_TMP/stat2" &&
    ((${a:-0} > 0 && ${b:-0} > a)); then
-	ok stat_qp_live
+	e2e_pass stat_qp_live
 else
-	ko stat_qp_live "tx_pkts ${a:-none} then ${b:-none}: $(cat "$E2E_TMP/stat2")"
+	e2e_fail stat_qp_live "tx_pkts ${a:-none} then ${b:-none}: $(cat "$E2E_TMP/stat2")"
 fi
 r=$(qp_val "$tx2" retransmits)
-((${r:-0} > 0)) && ok stat_qp_retransmits || ko stat_qp_retransmits "$tx2"
+((${r:-0} > 0)) && e2e_pass stat_qp_retransmits || e2e_fail stat_qp_retransmits "$tx2"
 sl=$(grep -A1 -E "^ +lqpn [0-9]+ type RC state RT[RS] " "$E2E_TMP/stat.srv" | tail -1)
 n=$(qp_val "$sl" seq_nak_sent) x=$(qp_val "$sl" rx_bytes)
-((${n:-0} > 0 && ${x:-0} > 0)) && ok stat_qp_server ||
-	ko stat_qp_server "$(cat "$E2E_TMP/stat.srv")"
+((${n:-0} > 0 && ${x:-0} > 0)) && e2e_pass stat_qp_server ||
+	e2e_fail stat_qp_server "$(cat "$E2E_TMP/stat.srv")"
 
 wait "$srv"; rs=$?
 wait "$cli"; rc=$?
 wait "$wc" "$ws"
-((rs == 0 && rc == 0)) && ok ib_write_bw_ran || ko ib_write_bw_ran "rc $rs/$rc: $(tail -5 "$E2E_TMP/cli")"
+((rs == 0 && rc == 0)) && e2e_pass ib_write_bw_ran || e2e_fail ib_write_bw_ran "rc $rs/$rc: $(tail -5 "$E2E_TMP/cli")"
 
 # --- after: the QP's last counts against the process's totals ------------
 # A QP's count never exceeds its device's; the one data QP carries nearly
@@ -97,7 +90,7 @@ wait "$wc" "$ws"
 check_consistent() {
 	local who=$1 line stats=$E2E_TMP/stats.$1 k q t txerr bad=""
 	line=$(grep " type RC " "$E2E_TMP/last.$who" 2>/dev/null | head -1)
-	[[ -n $line && -s $stats ]] || { ko "stat_qp_totals_$who" "no QP line or no stats"; return; }
+	[[ -n $line && -s $stats ]] || { e2e_fail "stat_qp_totals_$who" "no QP line or no stats"; return; }
 	txerr=$(stat_val "$stats" tx_errors)
 	for k in tx_pkts rx_pkts retransmits timeouts seq_nak_sent seq_nak_rcvd \
 		 rnr_nak_sent rnr_nak_rcvd duplicate_requests; do
@@ -115,13 +108,13 @@ check_consistent() {
 	echo "  $who: QP tx_pkts $(qp_val "$line" tx_pkts) of $(stat_val "$stats" tx_pkts)," \
 	     "retransmits $(qp_val "$line" retransmits) of $(stat_val "$stats" retransmits)," \
 	     "rx_pkts $(qp_val "$line" rx_pkts) of $(stat_val "$stats" rx_pkts)"
-	[[ -z $bad ]] && ok "stat_qp_totals_$who" ||
-		ko "stat_qp_totals_$who" "$bad; $line; $(grep -vE ' 0$' "$stats")"
+	[[ -z $bad ]] && e2e_pass "stat_qp_totals_$who" ||
+		e2e_fail "stat_qp_totals_$who" "$bad; $line; $(grep -vE ' 0$' "$stats")"
 }
 check_consistent cli
 check_consistent srv
 r=$(qp_val "$(grep " type RC " "$E2E_TMP/last.cli" 2>/dev/null)" retransmits)
 ((${r:-0} > 0)) &&
-	ok stat_qp_final_retransmits ||
-	ko stat_qp_final_retransmits "$(cat "$E2E_TMP/last.cli")"
+	e2e_pass stat_qp_final_retransmits ||
+	e2e_fail stat_qp_final_retransmits "$(cat "$E2E_TMP/last.cli")"
 e2e_summary

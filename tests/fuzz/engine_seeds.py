@@ -107,3 +107,18 @@ more6 = {
 }
 for k, v in more6.items():
     open(os.path.join(out, k), 'wb').write(v)
+
+# IBA 1.5: ATOMIC_WRITEs posted (opsel 0x78), one misaligned, one lost;
+# FLUSH and ATOMIC_WRITE requests injected (op_inject's opsel 23 and 24;
+# asel's top bits the selectivity, syn's low bits the placement type)
+more7 = {
+ 'atomic_write_post': hdr() + send(0,0x78,S,8,0,64,0,0,0) + ALL + poll(0)
+   + send(0,0x78,S|0x10,8,0,67,0,0,0) + ALL + tick(25) + ALL + poll(0) + poll(1),
+ 'atomic_write_loss': hdr() + send(0,0x78,S,8,0,64,0,0,0) + send(0,2,S,100,0,128,0,0,0)
+   + net(0,0) + ALL + tick(22) + ALL + tick(23) + ALL + poll(0),
+ 'inject_flush_atomic_write': hdr() + inject(1,23,2,0,0,0,1,64,8,0)
+   + inject(1,23,2,1,0,0x40,1,0,0,0) + inject(1,24,2,2,0,0,0,64,8,8)
+   + inject(1,24,2,2,0,0,0,64,8,8) + ALL + poll(1),
+}
+for k, v in more7.items():
+    open(os.path.join(out, k), 'wb').write(v)

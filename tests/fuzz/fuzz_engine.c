@@ -280,7 +280,7 @@ static const size_t fz_mr_len[FZ_NMR] = { 65536, 8192, 4096, 4096 };
 static const unsigned int fz_mr_access[FZ_NMR] = {
 	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-		IBV_ACCESS_MW_BIND,
+		IBV_ACCESS_MW_BIND | UR_ACCESS_FLUSH_GLOBAL,
 	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
 	IBV_ACCESS_REMOTE_READ,	/* nothing may write these two */
 	0,
@@ -456,6 +456,8 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 		return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW:
 		return IBV_WC_BIND_MW;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -606,6 +608,7 @@ static void read_note_post(const struct ibv_send_wr *wr)
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_ATOMIC_WRITE:
 		if (read_touched(wr->wr.rdma.remote_addr, 65536))
 			w.rd.valid = false;
 		break;
@@ -751,7 +754,8 @@ static void qp_modify(int qi, enum ibv_qp_state st, uint32_t psn)
 			a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 					    (t == IBV_QPT_RC ?
 						     IBV_ACCESS_REMOTE_READ |
-						     IBV_ACCESS_REMOTE_ATOMIC :
+						     IBV_ACCESS_REMOTE_ATOMIC |
+						     UR_ACCESS_FLUSH_GLOBAL :
 						     0);
 			mask |= IBV_QP_ACCESS_FLAGS;
 		}
@@ -940,6 +944,9 @@ static const enum ibv_wr_opcode fz_wr_ops[] = {
 	IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
 	IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
 };
+/* opsel values whose low 7 bits are at least this post an ATOMIC_WRITE
+ * (a range no seed uses, so fz_wr_ops' mapping of older inputs stays) */
+#define FZ_OPSEL_ATOMIC_WRITE 0x78
 
 /* An rkey for a peer to use: an MR's, a MW's, or anything. */
 static uint32_t pick_rkey(uint8_t sel)
@@ -1013,6 +1020,8 @@ static void op_post_send(void)
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = wr_id_of(qi, false, seq);
 	wr.opcode = fz_wr_ops[opsel % UR_ARRAY_SIZE(fz_wr_ops)];
+	if ((opsel & 0x7f) >= FZ_OPSEL_ATOMIC_WRITE)
+		wr.opcode = IBV_WR_ATOMIC_WRITE;
 	wr.send_flags = (flags & 1 ? IBV_SEND_SIGNALED : 0) |
 			(flags & 2 ? IBV_SEND_INLINE : 0) |
 			(flags & 4 ? IBV_SEND_SOLICITED : 0) |
@@ -1021,7 +1030,8 @@ static void op_post_send(void)
 	if (!(opsel & 0x80))
 		len %= 2100;
 	if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+	    wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    wr.opcode == IBV_WR_ATOMIC_WRITE)
 		len = (flags & 0x10) ? len % 16 : 8;
 	wr.num_sge = (int)nsge;
 	wr.sg_list = sge;
@@ -1031,6 +1041,12 @@ static void op_post_send(void)
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
 		wr.wr.rdma.remote_addr = pick_addr(rmr, roff);
+		wr.wr.rdma.rkey = pick_rkey(rsel);
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		wr.wr.rdma.remote_addr = pick_addr(rmr, roff) & ~7ull;
+		if (flags & 0x10)
+			wr.wr.rdma.remote_addr |= roff & 7;
 		wr.wr.rdma.rkey = pick_rkey(rsel);
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -1102,6 +1118,9 @@ static void op_post_send(void)
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
 			q->sq.must_fail[seq] = wr.wr.atomic.rkey == w.dead_rkey;
+			break;
+		case IBV_WR_ATOMIC_WRITE:
+			q->sq.must_fail[seq] = wr.wr.rdma.rkey == w.dead_rkey;
 			break;
 		default:
 			break;
@@ -1192,7 +1211,8 @@ static void op_inject(void)
 		UR_OPC_RC_READ_RESP_ONLY, UR_OPC_RC_ACK,
 		UR_OPC_RC_ATOMIC_ACK, UR_OPC_RC_CMP_SWAP,
 		UR_OPC_RC_FETCH_ADD, UR_OPC_RC_SEND_LAST_INV,
-		UR_OPC_RC_SEND_ONLY_INV,
+		UR_OPC_RC_SEND_ONLY_INV, UR_OPC_RC_FLUSH,
+		UR_OPC_RC_ATOMIC_WRITE,
 	};
 	uint8_t qi = in_u8() % FZ_NQP, opsel = in_u8(), flags = in_u8();
 	int8_t dpsn = (int8_t)in_u8();
@@ -1243,10 +1263,14 @@ static void op_inject(void)
 	f.imm_be = htonl(0xfeed0000u | plen);
 	f.ieth_rkey = pick_rkey(rsel >> 3);
 	f.deth.qkey = (flags & 0x10) ? FZ_QKEY + 1 : FZ_QKEY;
+	f.feth.sel = asel >> 6;		/* 2, 3: reserved */
+	f.feth.plt = syn & 0xf;
 	f.deth.sqp = w.q[qi ^ 1].qp->qp_num;
 	if (!ur_op_has_payload(op))
 		plen = 0;
 	plen %= 4200;
+	if (op == UR_OPC_RC_ATOMIC_WRITE && !(flags & 0x40))
+		plen = 8;	/* else the parser's fixed size drops it */
 	f.pad = ur_pad_len(plen);
 	n = ur_hdr_build(buf, sizeof(buf), &f);
 	if (n < 0)

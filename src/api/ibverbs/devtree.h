@@ -19,9 +19,8 @@
 #ifndef UR_API_IBVERBS_DEVTREE_H
 #define UR_API_IBVERBS_DEVTREE_H
 
+#include "api/ibverbs/params.h"
 #include "obj/obj.h"
-
-#define UR_DEVTREE_REFRESH_MS 50
 
 /*
  * Writes the tree of devs[0..n) once per process (and again in a forked

@@ -21,15 +21,13 @@
 #include "engine/engine.h"
 #include "obj/device.h"
 
-#define MAX_COUNTERS 96
-
 /* What a device's counter files last said, to rewrite only changes. */
 struct counter_cache {
 	char *qps;		/* the last qp/<dev> text written */
 	char *dump;		/* the engine's counters text of the last round */
 	unsigned int n;
-	char name[MAX_COUNTERS][48];
-	uint64_t val[MAX_COUNTERS];
+	char name[UR_DEVTREE_MAX_COUNTERS][48];
+	uint64_t val[UR_DEVTREE_MAX_COUNTERS];
 };
 
 static struct counter_cache *caches;	/* one per devtree.devs[] */
@@ -72,7 +70,8 @@ static void cache_put(struct counter_cache *c, const char *dir,
 		if (!strcmp(c->name[i], name))
 			break;
 	if (i == c->n) {
-		if (c->n == MAX_COUNTERS || strlen(name) >= sizeof(c->name[0]))
+		if (c->n == UR_DEVTREE_MAX_COUNTERS ||
+		    strlen(name) >= sizeof(c->name[0]))
 			return;
 		strcpy(c->name[c->n++], name);
 	} else if (c->val[i] == val) {

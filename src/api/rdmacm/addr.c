@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <string.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
 
@@ -41,4 +42,27 @@ socklen_t cma_addr_len(const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6)
 		return sizeof(struct sockaddr_in6);
 	return 0;
+}
+
+/*
+ * The source an id with no source of its own gets: the device's address,
+ * in the destination's family, since rdma_cm's REQ header carries both
+ * addresses under one IP version. An IPv6 destination with an IPv4 device
+ * gets ::1 for ::1 (where the kernel routes loopback from) and otherwise
+ * the IPv4-mapped form of the device's address.
+ */
+void cma_addr_src_for(const uint8_t dev_gid[16], uint16_t port,
+		      const union ur_sockaddr *dst, union ur_sockaddr *out)
+{
+	ur_gid_to_sockaddr(dev_gid, port, out);
+	if (out->sa.sa_family == dst->sa.sa_family ||
+	    dst->sa.sa_family != AF_INET6)
+		return;
+	memset(out, 0, sizeof(*out));
+	out->in6.sin6_family = AF_INET6;
+	out->in6.sin6_port = htons(port);
+	if (IN6_IS_ADDR_LOOPBACK(&dst->in6.sin6_addr))
+		out->in6.sin6_addr = in6addr_loopback;
+	else
+		memcpy(&out->in6.sin6_addr, dev_gid, 16);
 }

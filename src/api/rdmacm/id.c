@@ -273,7 +273,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		uint16_t port = cma_addr_port(&id->route.addr.src_addr);
 		union ur_sockaddr s;
 
-		ur_gid_to_sockaddr(cid->dev->gid, port, &s);
+		cma_addr_src_for(cid->dev->gid, port, &d, &s);
 		memset(&id->route.addr.src_storage, 0,
 		       sizeof(id->route.addr.src_storage));
 		memcpy(&id->route.addr.src_storage, &s, cma_addr_len(&s.sa));

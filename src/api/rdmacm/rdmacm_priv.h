@@ -191,6 +191,9 @@ bool cma_addr_is_any(const union ur_sockaddr *sa);
 uint16_t cma_addr_port(const struct sockaddr *sa);
 void cma_addr_set_port(struct sockaddr *sa, uint16_t port);
 socklen_t cma_addr_len(const struct sockaddr *sa);
+/* An unspecified source: the device's address in dst's family. */
+void cma_addr_src_for(const uint8_t dev_gid[16], uint16_t port,
+		      const union ur_sockaddr *dst, union ur_sockaddr *out);
 static inline int cma_err(int e)	/* rdma-core's convention: -1, errno */
 {
 	errno = e;

@@ -17,7 +17,9 @@
  * accepted gets an MRA (so the active side waits instead of giving up),
  * after accept the REP again; a REP seen again the RTU again; a DREQ seen
  * again (or for a connection we no longer know) a DREP; a SIDR_REQ seen
- * again the SIDR_REP again. LAP is refused with REJ.
+ * again the SIDR_REP again. LAP is refused with REJ. A REJ ends a
+ * connection in any state before ESTABLISHED, the passive side's
+ * REQ_RCVD included.
  * Everything here runs with cma.lock held.
  */
 #include <arpa/inet.h>
@@ -436,9 +438,13 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		return;
 	case UR_CM_ATTR_REJ:
 		id = find_by_local(dev, m.rej.remote_comm_id);
-		if (!id || (id->state != CMA_REQ_SENT &&
-			    id->state != CMA_REP_RCVD &&
-			    id->state != CMA_REP_SENT)) {
+		/* REQ_RCVD too: an active side that gave up while our
+		 * application held its request (the kernel's rdma_cm
+		 * reports REJECTED on that id as well) */
+		if (!id || id->id.qp_type == IBV_QPT_UD ||
+		    (id->state != CMA_REQ_SENT && id->state != CMA_REQ_RCVD &&
+		     id->state != CMA_REP_RCVD &&
+		     id->state != CMA_REP_SENT)) {
 			dev->stats[CMA_STAT_DROP]++;
 			return;
 		}

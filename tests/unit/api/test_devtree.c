@@ -27,7 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/ibverbs/params.h"
 #include "te_util.h"
+
+/* How long a change may take to show in the tree. The refresher runs every
+ * UR_DEVTREE_REFRESH_MS, but on a loaded 2-core machine its thread can wait
+ * that long for a core many times over: the test checks that files follow
+ * the engine, not the scheduler's latency. */
+#define SHOWS_WITHIN_MS (40 * UR_DEVTREE_REFRESH_MS)
 
 const char *ibv_get_sysfs_path(void);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
@@ -232,7 +239,7 @@ static void t_live_counters(void **state)
 			text[r > 0 ? r : 0] = 0;
 			if (strstr(text, want))
 				break;
-			assert_true(now_ms() - t0 < 4 * 50);
+			assert_true(now_ms() - t0 < SHOWS_WITHIN_MS);
 			usleep(5000);
 		}
 	}
@@ -253,7 +260,7 @@ static void t_live_counters(void **state)
 	while (read_u64(hw0, "sent_pkts") < sent0 + 20 ||
 	       read_u64(hw1, "rcvd_pkts") < rcvd0 + 20 ||
 	       read_u64(pc0, "port_xmit_packets") < xmit0 + 20) {
-		assert_true(now_ms() - t0 < 4 * 50);
+		assert_true(now_ms() - t0 < SHOWS_WITHIN_MS);
 		usleep(5000);
 	}
 	/* rxe's name is an alias of uroce's */
@@ -329,7 +336,7 @@ static void t_qp_counters(void **state)
 	q1 = p.s[1].qp->qp_num;
 	t0 = now_ms();
 	do {
-		assert_true(now_ms() - t0 < 4 * 50);
+		assert_true(now_ms() - t0 < SHOWS_WITHIN_MS);
 		usleep(5000);
 		qp_snap(d0, q0, &s0);
 		qp_snap(d1, q1, &r0);
@@ -353,7 +360,7 @@ static void t_qp_counters(void **state)
 		    s1.tx_pkts - s0.tx_pkts == r1.rx_pkts - r0.rx_pkts &&
 		    s1.rx_pkts - s0.rx_pkts == r1.tx_pkts - r0.tx_pkts)
 			break;
-		assert_true(now_ms() - t0 < 4 * 50);
+		assert_true(now_ms() - t0 < SHOWS_WITHIN_MS);
 		usleep(5000);
 	}
 	/* a resend (a probe on a loaded machine) is a retransmit sent and

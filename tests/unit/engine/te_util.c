@@ -48,6 +48,7 @@ void te_close_devices(void)
 }
 
 static int side_open(struct te_side *s, struct ibv_context *ctx,
+		     uint64_t send_ops,
 		     enum ibv_qp_type t)
 {
 	struct ibv_qp_init_attr ia;
@@ -78,11 +79,28 @@ static int side_open(struct te_side *s, struct ibv_context *ctx,
 	ia.cap.max_send_sge = 4;
 	ia.cap.max_recv_sge = 4;
 	ia.cap.max_inline_data = 256;
-	s->qp = ibv_create_qp(s->pd, &ia);
+	if (send_ops) {
+		struct ibv_qp_init_attr_ex iax;
+
+		memset(&iax, 0, sizeof(iax));
+		memcpy(&iax, &ia, sizeof(ia));
+		iax.pd = s->pd;
+		iax.comp_mask = IBV_QP_INIT_ATTR_PD |
+				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		iax.send_ops_flags = send_ops;
+		s->qp = ibv_create_qp_ex(ctx, &iax);
+	} else {
+		s->qp = ibv_create_qp(s->pd, &ia);
+	}
 	return s->qp ? 0 : -1;
 }
 
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t)
+{
+	return te_pair_open_ex(p, t, 0);
+}
+
+int te_pair_open_ex(struct te_pair *p, enum ibv_qp_type t, uint64_t send_ops)
 {
 	int i;
 
@@ -91,7 +109,7 @@ int te_pair_open(struct te_pair *p, enum ibv_qp_type t)
 	if (open_devices())
 		return -1;
 	for (i = 0; i < 2; i++)
-		if (side_open(&p->s[i], te_ctx[i], t))
+		if (side_open(&p->s[i], te_ctx[i], send_ops, t))
 			return -1;
 	return 0;
 }
@@ -143,7 +161,8 @@ static int side_connect(struct te_pair *p, int me,
 	} else {
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC;
+				    IBV_ACCESS_REMOTE_ATOMIC |
+				    (o ? o->access : 0);
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	if (ibv_modify_qp(s->qp, &a, mask))

@@ -35,10 +35,13 @@ struct te_conn_opts {
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer;
 	uint32_t psn[2];
+	unsigned int access;		/* more qp_access_flags for both */
 };
 
 /* Opens both devices (once per process) and sets up QPs of type t. */
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
+/* The same with ibv_create_qp_ex and these IBV_QP_EX_WITH_* (0: none). */
+int te_pair_open_ex(struct te_pair *p, enum ibv_qp_type t, uint64_t send_ops);
 void te_pair_close(struct te_pair *p);
 /* Closes both devices (UROCE_STATS then dumps the engine counters). */
 void te_close_devices(void);

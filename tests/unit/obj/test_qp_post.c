@@ -251,8 +251,9 @@ static void test_opcode_per_type(void **state)
 		{ IBV_WR_LOCAL_INV, 1, 1, 0 },
 		{ IBV_WR_TSO, 0, 0, 0 },
 		{ IBV_WR_DRIVER1, 0, 0, 0 },
-		{ (enum ibv_wr_opcode)14, 0, 0, 0 },	/* FLUSH */
-		{ IBV_WR_ATOMIC_WRITE, 0, 0, 0 },
+		/* FLUSH: RC, but only through ibv_wr_flush (below) */
+		{ (enum ibv_wr_opcode)UR_WR_FLUSH, 1, 0, 0 },
+		{ IBV_WR_ATOMIC_WRITE, 1, 0, 0 },
 		{ (enum ibv_wr_opcode)99, 0, 0, 0 },
 	};
 	static const enum ibv_qp_type types[] = {
@@ -275,7 +276,10 @@ static void test_opcode_per_type(void **state)
 			wr.wr.ud.ah = &f->ah.ibah;
 			if (t[i].op == IBV_WR_LOCAL_INV)
 				wr.num_sge = 0;
-			assert_int_equal(post1(qp, &wr), ok ? 0 : EINVAL);
+			assert_int_equal(post1(qp, &wr),
+					 ok && t[i].op != (enum ibv_wr_opcode)
+							 UR_WR_FLUSH ?
+						 0 : EINVAL);
 			assert_int_equal(ur_wr_opcode(types[k], t[i].op) != NULL,
 					 ok);
 		}
@@ -715,7 +719,7 @@ static void test_wr_batch(void **state)
 	/* an unsupported builder */
 	ibv_wr_start(x);
 	ibv_wr_send(x);
-	ibv_wr_atomic_write(x, 1, 0x1000, data);
+	ibv_wr_send_tso(x, data, 16, 1000);
 	assert_int_equal(ibv_wr_complete(x), EOPNOTSUPP);
 	/* the queue fills (16) */
 	ibv_wr_start(x);
@@ -728,6 +732,76 @@ static void test_wr_batch(void **state)
 	ibv_wr_send(x);
 	assert_int_equal(ibv_wr_complete(x), 0);
 	assert_int_equal(qp->sq.producer, 5);
+	qp_fx_destroy(qp);
+	qp_fx_free(f);
+}
+
+/*
+ * The placement builders on a QP with neither SGEs nor inline room:
+ * ibv_wr_atomic_write copies its 8 bytes into the slot (which always has
+ * room for them), wr_flush fills flush.*; the post-time rules hold.
+ */
+static void test_wr_atomic_write_flush(void **state)
+{
+	struct qp_fx *f = qp_fx_new();
+	struct ibv_qp_init_attr_ex a;
+	struct ur_qp *qp;
+	struct ibv_qp_ex *x;
+	struct ur_send_wqe *w;
+	const char val[8] = "8 bytes";
+	uint32_t i;
+
+	(void)state;
+	qp_fx_init_attr(f, &a, IBV_QPT_RC);
+	a.cap.max_send_sge = 0;
+	a.cap.max_inline_data = 0;
+	a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | UR_QP_EX_WITH_FLUSH;
+	qp = qp_fx_create(f, &a, NULL);
+	assert_non_null(qp);
+	assert_int_equal(qp_fx_to_rts(qp), 0);
+	assert_int_equal(qp->sq.max_inline, 0);
+	x = &qp->ibqp_ex;
+	/* fill the ring: the last slot's copy must stay inside the ring */
+	for (i = 0; i < qp->sq.max_wr; i++) {
+		ibv_wr_start(x);
+		x->wr_id = i;
+		ibv_wr_atomic_write(x, 7, 0x1000 + 8 * i, val);
+		assert_int_equal(ibv_wr_complete(x), 0);
+	}
+	for (i = 0; i < qp->sq.max_wr; i++) {
+		w = ur_wq_slot(&qp->sq, i);
+		assert_int_equal(w->wr_id, i);
+		assert_int_equal(w->opcode, IBV_WR_ATOMIC_WRITE);
+		assert_int_equal(w->length, 8);
+		assert_true(w->send_flags & IBV_SEND_INLINE);
+		assert_memory_equal(w->inline_data, val, 8);
+		assert_int_equal(w->rdma.remote_addr, 0x1000 + 8 * i);
+	}
+	qp->sq.consumer = qp->sq.producer;	/* as if completed */
+	ibv_wr_start(x);
+	x->wr_id = 99;
+	qp->wr_flush(x, 5, 0x2000, 4096, UR_FLUSH_GLOBAL, UR_FLUSH_RANGE);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	w = ur_wq_slot(&qp->sq, qp->sq.producer - 1);
+	assert_int_equal(w->opcode, UR_WR_FLUSH);
+	assert_int_equal(w->length, 0);
+	assert_int_equal(w->flush.remote_addr, 0x2000);
+	assert_int_equal(w->flush.rkey, 5);
+	assert_int_equal(w->flush.length, 4096);
+	assert_int_equal(w->flush.type, UR_FLUSH_GLOBAL);
+	assert_int_equal(w->flush.level, UR_FLUSH_RANGE);
+	/* a value of another length, no placement type, a bad selectivity */
+	ibv_wr_start(x);
+	ibv_wr_atomic_write(x, 7, 0x1000, val);
+	ibv_wr_set_inline_data(x, (void *)val, 4);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	qp->wr_flush(x, 5, 0x2000, 8, 0, UR_FLUSH_RANGE);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	qp->wr_flush(x, 5, 0x2000, 8, UR_FLUSH_GLOBAL, 3);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
 	qp_fx_destroy(qp);
 	qp_fx_free(f);
 }
@@ -811,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_bind_mw_type1),
 		cmocka_unit_test(test_post_recv),
 		cmocka_unit_test(test_wr_batch),
+		cmocka_unit_test(test_wr_atomic_write_flush),
 		cmocka_unit_test(test_wr_ud_and_state),
 		cmocka_unit_test(test_reset_empties_queues),
 	};

@@ -158,3 +158,27 @@ int tw_build(uint8_t *buf, size_t buflen, uint8_t op, uint32_t paylen,
 		*out = f;
 	return (int)total;
 }
+
+int tw_seal(uint8_t *buf, size_t buflen, struct ur_hdr_fields *f,
+	    const void *pay, uint32_t paylen, const struct ur_ip_flow *flow)
+{
+	struct ur_icrc c;
+	size_t n;
+	int h;
+
+	f->pad = ur_pad_len(paylen);
+	f->pkey = UR_PKEY_DEFAULT;
+	h = ur_hdr_build(buf, buflen, f);
+	if (h < 0)
+		return h;
+	n = (size_t)h + paylen + f->pad + UR_ICRC_BYTES;
+	if (n > buflen)
+		return -ENOSPC;
+	if (paylen)
+		memcpy(buf + h, pay, paylen);
+	memset(buf + h + paylen, 0, f->pad);
+	ur_icrc_begin(&c, flow, n);
+	ur_icrc_update(&c, buf, n - UR_ICRC_BYTES);
+	ur_icrc_store(buf + n - UR_ICRC_BYTES, ur_icrc_final(&c));
+	return (int)n;
+}

@@ -45,4 +45,10 @@ void tw_flow_v6(struct ur_ip_flow *flow);
 int tw_build(uint8_t *buf, size_t buflen, uint8_t op, uint32_t paylen,
 	     const struct ur_ip_flow *flow, struct ur_hdr_fields *fields_out);
 
+/* A datagram a peer could send: the headers of f (pad and P_Key filled
+ * in), paylen bytes of pay, the pad and the ICRC for flow, into buf.
+ * Returns its length, or -errno. Tests that forge packets use it. */
+int tw_seal(uint8_t *buf, size_t buflen, struct ur_hdr_fields *f,
+	    const void *pay, uint32_t paylen, const struct ur_ip_flow *flow);
+
 #endif

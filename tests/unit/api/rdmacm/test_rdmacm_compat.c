@@ -29,6 +29,8 @@
 #include <cmocka.h>
 #include <rdma/rdma_cma.h>
 
+#include "ta_cm.h"
+
 /* a destroy that waits for an ack ends the test here, not in ctest's timeout */
 #define HANG_LIMIT_S 20
 
@@ -40,16 +42,7 @@ static uint16_t test_port(unsigned int n)
 static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
 					enum rdma_cm_event_type t)
 {
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev = NULL;
-
-	assert_int_equal(poll(&p, 1, 15000), 1);
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != t)
-		fail_msg("got %s (status %d), wanted %s",
-			 rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(t));
-	return ev;
+	return ta_event(ch, t, 15000);
 }
 
 static void test_getaddrinfo_hints_only(void **state)

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Helpers shared by the rdma_cm unit tests (include after cmocka.h): the
+ * loopback address, an RC QP for an id, and the next event of a channel
+ * checked for its type.
+ */
+#ifndef UR_TESTS_API_RDMACM_TA_CM_H
+#define UR_TESTS_API_RDMACM_TA_CM_H
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+
+static inline struct sockaddr_in ta_lo(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* rdma_create_qp of a small RC QP on the id's default PD and CQs. */
+static inline int ta_rc_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	return rdma_create_qp(id, NULL, &qa);
+}
+
+/* The next event of ch within ms, which must be of type t. */
+static inline struct rdma_cm_event *ta_event(struct rdma_event_channel *ch,
+					     enum rdma_cm_event_type t, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev = NULL;
+
+	if (poll(&p, 1, ms) != 1)
+		fail_msg("no %s within %d ms", rdma_event_str(t), ms);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	if (ev->event != t)
+		fail_msg("got %s (status %d), wanted %s",
+			 rdma_event_str(ev->event), ev->status,
+			 rdma_event_str(t));
+	return ev;
+}
+
+#endif
