@@ -130,9 +130,9 @@ def pair(a, fa, b, fb):
     return 1 if bad else 0
 
 
-def peel(payload, rem):
-    """Split payload into packets of the multiset rem (consumed), or None."""
-    lens = sorted({len(p) for p in rem if rem[p] > 0}, reverse=True)
+def peel(payload, rem, lens):
+    """Split payload into packets of the multiset rem (consumed), or None;
+    lens: the lengths rem's packets have, longest first."""
     pos, parts = 0, []
     while pos < len(payload):
         for ln in lens:
@@ -179,6 +179,8 @@ def wire(kind, wpath, specs):
             if fr is not None and fr["src"] == ip:
                 c[fr["payload"]] += 1
     ntx = {ip: sum(c.values()) for ip, c in own.items()}
+    lens = {ip: sorted({len(p) for p in c}, reverse=True)
+            for ip, c in own.items()}
     stats = collections.Counter()
     n = 0
     for fr in frames(wpath):
@@ -189,7 +191,7 @@ def wire(kind, wpath, specs):
         src = fr["src"]
         stats["from " + src] += 1
         if src in own:
-            parts = peel(fr["payload"], own[src])
+            parts = peel(fr["payload"], own[src], lens[src])
             if parts is None:
                 bad += 1
                 print(f"  {wpath} frame {n} ({src}, {len(fr['payload'])} B):"

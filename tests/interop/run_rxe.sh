@@ -584,6 +584,9 @@ run_case rstream_hs hs "rstream -b $HOST_IP -p $p $sopts" \
 # and uroce the responder that sees the duplicates; in _hs the other way.
 # ib_read_bw reads 64 KB messages (64 response packets, 20 in flight):
 # the requester re-issues the READ from the first missing response.
+# ib_write_bw keeps 4 messages in flight: go-back-N resends all that
+# follow a lost packet, and with 20 in flight a run put 74000 packets on
+# the wire for 2560.
 lopts="-C 20 -S 32768 -V -v"
 p=$(port)
 LOSS=30 NEED="rxe:completer_retry_err uroce:duplicate_requests" \
@@ -610,14 +613,14 @@ LOSS=30 NEED="rxe:completer_retry_err uroce:duplicate_requests" \
 p=$(port)
 LOSS=30 NEED="uroce:retransmits rxe:out_of_seq_request" \
 	run_case write_bw_loss_gs gs \
-	"ib_write_bw -d uroce0 -x 0 -F -p $p -m 1024 -s 65536 -n 40 -t 20" \
-	"ib_write_bw -d rxe0 -x 1 -F -p $p -m 1024 -s 65536 -n 40 -t 20" \
+	"ib_write_bw -d uroce0 -x 0 -F -p $p -m 1024 -s 65536 -n 40 -t 4" \
+	"ib_write_bw -d rxe0 -x 1 -F -p $p -m 1024 -s 65536 -n 40 -t 4" \
 	"6 7 8 17" "$bw_line"
 p=$(port)
 LOSS=30 NEED="rxe:completer_retry_err uroce:seq_nak_sent" \
 	run_case write_bw_loss_hs hs \
-	"ib_write_bw -d uroce0 -x 0 -F -p $p -m 1024 -s 65536 -n 40 -t 20" \
-	"ib_write_bw -d rxe0 -x 1 -F -p $p -m 1024 -s 65536 -n 40 -t 20" \
+	"ib_write_bw -d uroce0 -x 0 -F -p $p -m 1024 -s 65536 -n 40 -t 4" \
+	"ib_write_bw -d rxe0 -x 1 -F -p $p -m 1024 -s 65536 -n 40 -t 4" \
 	"6 7 8 17" "$bw_line"
 
 echo "run_rxe: $SET set: $PASS passed, $FAIL failed in $((SECONDS - T0)) s${FAILED_CASES[*]:+ (failed: ${FAILED_CASES[*]})}  (captures and logs in $OUT)"
