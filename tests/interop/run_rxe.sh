@@ -145,6 +145,7 @@ PASS=0
 FAIL=0
 STARTED=0
 FAILED_CASES=()
+RERUNS=()
 cleanup() {
 	"$VM" capture stop >/dev/null 2>&1
 	nft delete table bridge uroce_wire 2>/dev/null
@@ -404,6 +405,24 @@ run_case() {
 			((v > 0)) || { ok=0; echo "  $side's $c did not grow"; }
 		done
 	fi
+	# A TCG guest at times answers nothing for half a second, past the
+	# 7 x 67 ms retry budget of ibv_rc_pingpong (fixed) and perftest,
+	# and uroce then rightly gives its QP up: a failed case whose capture
+	# shows such a silence of the guest, then the guest answering again,
+	# runs once more (said, and counted). Any other failure stands.
+	local gap
+	if ((!ok)) && [[ -z ${RERUN:-} ]]; then
+		gap=$(tshark -n -r "$d/wire.pcap" -T fields -e frame.time_relative \
+			-e ip.src -e ipv6.src 2>/dev/null |
+			awk -v ip="$gw" '$2 == ip { if (n++ && $1 - t > g) g = $1 - t; t = $1 }
+				END { printf "%.2f", g }')
+		if awk -v g="$gap" 'BEGIN { exit !(g >= 0.4) }'; then
+			echo "  the guest sent nothing for $gap s (a TCG stall): $name once more"
+			RERUNS+=("$name")
+			RERUN=1 run_case "$@"
+			return
+		fi
+	fi
 	if ((ok)); then
 		PASS=$((PASS + 1))
 		echo "PASS $name  ($((SECONDS - t0)) s; opcodes $seen; $(sed -E 's/.*: //' "$d/icrc.out")${notes:+;$notes})"
@@ -623,7 +642,7 @@ LOSS=30 NEED="rxe:completer_retry_err uroce:seq_nak_sent" \
 	"ib_write_bw -d rxe0 -x 1 -F -p $p -m 1024 -s 65536 -n 40 -t 4" \
 	"6 7 8 17" "$bw_line"
 
-echo "run_rxe: $SET set: $PASS passed, $FAIL failed in $((SECONDS - T0)) s${FAILED_CASES[*]:+ (failed: ${FAILED_CASES[*]})}  (captures and logs in $OUT)"
+echo "run_rxe: $SET set: $PASS passed, $FAIL failed in $((SECONDS - T0)) s${FAILED_CASES[*]:+ (failed: ${FAILED_CASES[*]})}${RERUNS[*]:+ (run again after a guest stall: ${RERUNS[*]})}  (captures and logs in $OUT)"
 ((PASS + FAIL > 0)) || die "no case matched CASES='${CASES:-}'"
 ((FAIL == 0))
 exit
