@@ -12,7 +12,7 @@
 # counters to show the drops and both stacks' recovery.
 #
 #   tests/interop/run_rxe.sh [--ci] [LIBDIR]      (LIBDIR: default build/lib)
-# --ci runs the subset scripts/test.sh runs (about 5 minutes with the
+# --ci runs the subset scripts/test.sh runs (2 to 5 minutes with the
 # guest image cached); without it, the whole matrix (opt-in, about 20
 # minutes). Needs root, /dev/net/tun and qemu; the guest image is built once
 # per machine into RXE_VM_IMAGE (default /var/tmp/rxe-vm, 3 to 5 minutes,
