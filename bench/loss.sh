@@ -13,7 +13,8 @@
 # pair with tbf at 1 Gbit/s and a 48 KB queue on each side, MTU 1500 and
 # 9000, ib_write_bw/ib_read_bw -s 65536, and iperf3 (TCP) through the same
 # tbf when it is installed. Prints a markdown section on stdout; raw output
-# stays in the directory named at the end (BENCH_OUT to choose it). Every
+# stays in the directory named at the end (BENCH_OUT to choose it;
+# BENCH_NS=<prefix> renames the namespaces, default ur-soak). Every
 # program runs under a timeout: a run that fails (with perftest's CQE status,
 # e.g. RETRY_EXC) or times out is shown as such, never left out silently.
 set -uo pipefail
@@ -32,7 +33,12 @@ export LD_LIBRARY_PATH=$b/lib
 
 out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-loss.XXXXXX)}
 mkdir -p "$out"
-NS_A=ur-soak-a NS_B=ur-soak-b VETH_A=ur-soak-va VETH_B=ur-soak-vb
+# BENCH_NS names the namespaces and veth ends (<BENCH_NS>-a, -va, ...), so
+# that runs by several people never touch each other's; the lock below
+# still serializes the runs that share a name
+ns=${BENCH_NS:-ur-soak}
+[[ $ns =~ ^[a-z0-9-]{1,11}$ ]] || { echo "BENCH_NS: 1-11 of [a-z0-9-]" >&2; exit 2; }
+NS_A=$ns-a NS_B=$ns-b VETH_A=$ns-va VETH_B=$ns-vb
 IP_A=10.203.0.1 IP_B=10.203.0.2
 ns_up=0
 cleanup() {
@@ -169,10 +175,11 @@ fi
 # hold one frame (see tests/soak/soak.sh)
 tbf_up() {
 	local mtu=$1 burst=$2
-	exec 9>/tmp/uroce-soak-veth.lock
+	exec 9>"/tmp/uroce-${ns#ur-}-veth.lock"	# the soak's lock by default
 	flock -w 300 9 || return 1
-	cleanup
+	# ours under the lock: a run killed before its trap left them
 	ns_up=1
+	cleanup
 	ip netns add "$NS_A" && ip netns add "$NS_B" &&
 		ip link add "$VETH_A" netns "$NS_A" type veth peer name "$VETH_B" \
 			netns "$NS_B" &&

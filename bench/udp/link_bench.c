@@ -55,7 +55,7 @@ static struct ur_link *mk_link(int gso, int gro, union ur_sockaddr *addr)
 	rc = ur_link_open(&c, &l);
 	if (rc)
 		die("ur_link_open", rc);
-	ur_link_local_addr(l, addr);
+	ur_link_local_addr(l, 0, addr);
 	return l;
 }
 

@@ -11,13 +11,45 @@
 #include "util/time.h"
 
 /*
- * The window starts at UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss): a
- * fast retry halves it, a timeout or probe restarts it at UR_CWND_MIN, as
- * TCP does, so a retransmission is not the burst a shallow queue just
- * dropped; ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below
- * ssthresh (doubling per round trip), by one per window above it. It
- * bounds GSO trains too: a run sends no more than the window allows.
+ * The window starts at UR_CWND_INIT and grows by slow start up to
+ * UR_WINDOW_PSNS. A loss shrinks it (ur_cc_loss), once per congestion
+ * episode: the losses found until everything sent before the decrease is
+ * acknowledged (cc_recover_psn) are the same overflow, however many
+ * go-back-Ns they cause.
+ *
+ * How much depends on what the loss says. A timeout (nothing arrived for
+ * the QP's timeout) restarts the window at UR_CWND_MIN, as TCP does, so a
+ * retransmission is not the burst a shallow queue just dropped; a probe
+ * that found nothing moving halves it. A NAK or a gap halves it when
+ * losses come often, within UR_CC_RARE_LOSS_WINDOWS windows of ACKed PSNs
+ * since the last decrease: that is a queue that overflows each time the
+ * window reaches it. A rarer loss takes an eighth off: random loss (1 %
+ * of packets) would otherwise hold the window at a dozen packets, far
+ * below what keeps a loopback pipe busy, while a go-back-N already costs
+ * a window of packets per loss, so the window stays near the square root
+ * of 1/loss rate either way and a queue still makes it converge.
+ *
+ * A decrease by a probe or a timeout is undone when the ACK that ends its
+ * episode acknowledges PSNs not resent since: nothing was lost, a loaded
+ * host was only slow to answer (as TCP undoes a spurious timeout); a NAK
+ * in the episode rules that out.
+ *
+ * ACKed PSNs grow it back (ur_cc_acked): by the PSNs acked below ssthresh
+ * (doubling per round trip), by one per window above it, never by more
+ * than the window per ACK (an ACK that skips past what a go-back-N resent
+ * acknowledges old data, not a round trip's worth of room). It bounds GSO
+ * trains too: a run sends no more than the window allows.
  */
+void ur_cc_reset(struct ur_qp_xport *xp)
+{
+	xp->cwnd = UR_CWND_INIT;
+	xp->ssthresh = UR_WINDOW_PSNS;
+	xp->cwnd_acc = 0;
+	xp->cc_acked = 0;
+	xp->cc_undo = false;
+	xp->cc_recover_psn = xp->comp_psn;
+}
+
 uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 {
 	if (xp->probe_one)
@@ -26,35 +58,60 @@ uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 						       UR_WINDOW_PSNS;
 }
 
-void ur_cc_loss(struct ur_qp_xport *xp, bool timeout)
+void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 {
+	uint32_t cwnd = UR_MIN(xp->cwnd, UR_WINDOW_PSNS);
 	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->psn_max,
 						       xp->comp_psn), 0);
-	uint32_t half = UR_MAX(UR_MIN(flight, ur_cc_window(xp)) / 2,
-			       UR_CWND_MIN);
+	uint32_t w = UR_MIN(flight, cwnd);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
-	/* one decrease per window: losses found while the last go-back-N
-	 * is being answered are the same congestion episode */
-	if (!timeout && ur_psn_before(xp->comp_psn, xp->recover_psn))
+	if (sig == UR_CC_NAK)
+		xp->cc_undo = false;	/* a loss for certain */
+	if (sig != UR_CC_TIMEOUT &&
+	    ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
 		return;
-
-	xp->ssthresh = half;
-	xp->cwnd = timeout ? UR_CWND_MIN : half;
+	if (sig != UR_CC_NAK && !xp->cc_undo) {
+		xp->cc_undo = true;
+		xp->cc_undo_cwnd = xp->cwnd;
+		xp->cc_undo_ssthresh = xp->ssthresh;
+	}
+	if (sig == UR_CC_NAK &&
+	    xp->cc_acked >= UR_CC_RARE_LOSS_WINDOWS * cwnd)
+		w = cwnd - cwnd / 8;
+	else
+		w /= 2;
+	xp->cc_recover_psn = xp->psn_max;
+	xp->ssthresh = UR_MAX(w, UR_CWND_MIN);
+	xp->cwnd = sig == UR_CC_TIMEOUT ? UR_CWND_MIN : xp->ssthresh;
 	xp->cwnd_acc = 0;
+	xp->cc_acked = 0;
 }
 
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 {
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	xp->cc_acked = UR_MIN(xp->cc_acked + psns, UINT32_MAX / 2);
+	if (xp->cc_undo && !ur_psn_before(xp->comp_psn, xp->cc_recover_psn)) {
+		/* everything outstanding at the decrease is acknowledged,
+		 * past what was resent since: it had all arrived, the
+		 * probe or timeout only met a slow host */
+		if (ur_psn_after(xp->comp_psn, xp->psn)) {
+			xp->cwnd = UR_MAX(xp->cwnd, xp->cc_undo_cwnd);
+			xp->ssthresh = UR_MAX(xp->ssthresh,
+					      xp->cc_undo_ssthresh);
+		}
+		xp->cc_undo = false;
+	}
 	if (xp->cwnd >= UR_WINDOW_PSNS)
 		return;
+	psns = UR_MIN(psns, xp->cwnd);
 	if (xp->cwnd < xp->ssthresh) {
 		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
 		return;
 	}
 	xp->cwnd_acc += psns;
-	while (xp->cwnd_acc >= xp->cwnd && xp->cwnd < UR_WINDOW_PSNS) {
+	if (xp->cwnd_acc >= xp->cwnd) {
 		xp->cwnd_acc -= xp->cwnd;
 		xp->cwnd++;
 	}
@@ -88,7 +145,7 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
 	uint64_t now, when;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (qp->type != IBV_QPT_RC || xp->rnr_wait)
+	if (!ur_qp_reliable(qp) || xp->rnr_wait)
 		return;
 	if (xp->psn == xp->comp_psn) {
 		ur_timer_disarm(&xp->rto_deadline);

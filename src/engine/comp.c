@@ -164,13 +164,50 @@ static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
 	return UR_COMP_CHECK_PSN;
 }
 
+/*
+ * A positive ACK beyond what the last go-back-N resent (the answer to a
+ * probe, or to a resent packet the responder already held) also covers WQEs
+ * the requester had sent before the rewind reset them to POSTED: the slots
+ * below sq_high, whose PSNs are this lap's. Whole SEND/WRITE WQEs that end
+ * at or before the ACK's PSN are acknowledged here, so the go-back-N does not
+ * resend what the responder holds; a WQE the ACK covers only in part, and
+ * every READ or atomic (never acknowledged implicitly), stop the walk.
+ * true: the walk goes on past idx.
+ */
+static bool comp_beyond_cursor(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+	struct ur_send_wqe *w = ur_wq_slot(&c->qp->sq, c->idx);
+
+	if (c->pkt->opcode != UR_OPC_RC_ACK || !c->pkt->aeth ||
+	    (ur_aeth_syn(c->pkt->aeth) & UR_AETH_TYPE_MASK) != UR_AETH_ACK ||
+	    c->idx - c->qp->sq.consumer >= xp->sq_high - c->qp->sq.consumer)
+		return false;
+	if (w->state == UR_WQE_DONE)
+		return true;	/* a local operation */
+	/* the cursor's WQE may be entered, nothing of it resent yet */
+	if ((w->state != UR_WQE_POSTED &&
+	     (w->state != UR_WQE_PENDING || c->idx != c->qp->sq.cursor)) ||
+	    wqe_is_rd_atomic(w) ||
+	    ur_psn_before(c->pkt->psn, w->last_psn) ||
+	    !ur_psn_before(w->last_psn, xp->psn_max))
+		return false;
+	wqe_acked(c, w);
+	return true;
+}
+
 static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 {
 	uint32_t psn = c->pkt->psn;
 
-	for (; in_flight(c->qp, c->idx); c->idx++) {
+	for (; c->idx != c->qp->sq.producer; c->idx++) {
 		struct ur_send_wqe *w = ur_wq_slot(&c->qp->sq, c->idx);
 
+		if (!in_flight(c->qp, c->idx)) {
+			if (!comp_beyond_cursor(c))
+				break;
+			continue;
+		}
 		if (w->state == UR_WQE_DONE)
 			continue;
 		if (w->state != UR_WQE_PENDING)
@@ -405,7 +442,7 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 		return UR_COMP_DONE;
 	xp->retry_left_fast_used = true;
 	xp->need_retry = true;
-	ur_cc_loss(xp, false);
+	ur_cc_loss(xp, UR_CC_NAK);
 	return UR_COMP_DONE;
 }
 
@@ -557,7 +594,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	if (!timeout && !xp->probe_backoff)
 		xp->probe_one = true;
 	else
-		ur_cc_loss(xp, timeout);
+		ur_cc_loss(xp, timeout ? UR_CC_TIMEOUT : UR_CC_PROBE);
 	xp->probe_backoff++;
 	return true;
 }

@@ -123,6 +123,7 @@ int ur_rkey_map(struct ur_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
 	m = ur_mem_lookup(qp->dev, rkey);
 	if (!m)
 		return -EACCES;
-	return ur_mem_check(m, qp->pd, ur_qp_num(qp), va, len, access, host) ?
+	return ur_mem_check(m, ur_qp_target_pd(qp), ur_qp_num(qp), va, len,
+			    access, host) ?
 		       -EACCES : 0;
 }

@@ -31,6 +31,8 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_ATOMIC_REPLAY] = "atomic_replays",
 	[UR_STAT_UD_TOO_BIG] = "ud_too_big",
 	[UR_STAT_STALE_RESP] = "stale_responses",
+	[UR_STAT_TIMER_WAKEUPS] = "timer_wakeups",
+	[UR_STAT_DEAF_WAITS] = "deaf_waits",
 };
 
 /* The device counters' names where the meaning is the same. */

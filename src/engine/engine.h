@@ -25,6 +25,17 @@ int ur_engine_qp_init(struct ur_qp *qp);
 void ur_engine_qp_fini(struct ur_qp *qp);
 
 /*
+ * UD multicast: attaches qp to the group of the multicast GID gid (the
+ * first QP of a device makes its link join the IP group) or detaches it
+ * (the last one leaves). Attaching twice is one attachment. 0, -ENOMEM
+ * past obj/limits.h's UR_MAX_MCAST_*, -EINVAL (detach: not attached;
+ * attach: no address of the group's IP family), or -errno from the link.
+ * api/ checks the QP type and the GID first.
+ */
+int ur_engine_mcast_attach(struct ur_qp *qp, const uint8_t gid[16]);
+int ur_engine_mcast_detach(struct ur_qp *qp, const uint8_t gid[16]);
+
+/*
  * After ibv_modify_qp changed qp->state from old_state (attr_mask as given):
  * to RESET clears the transport state, to RTR/RTS picks up AV, PSNs and
  * timers, to ERR flushes every outstanding WQE with IBV_WC_WR_FLUSH_ERR.

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/params.h"
 #include "link/link.h"
+#include "obj/limits.h"
 #include "obj/obj.h"
 #include "obj/wr_opcode.h"
 #include "util/iba.h"
@@ -46,6 +47,8 @@ enum ur_stat {
 	UR_STAT_ATOMIC_REPLAY,
 	UR_STAT_UD_TOO_BIG,
 	UR_STAT_STALE_RESP,
+	UR_STAT_TIMER_WAKEUPS,
+	UR_STAT_DEAF_WAITS,
 	UR_STAT__MAX,
 };
 
@@ -139,10 +142,17 @@ struct ur_timers {
 	_Atomic uint64_t next;		/* key of the heap's top, ns; 0 none */
 };
 
+/* A multicast group of the NIC and the UD QPs attached to it (mcast.c). */
+struct ur_mcg {
+	uint8_t gid[16];
+	union ur_sockaddr group;	/* its IP group, port 4791 */
+	unsigned int n;
+	struct ur_qp *qps[UR_MAX_MCAST_QP_ATTACH];
+};
+
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
-	union ur_sockaddr addr;		/* our bound IP and port */
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool stop;
@@ -152,7 +162,8 @@ struct ur_nic {
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
-	int wake_fd;			/* eventfd: timers moved, shutdown */
+	int wake_fd;			/* eventfd: shutdown, one-sided */
+	int timer_fd;			/* timerfd: a deadline before its sleep */
 
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t qp_list_lock;
@@ -161,6 +172,12 @@ struct ur_nic {
 	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
+	/* The progress thread's wait as it published it (progress.c): a
+	 * deadline armed no earlier than sleep_until needs no wake-up. */
+	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */
+	atomic_bool wait_deaf;		/* that wait leaves the socket alone */
+	_Atomic uint64_t last_one_sided; /* ns: a WRITE/READ/atomic came in */
+	bool rx_one_sided;		/* rx owner: this burst had one */
 
 	struct ur_counters cnt;
 	bool stats_written;		/* UROCE_STATS written (dev->lock) */
@@ -173,11 +190,28 @@ struct ur_nic {
 	 * (resp_reply.c, ur_resp_flush()) */
 	struct ur_held_cqe {
 		struct ur_qp *qp;
+		struct ur_cq *cq;	/* an XRC target's is its SRQ's */
 		struct ibv_wc wc;
 		bool solicited;
 	} held[UR_RX_BATCH];
 	unsigned int n_held;
+
+	/* Cold, at the end: the hot fields above keep their cache lines. */
+	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
+	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
+	unsigned int n_addrs;
+	/* multicast groups (mcast.c), rx_lock */
+	struct ur_mcg *mcg[UR_MAX_MCAST_GRP];
+	unsigned int n_mcg;
+	unsigned int n_attach;		/* QP attachments, all groups */
 };
+
+/* The address GID sgid_index's packets leave from (nic->addrs). */
+static inline const union ur_sockaddr *ur_nic_src(const struct ur_nic *nic,
+						   unsigned int sgid_index)
+{
+	return &nic->addrs[sgid_index < nic->n_addrs ? sgid_index : 0];
+}
 
 /* Responder resource: a READ or atomic kept for replay (docs/wire-notes.md
  * §3.5); an ATOMIC WRITE or FLUSH too, so a duplicate is answered and
@@ -281,6 +315,14 @@ struct ur_qp_xport {
 	uint32_t cwnd;			/* PSNs the requester may have unacked */
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
+	uint32_t cc_acked;		/* PSNs acked since the last decrease */
+	bool cc_undo;			/* a probe or timeout shrank the window
+					 * and no NAK has confirmed a loss */
+	uint32_t cc_undo_cwnd;		/* the window before that decrease */
+	uint32_t cc_undo_ssthresh;
+	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
+					 * losses before it is acked belong to
+					 * that congestion episode */
 	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
@@ -321,6 +363,9 @@ static inline bool ur_wr_is_rd_atomic(enum ibv_wr_opcode op)
 
 /* timer.c: the deadline heap; see the comment at its top. */
 void ur_nic_wake(struct ur_nic *nic);
+/* Makes the progress thread wake by when if its published wait lasts
+ * longer (seq_cst: pairs with the publication in progress.c's nic_wait). */
+void ur_nic_wake_by(struct ur_nic *nic, uint64_t when);
 void ur_timers_init(struct ur_timers *t);
 void ur_timers_fini(struct ur_timers *t);
 int ur_timer_attach(struct ur_qp_xport *xp);	/* 0 or -ENOMEM */
@@ -361,8 +406,16 @@ void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 		 enum ibv_wc_status st);	/* sq_lock held */
 
 /* cc.c: window and retransmit deadline (sq_lock held). */
+void ur_cc_reset(struct ur_qp_xport *xp);	/* a new connection */
 uint32_t ur_cc_window(const struct ur_qp_xport *xp);
-void ur_cc_loss(struct ur_qp_xport *xp, bool timeout);
+/* What found a loss: a NAK or a gap in the responses, a recovery probe
+ * that found nothing moving, the QP's timeout. */
+enum ur_cc_signal {
+	UR_CC_NAK,
+	UR_CC_PROBE,
+	UR_CC_TIMEOUT,
+};
+void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
 
@@ -379,6 +432,18 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now);
 void ur_send_step(struct ur_qp *qp);		/* sq_lock held */
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
+
+/* xrc.c (rx_lock and obj_lock read held): an XRC request to an XRC_RECV
+ * QP, through the responder with the XRC SRQ its XRCETH names. */
+void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
+		    const struct ur_rxd *d, const struct ur_ip_flow *flow);
+
+/* mcast.c: the group of a multicast GID, or NULL (rx_lock held); a QP's
+ * attachments end with it (ur_engine_qp_fini); the groups go with the
+ * NIC, whose link leaves them by closing. */
+struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16]);
+void ur_mcast_qp_gone(struct ur_qp *qp);
+void ur_mcast_fini(struct ur_nic *nic);
 
 /* recv.c (rx_lock and obj_lock read held) */
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The NIC's lifecycle: the first open of a device creates it (link socket,
- * wake eventfd, pcap, timers, progress thread), the last close stops it and
+ * wake eventfd and timerfd, pcap, timers, progress thread), the last close stops it and
  * writes UROCE_STATS. The stages it starts live in tx.c, timer.c,
  * progress.c and recv.c.
  */
@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
 #include "obj/device.h"
+#include "obj/limits.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
@@ -44,15 +46,38 @@ static void nic_open_pcap(struct ur_nic *nic)
 	}
 }
 
+_Static_assert(UR_MAX_GID <= UR_LINK_MAX_ADDRS,
+	       "the link binds every GID's address");
+
+/*
+ * Every GID's address is bound (a peer may reach any of them); nic->addrs[i]
+ * is what GID i's packets leave from and what their ICRC covers: its own
+ * address, or address 0's when it could not be bound (the link sends it
+ * from there too).
+ */
+static void nic_load_addrs(struct ur_nic *nic)
+{
+	unsigned int i;
+
+	nic->n_addrs = UR_MIN(nic->dev->num_gids, (unsigned int)UR_LINK_MAX_ADDRS);
+	for (i = 0; i < nic->n_addrs; i++)
+		if (ur_link_local_addr(nic->link, i, &nic->addrs[i]))
+			nic->addrs[i] = nic->addrs[0];
+}
+
 static int nic_open_link(struct ur_nic *nic)
 {
 	struct ur_device *dev = nic->dev;
 	struct ur_link_config cfg;
+	unsigned int i;
 	int rc, tries;
 
 	for (tries = 0; tries < 8; tries++) {
 		memset(&cfg, 0, sizeof(cfg));
 		cfg.bind = dev->gids[0].addr;
+		for (i = 1; i < dev->num_gids && i < UR_LINK_MAX_ADDRS; i++)
+			cfg.more[i - 1] = dev->gids[i].addr;
+		cfg.n_more = i - 1;
 		if (cfg.bind.sa.sa_family == AF_INET)
 			cfg.bind.in.sin_port = htons(UR_ROCEV2_PORT);
 		else
@@ -68,16 +93,19 @@ static int nic_open_link(struct ur_nic *nic)
 	}
 	if (rc)
 		return rc;
-	nic->addr = cfg.bind;
+	nic_load_addrs(nic);
 	return 0;
 }
 
 static void nic_free(struct ur_nic *nic)
 {
+	ur_mcast_fini(nic);
 	if (nic->link)
 		ur_link_close(nic->link);
 	if (nic->wake_fd >= 0)
 		close(nic->wake_fd);
+	if (nic->timer_fd >= 0)
+		close(nic->timer_fd);
 	ur_pcap_close(nic->pcap);
 	pthread_mutex_destroy(&nic->rx_lock);
 	pthread_mutex_destroy(&nic->qp_list_lock);
@@ -96,6 +124,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		return -ENOMEM;
 	nic->dev = dev;
 	nic->wake_fd = -1;
+	nic->timer_fd = -1;
 	pthread_mutex_init(&nic->rx_lock, NULL);
 	pthread_mutex_init(&nic->qp_list_lock, NULL);
 	ur_timers_init(&nic->timers);
@@ -117,6 +146,13 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		ur_warn("engine: no fault-safe copies: %s", strerror(-rc));
 	nic->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (nic->wake_fd < 0) {
+		rc = -errno;
+		goto err;
+	}
+	/* CLOCK_MONOTONIC: the clock of ur_now_ns(), hence of deadlines */
+	nic->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+				       TFD_NONBLOCK | TFD_CLOEXEC);
+	if (nic->timer_fd < 0) {
 		rc = -errno;
 		goto err;
 	}

@@ -54,6 +54,16 @@
 /* Responses asked for by one READ request: a large READ goes out as
  * several requests so the window bounds READ responses in flight too. */
 #define UR_READ_CHUNK_PKTS 64
+/* The window of a new connection, grown by slow start: a first burst of
+ * UR_WINDOW_PSNS (2 MiB) into a shallow queue (a 48 KB tbf) loses most of
+ * it; 10 packets, as TCP's initial window, fit one, and loopback reaches
+ * the full window within a few round trips. */
+#define UR_CWND_INIT 10
+/* A NAK after this many windows of ACKed PSNs since the last decrease is
+ * a rare loss (cc.c): 4 tells a queue that overflows each time the window
+ * reaches it (a loss every window or two) from 1 % random loss at the
+ * window that loss rate leaves (a loss every 100 PSNs, some 25 PSNs). */
+#define UR_CC_RARE_LOSS_WINDOWS 4
 /* The window after a timeout, and its floor after losses (TCP restarts
  * at a few segments for the same reason: a retransmission must not be the
  * burst a shallow queue just dropped). */
@@ -79,7 +89,8 @@
 /* An application that spun on its CQs this recently runs the receive path
  * itself: the progress thread stops watching the socket meanwhile, as a
  * second thread woken per datagram would steal its core (UROCE_QUIET_US
- * overrides; util/config.c parses it). */
+ * overrides; util/config.c parses it), unless one-sided requests come in
+ * (UR_ONE_SIDED_HOLD_NS below). */
 #define UR_APP_POLL_QUIET_NS 500000ull
 /* The progress thread polls this long after traffic before it sleeps: 0,
  * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
@@ -90,6 +101,12 @@
 /* ... and this many in a row make one: an application that polls once
  * and then blocks for an event never counts as spinning. */
 #define UR_APP_POLL_SPIN 16
+/* A WRITE, READ or atomic received this recently keeps the progress
+ * thread on the socket even while the application spins on a CQ: such a
+ * request makes no CQE, so the application may be waiting for the next
+ * one on memory (ib_write_lat), and only the thread can execute it. Long
+ * against a round trip: a peer's one-sided traffic comes in streams. */
+#define UR_ONE_SIDED_HOLD_NS 100000000ull
 
 /* ---- the responder ---- */
 

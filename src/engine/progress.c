@@ -22,6 +22,22 @@
 #include "util/log.h"
 #include "util/time.h"
 
+/*
+ * rx_lock held: the burst executed a WRITE, READ or atomic. Such a request
+ * makes no CQE here, so an application waiting for one (ib_write_lat)
+ * spins on memory, not on poll_cq: the progress thread must listen to the
+ * socket for the next one even while the application also polls a CQ. A
+ * thread already gone deaf is woken (seq_cst both ways: either it sees
+ * this stamp before it leaves the socket, or this sees its deaf wait).
+ */
+static void one_sided_note(struct ur_nic *nic)
+{
+	nic->rx_one_sided = false;
+	atomic_store(&nic->last_one_sided, ur_now_ns());
+	if (atomic_load(&nic->wait_deaf))
+		ur_nic_wake(nic);
+}
+
 /* rx_lock held. Returns datagrams handled. */
 static int nic_rx_burst(struct ur_nic *nic)
 {
@@ -42,6 +58,8 @@ static int nic_rx_burst(struct ur_nic *nic)
 		/* A full batch may leave datagrams pending inside the link
 		 * (GRO trains) that the fd no longer announces: go on. */
 	} while (n == UR_RX_BATCH);
+	if (nic->rx_one_sided)
+		one_sided_note(nic);
 	return total;
 }
 
@@ -144,43 +162,73 @@ int ur_engine_poll(struct ur_device *dev)
 	return n;
 }
 
-static void nic_wait(struct ur_nic *nic)
+/*
+ * Leave the socket to the application for this wait? Only while it spins
+ * on its CQs (it then runs the receive path itself, and a second thread
+ * woken per datagram would steal its core) and no peer aimed a one-sided
+ * request at us lately (one_sided_note()). Returns when to check back.
+ */
+static uint64_t nic_deaf_until(struct ur_nic *nic, uint64_t now)
 {
-	struct pollfd pfd[2] = {
-		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
-		{ .fd = nic->wake_fd, .events = POLLIN },
-	};
-	uint64_t d = ur_timer_next(nic), now = ur_now_ns(), v;
 	uint64_t last = atomic_load_explicit(&nic->last_app_poll,
 					     memory_order_relaxed);
+	uint64_t one_sided;
+
+	if (last && last + nic->quiet_ns > now) {
+		atomic_store(&nic->wait_deaf, true);
+		one_sided = atomic_load(&nic->last_one_sided);
+		if (!one_sided || one_sided + UR_ONE_SIDED_HOLD_NS <= now)
+			return last + nic->quiet_ns;
+	}
+	atomic_store_explicit(&nic->wait_deaf, false, memory_order_relaxed);
+	return 0;
+}
+
+/*
+ * Sleep until the socket has datagrams (unless deaf), the earliest
+ * deadline, or a wake-up. The wait is published (sleep_until) before the
+ * deadline is read for the last time: an arm that this read missed sees
+ * the published wait and sets the timerfd if it ends too late
+ * (ur_nic_wake_by). The socket comes last so a deaf wait drops it.
+ */
+static void nic_wait(struct ur_nic *nic)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = nic->wake_fd, .events = POLLIN },
+		{ .fd = nic->timer_fd, .events = POLLIN },
+		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
+	};
+	uint64_t next, d, deaf, now, v;
 	struct timespec ts, *tsp = NULL;
-	struct pollfd *p = pfd;
-	nfds_t np = 2;
 	ssize_t r;
 
-	/*
-	 * While the application polls its CQs it runs the receive path
-	 * itself; waking up for every datagram as well would only steal its
-	 * core. Check back when it may have stopped.
-	 */
-	if (last && now - last < nic->quiet_ns) {
-		uint64_t until = last + nic->quiet_ns;
-
-		if (!d || until < d)
-			d = until;
-		p = &pfd[1];
-		np = 1;
+	for (;;) {
+		next = ur_timer_next(nic);
+		now = ur_now_ns();
+		deaf = nic_deaf_until(nic, now);
+		d = deaf && (!next || deaf < next) ? deaf : next;
+		atomic_store(&nic->sleep_until, d ? d : UINT64_MAX);
+		if (ur_timer_next(nic) == next)
+			break;
+		/* a deadline moved before the wait was published: again */
 	}
+	if (deaf)
+		ur_cnt_stat(&nic->cnt, UR_STAT_DEAF_WAITS, 1);
 	if (d) {
 		d = d > now ? d - now : 0;
 		ts.tv_sec = (time_t)(d / 1000000000ull);
 		ts.tv_nsec = (long)(d % 1000000000ull);
 		tsp = &ts;
 	}
-	if (ppoll(p, np, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
-		r = read(nic->wake_fd, &v, sizeof(v));
+	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
+		if (pfd[0].revents & POLLIN)
+			r = read(nic->wake_fd, &v, sizeof(v));
+		if (pfd[1].revents & POLLIN)
+			r = read(nic->timer_fd, &v, sizeof(v));
 		(void)r;
 	}
+	atomic_store(&nic->sleep_until, 0);
+	atomic_store_explicit(&nic->wait_deaf, false, memory_order_relaxed);
 }
 
 /*

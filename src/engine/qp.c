@@ -47,6 +47,7 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 
 	if (!xp)
 		return;
+	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
@@ -84,8 +85,7 @@ static void xp_reset(struct ur_qp *qp)
 	xp->srtt_ns = 0;
 	xp->rtt_on = false;
 	xp->probe_backoff = 0;
-	xp->cwnd = xp->ssthresh = UR_WINDOW_PSNS;
-	xp->cwnd_acc = 0;
+	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;
 	ur_resp_reset(qp);
@@ -107,7 +107,9 @@ static void xp_load_path(struct ur_qp *qp)
 	if (!xp->mtu)
 		xp->mtu = 256;
 	xp->peer_bound = false;		/* a new path: learn the port again */
-	if (ur_ip_flow_from_sockaddr(&xp->flow, &xp->nic->addr, &qp->av.dest))
+	if (ur_ip_flow_from_sockaddr(&xp->flow,
+				     ur_nic_src(xp->nic, qp->av.sgid_index),
+				     &qp->av.dest))
 		memset(&xp->flow, 0, sizeof(xp->flow));
 	xp->flow.tos = qp->av.traffic_class;	/* the GRH traffic class */
 }
@@ -147,6 +149,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
 			xp->retry_psn = xp->comp_psn;
 			xp->psn_max = xp->recover_psn = xp->comp_psn;
+			xp->cc_recover_psn = xp->comp_psn;
 		}
 		if (attr_mask & IBV_QP_TIMEOUT)
 			xp->timeout_ns = timeout_ns(qp->attr.timeout);

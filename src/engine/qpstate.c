@@ -61,7 +61,9 @@ static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
 	wc.status = IBV_WC_WR_FLUSH_ERR;
 	wc.opcode = IBV_WC_RECV;
 	wc.qp_num = ur_qp_num(qp);
-	ur_cq_push(qp->recv_cq, &wc, false);
+	/* an XRC target's CQ is known only while a request names its SRQ */
+	if (ur_qp_recv_cq(qp))
+		ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
 }
 
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
@@ -88,7 +90,9 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 			flush_recv_one(qp, xp->resp.rwqe.wr_id);
 		}
 	}
-	if (qp->srq)
+	/* an XRC target has no RQ; its XRC SRQ (the rx owner's to read)
+	 * belongs to the other QPs of its domain too */
+	if (qp->type == IBV_QPT_XRC_RECV || ur_qp_rq_srq(qp))
 		return;	/* SRQ WQEs belong to the other QPs too */
 	while (!ur_qp_take_recv(qp, &r.w))
 		flush_recv_one(qp, r.w.wr_id);
@@ -137,7 +141,7 @@ void ur_sqd_check(struct ur_qp *qp)
 	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
 		return;
 	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
-	    (qp->type == IBV_QPT_RC && xp->psn != xp->comp_psn))
+	    (ur_qp_reliable(qp) && xp->psn != xp->comp_psn))
 		return;
 	xp->sqd_notified = true;
 	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);

@@ -3,8 +3,10 @@
  * Classify one received datagram (docs/wire-notes.md §2.11): parse, find
  * the QP, check class, state, peer address (in hardened mode its UDP port
  * too), P_Key, Q_Key and ICRC, then hand requests to the responder and
- * responses to the completer (through the send step, send.c). Every drop is
- * counted by reason; nothing here trusts a byte of the packet. Runs with
+ * responses to the completer (through the send step, send.c). A UD SEND
+ * to QPN 0xFFFFFF at an IP multicast group goes to every QP of the group
+ * (mcast.c) whose state and Q_Key accept it. Every drop is counted by
+ * reason; nothing here trusts a byte of the packet. Runs with
  * nic->rx_lock and dev->obj_lock (read) held.
  */
 #include "engine/engine_priv.h"
@@ -18,6 +20,9 @@ static unsigned int qp_tclass(const struct ur_qp *qp)
 		return UR_TCLASS_RC;
 	case IBV_QPT_UC:
 		return UR_TCLASS_UC;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return UR_TCLASS_XRC;
 	default:
 		return UR_TCLASS_UD;
 	}
@@ -97,10 +102,101 @@ static bool rx_error_nak(const struct ur_pkt *pkt)
 	       syn != UR_AETH_NAK_PSN_SEQ;
 }
 
+/* Fills flow from the datagram and checks its ICRC. */
+static enum ur_drop_reason rx_flow_icrc(const struct ur_rxd *d,
+					struct ur_ip_flow *flow)
+{
+	if (ur_ip_flow_from_sockaddr(flow, &d->src, &d->dst))
+		return UR_DROP_NOT_ROCE;
+	flow->tos = d->tos;
+	flow->ttl = d->ttl;
+	return ur_icrc_check_rx(flow, d->data, d->len);
+}
+
+/*
+ * A datagram to QPN 0xFFFFFF: a UD SEND (the only multicast operation of
+ * the IBA) sent to an IP multicast group this device has QPs attached to.
+ * What each QP of the group accepts is rx_mcast_deliver()'s.
+ */
+static enum ur_drop_reason rx_mcast_classify(struct ur_nic *nic,
+					     const struct ur_rxd *d,
+					     const struct ur_pkt *pkt,
+					     struct ur_ip_flow *flow,
+					     struct ur_mcg **out)
+{
+	enum ur_drop_reason r;
+	uint8_t gid[16];
+
+	r = ur_pkt_check_class(pkt, UR_TCLASS_UD);
+	if (r)
+		return r;
+	if (!ur_addr_is_multicast(&d->dst))
+		return UR_DROP_MCAST_DEST;
+	if ((ur_bth_pkey(pkt->bth) & 0x7fff) != 0x7fff)
+		return UR_DROP_BAD_PKEY;
+	ur_sockaddr_to_gid(&d->dst, gid);
+	*out = ur_mcast_find(nic, gid);
+	if (!*out)
+		return UR_DROP_MCAST_NO_GROUP;
+	return rx_flow_icrc(d, flow);
+}
+
+/* Sent by qp itself: one of our addresses and qp's number as source. */
+static bool rx_from_self(const struct ur_nic *nic, const struct ur_qp *qp,
+			 const struct ur_rxd *d, const struct ur_pkt *pkt)
+{
+	unsigned int i;
+
+	if (ur_deth_sqp(pkt->deth) != ur_qp_num(qp))
+		return false;
+	for (i = 0; i < nic->n_addrs; i++)
+		if (ur_sockaddr_same_host(&nic->addrs[i], &d->src))
+			return true;
+	return false;
+}
+
+/*
+ * One copy to each attached QP that would take it as a unicast SEND: in
+ * RTR or later, the Q_Key of the DETH equal to its own (C10-15), within
+ * its MTU. As rxe and mlx5 by default, the sending QP gets a copy too
+ * when it is attached (IPoIB filters its own); one created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not.
+ */
+static void rx_mcast_deliver(struct ur_nic *nic, const struct ur_mcg *g,
+			     const struct ur_rxd *d, const struct ur_pkt *pkt,
+			     const struct ur_ip_flow *flow)
+{
+	enum ur_drop_reason r;
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++) {
+		struct ur_qp *qp = g->qps[i];
+
+		if (!state_accepts(qp, true))
+			r = UR_DROP_QP_STATE;
+		else if (ur_deth_qkey(pkt->deth) != qp->attr.qkey)
+			r = UR_DROP_BAD_QKEY;
+		else if (pkt->paylen > qp->xp->mtu)
+			r = UR_DROP_MTU_EXCEEDED;
+		else if (qp->mcast_block_self && rx_from_self(nic, qp, d, pkt))
+			r = UR_DROP_MCAST_SELF;
+		else
+			r = UR_DROP_NONE;
+		if (r) {
+			ur_cnt_drop(&nic->cnt, r);
+			continue;
+		}
+		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
+		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt->paylen);
+		ur_resp_rx(qp, pkt, d, flow);
+	}
+}
+
+/* A unicast packet's QP in *out; a multicast one's group in *mcg. */
 static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 				       struct ur_pkt *pkt,
 				       struct ur_ip_flow *flow,
-				       struct ur_qp **out)
+				       struct ur_qp **out, struct ur_mcg **mcg)
 {
 	enum ur_drop_reason r;
 	struct ur_qp *qp;
@@ -109,8 +205,10 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	r = ur_pkt_parse(d->data, d->len, pkt);
 	if (r)
 		return r;
-	if (pkt->opcode == UR_OPC_CNP || pkt->qpn == UR_QPN_MCAST)
+	if (pkt->opcode == UR_OPC_CNP)
 		return UR_DROP_UNSUPPORTED;
+	if (pkt->qpn == UR_QPN_MCAST)
+		return rx_mcast_classify(nic, d, pkt, flow, mcg);
 	qp = pkt->qpn ? ur_qp_lookup(nic->dev, pkt->qpn) : NULL;
 	if (!qp || !qp->xp)
 		return UR_DROP_UNKNOWN_QP;
@@ -118,6 +216,10 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	if (r)
 		return r;
 	request = ur_op_is_request(pkt->opcode);
+	/* XRC's halves: the target only answers, the initiator only asks */
+	if ((qp->type == IBV_QPT_XRC_RECV && !request) ||
+	    (qp->type == IBV_QPT_XRC_SEND && request))
+		return UR_DROP_OPCODE_CLASS;
 	if (!state_accepts(qp, request))
 		return UR_DROP_QP_STATE;
 	if (qp->type != IBV_QPT_UD &&
@@ -129,11 +231,7 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	    ur_deth_qkey(pkt->deth) != (pkt->qpn == UR_QPN_GSI ?
 						UR_GSI_QKEY : qp->attr.qkey))
 		return UR_DROP_BAD_QKEY;
-	if (ur_ip_flow_from_sockaddr(flow, &d->src, &d->dst))
-		return UR_DROP_NOT_ROCE;
-	flow->tos = d->tos;
-	flow->ttl = d->ttl;
-	r = ur_icrc_check_rx(flow, d->data, d->len);
+	r = rx_flow_icrc(d, flow);
 	if (r)
 		return r;
 	if (qp->type != IBV_QPT_UD && nic->hardened) {
@@ -159,6 +257,7 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	struct ur_ip_flow flow;
 	enum ur_drop_reason r;
 	struct ur_qp *qp = NULL;
+	struct ur_mcg *mcg = NULL;
 	struct ur_pkt pkt;
 
 	UR_ASSERT_HELD(&nic->rx_lock);
@@ -174,16 +273,34 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 			flow.ip_id = 0;
 		ur_pcap_write(nic->pcap, &flow, &iov, 1);
 	}
-	r = rx_classify(nic, d, &pkt, &flow, &qp);
+	r = rx_classify(nic, d, &pkt, &flow, &qp, &mcg);
 	if (r) {
 		ur_cnt_drop(&nic->cnt, r);
 		ur_dbg_dp("engine: drop %s", ur_drop_reason_str(r));
 		return;
 	}
+	if (mcg) {
+		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
+		return;
+	}
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
-	if (ur_op_is_request(pkt.opcode))
-		ur_resp_rx(qp, &pkt, d, &flow);
-	else
+	/* past here an XRC packet is handled as the RC one it stands for;
+	 * its headers (pkt.xrceth included) stay where XRC put them */
+	pkt.opcode = ur_op_xrc_to_rc(pkt.opcode);
+	if (ur_op_is_request(pkt.opcode)) {
+		/* a WRITE, READ, atomic, ATOMIC_WRITE or FLUSH: progress.c
+		 * listens for more (one_sided_note). A SEND's middle packets
+		 * consume no receive WQE but are not one-sided; the first
+		 * packets of a WRITE with immediate cannot be told from a
+		 * WRITE's. */
+		if (!ur_op_is_send(pkt.opcode) &&
+		    !ur_op_completes_rwr(pkt.opcode))
+			nic->rx_one_sided = true;
+		if (qp->type == IBV_QPT_XRC_RECV)
+			ur_xrc_resp_rx(qp, &pkt, d, &flow);
+		else
+			ur_resp_rx(qp, &pkt, d, &flow);
+	} else
 		ur_send_on_response(qp, &pkt);
 }

@@ -85,9 +85,20 @@ static enum ibv_wc_status req_local_op(struct ur_qp *qp,
 
 static void wqe_sent(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
-	if (qp->type != IBV_QPT_RC)
+	if (!ur_qp_reliable(qp))
 		wqe->state = UR_WQE_DONE;
 	ur_sq_advance(qp);
+}
+
+/* An XRC initiator sends RC's packets under XRC opcodes, each request
+ * naming the responder's XRC SRQ in its XRCETH. */
+static void req_xrc(const struct ur_qp *qp, const struct ur_send_wqe *wqe,
+		    struct ur_hdr_fields *f)
+{
+	if (qp->type != IBV_QPT_XRC_SEND)
+		return;
+	f->opcode = ur_op_rc_to_xrc(f->opcode);
+	f->xrc_srqn = wqe->xrc_srqn;
 }
 
 /* Payload of [off, off+len) of a WQE as iovecs; 0 or -errno. */
@@ -119,7 +130,9 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	if (!ah || ur_ip_flow_from_sockaddr(&flow, &xp->nic->addr,
+	if (!ah || ur_ip_flow_from_sockaddr(&flow,
+					    ur_nic_src(xp->nic,
+						       ah->av.sgid_index),
 					    &ah->av.dest)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
@@ -214,7 +227,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.psn = xp->psn;
 	/* the last packet the window lets out asks for an ACK too: if the
 	 * packets after it never come, nothing else would */
-	f.ackreq = qp->type == IBV_QPT_RC &&
+	f.ackreq = ur_qp_reliable(qp) &&
 		   want_ackreq(xp, last || window_full(xp,
 						       ur_psn_inc(xp->psn)));
 	f.se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
@@ -226,6 +239,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	f.imm_be = wqe->imm_data;
 	f.ieth_rkey = wqe->invalidate_rkey;
+	req_xrc(qp, wqe, &f);
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       len)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
@@ -298,6 +312,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		f.reth.len = (uint32_t)UR_MIN((uint64_t)(end - xp->req_pkt) *
 						      xp->mtu,
 					      (uint64_t)(wqe->length - off));
+		req_xrc(qp, wqe, &f);
 		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
 		ur_qcnt_tx(xp->qcnt.req, 0);
 		xp->rd_outstanding++;
@@ -323,6 +338,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			f.atmeth.swap_add = wqe->atomic.compare_add;
 		}
 	}
+	req_xrc(qp, wqe, &f);
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       paylen)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
@@ -415,7 +431,7 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
-	if (qp->type == IBV_QPT_RC && window_full(xp, xp->psn))
+	if (ur_qp_reliable(qp) && window_full(xp, xp->psn))
 		return false;
 	/*
 	 * max_rd_atomic bounds READ and atomic *requests* in flight (ATOMIC
@@ -487,7 +503,7 @@ void ur_req_run(struct ur_qp *qp)
 	ur_txb_flush(&xp->txb);
 	pthread_rwlock_unlock(&dev->obj_lock);
 	xp->probe_one = false;
-	if (qp->type == IBV_QPT_RC) {
+	if (ur_qp_reliable(qp)) {
 		rtt_start(xp, psn0);
 		if (ur_psn_after(xp->psn, xp->psn_max))
 			xp->psn_max = xp->psn;

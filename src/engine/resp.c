@@ -351,8 +351,8 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	if (pkt->ieth) {
 		uint32_t rkey = ur_ieth_rkey(pkt->ieth);
 
-		if (ur_mem_invalidate(c->qp->dev, c->qp->pd, ur_qp_num(c->qp),
-				      rkey))
+		if (ur_mem_invalidate(c->qp->dev, ur_qp_target_pd(c->qp),
+				      ur_qp_num(c->qp), rkey))
 			c->inv_failed = true;
 	}
 	r->epsn = ur_psn_inc(pkt->psn);
@@ -418,7 +418,8 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 			if (nic->n_held == UR_RX_BATCH)
 				ur_resp_flush(nic);
 			nic->held[nic->n_held++] = (struct ur_held_cqe){
-				.qp = c->qp, .wc = wc, .solicited = pkt->se,
+				.qp = c->qp, .cq = ur_qp_recv_cq(c->qp),
+				.wc = wc, .solicited = pkt->se,
 			};
 			__atomic_store_n(&r->held, r->held + 1,
 					 __ATOMIC_SEQ_CST);
@@ -431,7 +432,7 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 		ur_resp_flush(c->xp->nic);	/* keep the RQ's order */
 	}
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
-	if (ur_cq_push(c->qp->recv_cq, &wc, pkt->se)) {
+	if (ur_cq_push(ur_qp_recv_cq(c->qp), &wc, pkt->se)) {
 		/* CQ overrun (class G): the QP fails */
 		ur_resp_qp_error(c, IBV_EVENT_QP_FATAL);
 		return UR_RESP_DONE;
@@ -547,6 +548,9 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
 	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
 	ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
+	/* at once, not after the rest of the receive burst: until the
+	 * requester hears it, all it sends is dropped here */
+	ur_resp_flush(c->xp->nic);
 	c->drop = UR_DROP_PSN_WINDOW;
 	return UR_RESP_DROP;
 }
@@ -658,15 +662,7 @@ static const ur_resp_fn resp_handlers[UR_RESP__MAX] = {
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
-	struct ur_resp_ctx c = {
-		.qp = qp,
-		.xp = qp->xp,
-		.r = &qp->xp->resp,
-		.pkt = pkt,
-		.d = d,
-		.flow = flow,
-		.op = pkt->opcode,
-	};
+	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	enum ur_resp_state st = UR_RESP_CHK_PSN;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);

@@ -23,9 +23,26 @@ struct ur_resp_ctx {
 	bool inv_failed;
 };
 
+/* The context of a request handled for qp (rx_lock held). */
+static inline struct ur_resp_ctx ur_resp_ctx_of(struct ur_qp *qp,
+						const struct ur_pkt *pkt,
+						const struct ur_rxd *d,
+						const struct ur_ip_flow *flow)
+{
+	return (struct ur_resp_ctx){
+		.qp = qp,
+		.xp = qp->xp,
+		.r = &qp->xp->resp,
+		.pkt = pkt,
+		.d = d,
+		.flow = flow,
+		.op = pkt->opcode,
+	};
+}
+
 static inline bool ur_resp_is_rc(const struct ur_resp_ctx *c)
 {
-	return c->qp->type == IBV_QPT_RC;
+	return ur_qp_reliable(c->qp);	/* RC, and XRC's target */
 }
 
 /* IBA 1.5's ATOMIC WRITE or FLUSH (resp_place.c). */

@@ -11,12 +11,18 @@
 #include "engine/resp_priv.h"
 #include "util/lock_assert.h"
 
+/* An XRC target answers with XRC's opcodes (no XRCETH in responses). */
+static uint8_t reply_opcode(const struct ur_resp_ctx *c, uint8_t rc_op)
+{
+	return c->qp->type == IBV_QPT_XRC_RECV ? ur_op_rc_to_xrc(rc_op) : rc_op;
+}
+
 void ur_resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode, uint8_t syn,
 		       uint32_t psn)
 {
 	struct ur_hdr_fields f = { 0 };
 
-	f.opcode = opcode;
+	f.opcode = reply_opcode(c, opcode);
 	f.qpn = c->qp->attr.dest_qp_num;
 	f.psn = psn;
 	f.aeth.syn = syn;
@@ -38,7 +44,7 @@ static void send_result(struct ur_resp_ctx *c, uint8_t opcode, uint32_t psn,
 {
 	struct ur_hdr_fields f = { 0 };
 
-	f.opcode = opcode;
+	f.opcode = reply_opcode(c, opcode);
 	f.qpn = c->qp->attr.dest_qp_num;
 	f.psn = psn;
 	f.aeth.syn = UR_AETH_ACK_UNLIMITED;
@@ -92,6 +98,7 @@ void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 			f.opcode = UR_OPC_RC_READ_RESP_LAST;
 		else
 			f.opcode = UR_OPC_RC_READ_RESP_MIDDLE;
+		f.opcode = reply_opcode(c, f.opcode);
 		f.qpn = c->qp->attr.dest_qp_num;
 		f.psn = ur_psn_add(psn, (int32_t)i);
 		f.aeth.syn = UR_AETH_ACK_UNLIMITED;
@@ -136,13 +143,16 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
 		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
-		ur_cq_push(qp->recv_cq, &wc, false);
+		ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
 	}
 	pthread_mutex_lock(&qp->sq_lock);
 	ur_qp_error_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	ur_flush_rq(qp, true);
-	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+	/* an XRC target whose creator's handle is gone has no handle to name
+	 * (obj_lock held: the flag is stable) */
+	if (!qp->xrc_orphan)
+		ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
 }
 
 void ur_resp_flush(struct ur_nic *nic)
@@ -157,7 +167,7 @@ void ur_resp_flush(struct ur_nic *nic)
 		struct ur_held_cqe *h = &nic->held[i];
 		struct ur_resp_state_qp *r = &h->qp->xp->resp;
 
-		overrun[i] = ur_cq_push(h->qp->recv_cq, &h->wc, h->solicited);
+		overrun[i] = ur_cq_push(h->cq, &h->wc, h->solicited);
 		__atomic_store_n(&r->held, r->held - 1, __ATOMIC_RELEASE);
 	}
 	/* CQ overrun (class G): the QP fails, once all are posted */

@@ -22,7 +22,7 @@ void ur_send_step(struct ur_qp *qp)
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt)
 {
 	UR_ASSERT_NOT_HELD(&qp->sq_lock);
-	if (qp->type != IBV_QPT_RC)
+	if (!ur_qp_reliable(qp))
 		return;
 	pthread_mutex_lock(&qp->sq_lock);
 	if (ur_comp_rx(qp, pkt))
@@ -49,7 +49,7 @@ void ur_engine_sq_kick(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (xp && xp->nic->lazy_doorbell && qp->type == IBV_QPT_RC &&
+	if (xp && xp->nic->lazy_doorbell && ur_qp_reliable(qp) &&
 	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
 	    !xp->need_retry && !xp->rnr_wait &&
 	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
@@ -29,6 +30,36 @@ void ur_nic_wake(struct ur_nic *nic)
 
 	r = write(nic->wake_fd, &one, sizeof(one));
 	(void)r;
+}
+
+/*
+ * The progress thread publishes when its wait ends (0 while it is awake,
+ * UINT64_MAX for no timeout) before it reads the next deadline, and the
+ * arming side stores the next deadline before it reads this: with both
+ * seq_cst, either the thread sees the new deadline before it sleeps, or
+ * this sees the wait that would outlast it. Such a wait is not cut short
+ * now (on two cores a wake-up per post steals the spinning application's
+ * core, and the thread usually wakes for a datagram before a probe is
+ * due): the thread's timerfd is set to the deadline, so the kernel wakes
+ * it then if nothing did before. Callers hold timers.lock and pass a new
+ * earliest deadline, so a later setting never hides an earlier one that
+ * is still in the heap.
+ */
+void ur_nic_wake_by(struct ur_nic *nic, uint64_t when)
+{
+	uint64_t until = atomic_load(&nic->sleep_until);
+	struct itimerspec its = {
+		.it_value = {
+			.tv_sec = (time_t)(when / 1000000000ull),
+			.tv_nsec = (long)(when % 1000000000ull),
+		},
+	};
+
+	if (nic->busy_poll || !until || until <= when)
+		return;
+	ur_cnt_stat(&nic->cnt, UR_STAT_TIMER_WAKEUPS, 1);
+	if (timerfd_settime(nic->timer_fd, TFD_TIMER_ABSTIME, &its, NULL))
+		ur_nic_wake(nic);
 }
 
 void ur_timers_init(struct ur_timers *t)
@@ -113,9 +144,9 @@ static void heap_remove(struct ur_timers *t, struct ur_qp_xport *xp)
 	sift_up(t, moved->tmr_pos - 1);
 }
 
-/* The QP fires no later than when; a new earliest deadline wakes the
- * progress thread so its sleep is cut short (unless wake is false: that
- * thread itself puts back a QP it ran, and computes its sleep after). */
+/* The QP fires no later than when; a new earliest deadline makes the
+ * progress thread wake by then (unless wake is false: that thread itself
+ * puts back a QP it ran, and computes its sleep after). */
 static void heap_place(struct ur_nic *nic, struct ur_qp_xport *xp,
 		       uint64_t when, bool wake)
 {
@@ -137,8 +168,8 @@ static void heap_place(struct ur_nic *nic, struct ur_qp_xport *xp,
 	}
 	if (key_of(t->heap[0]) != old_next) {
 		atomic_store(&t->next, key_of(t->heap[0]));
-		if (wake && !nic->busy_poll)
-			ur_nic_wake(nic);
+		if (wake)
+			ur_nic_wake_by(nic, key_of(t->heap[0]));
 	}
 }
 

@@ -78,6 +78,7 @@ static void txb_send_gso(struct ur_txb *b)
 				len = txd_bytes(d);
 				if (d->iovcnt > UR_GSO_MAX_IOV ||
 				    d->tos != b->txd[i].tos ||
+				    d->via != b->txd[i].via ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
 				    len > seg || total + len > UR_GSO_MAX_BYTES)
@@ -98,6 +99,7 @@ static void txb_send_gso(struct ur_txb *b)
 		txb_train_set_ids(b, i, j);
 		t->dst = b->txd[i].dst;
 		t->tos = b->txd[i].tos;
+		t->via = b->txd[i].via;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
 		t->gso_size = (uint16_t)seg;
@@ -148,6 +150,25 @@ void ur_txb_flush(struct ur_txb *b)
 	b->n = 0;
 	b->ack_slot = -1;
 	b->ack_qp = NULL;
+}
+
+/* The link address a flow leaves from: its source is one of nic->addrs,
+ * and a device has one address unless it was given several. */
+static uint8_t txb_via(const struct ur_nic *nic, const struct ur_ip_flow *flow)
+{
+	unsigned int i;
+
+	for (i = 1; i < nic->n_addrs; i++) {
+		const union ur_sockaddr *a = &nic->addrs[i];
+
+		if (a->sa.sa_family != flow->family)
+			continue;
+		if (flow->family == AF_INET ?
+			    a->in.sin_addr.s_addr == flow->src.v4.s_addr :
+			    !memcmp(&a->in6.sin6_addr, &flow->src.v6, 16))
+			return (uint8_t)i;
+	}
+	return 0;
 }
 
 struct icrc_piece {
@@ -209,6 +230,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	d->iovcnt = n;
 	d->gso_size = 0;
 	d->tos = flow->tos;
+	d->via = txb_via(b->nic, flow);
 	return 0;
 }
 

@@ -63,6 +63,7 @@ struct fi_pkt {
 	bool after_next;		/* reorder: also release after the next */
 	union ur_sockaddr src, dst;
 	uint8_t tos, ttl;
+	uint8_t via;			/* tx: the local address it leaves from */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -191,7 +192,7 @@ static int fi_pollable(struct ur_fault *f)
 	f->ep_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (f->tm_fd < 0 || f->ep_fd < 0)
 		return -errno;
-	ev.data.fd = ur_udp_fd(f->udp);
+	ev.data.fd = ur_udp_set_fd(f->udp);
 	if (epoll_ctl(f->ep_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		return -errno;
 	ev.data.fd = f->tm_fd;
@@ -382,7 +383,8 @@ static void fi_tx_release(struct ur_fault *f, bool force,
 	while ((p = *q)) {
 		if (force || p->due <= now || (after_next && p->after_next)) {
 			*q = p->next;
-			ur_udp_sendto(f->udp, &p->dst, p->data, p->len);
+			ur_udp_sendto(f->udp, p->via, &p->dst, p->data,
+				      p->len);
 			free(p);
 		} else {
 			q = &p->next;
@@ -445,7 +447,7 @@ int ur_fault_configure(struct ur_fault *f, const char *spec)
 }
 
 /* lock held: one flat tx datagram through the fault decisions. */
-static int fi_tx_one(struct ur_fault *f,
+static int fi_tx_one(struct ur_fault *f, uint8_t via,
 		     const union ur_sockaddr *dst, uint8_t *buf, uint32_t len)
 {
 	struct fi_action a;
@@ -462,7 +464,7 @@ static int fi_tx_one(struct ur_fault *f,
 		f->corrupted++;
 	}
 	if (a.dup) {
-		ur_udp_sendto(f->udp, dst, buf, len);
+		ur_udp_sendto(f->udp, via, dst, buf, len);
 		f->duplicated++;
 	}
 	if (a.reorder || a.delay) {
@@ -470,6 +472,7 @@ static int fi_tx_one(struct ur_fault *f,
 		if (!p)
 			return -ENOMEM;
 		p->dst = *dst;
+		p->via = via;
 		if (a.reorder) {
 			p->after_next = true;
 			p->due = ur_now_ns() + UR_FAULT_REORDER_MAX_NS;
@@ -481,7 +484,7 @@ static int fi_tx_one(struct ur_fault *f,
 		fi_append(&f->txq, p);
 		return 0;
 	}
-	rc = ur_udp_sendto(f->udp, dst, buf, len);
+	rc = ur_udp_sendto(f->udp, via, dst, buf, len);
 	fi_tx_release(f, false, true);
 	return rc;
 }
@@ -503,9 +506,9 @@ static int fi_tx_desc(struct ur_fault *f,
 	}
 	seg = d->gso_size ? d->gso_size : total;
 	if (!seg)
-		return fi_tx_one(f, d->dst, f->scratch, 0);
+		return fi_tx_one(f, d->via, d->dst, f->scratch, 0);
 	for (off = 0; off < total; off += seg) {
-		r = fi_tx_one(f, d->dst, f->scratch + off,
+		r = fi_tx_one(f, d->via, d->dst, f->scratch + off,
 			      (uint32_t)UR_MIN(seg, total - off));
 		rc = rc ?: r;
 	}

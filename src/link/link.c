@@ -19,7 +19,7 @@ struct ur_link {
 	struct ur_udp *udp;
 	struct ur_fault *fi;		/* always there; injects once configured */
 	atomic_bool fi_on;		/* fast-path check: route through fi */
-	int fd;				/* what ur_link_fd() hands out */
+	int fault_fd;			/* the filter's pollable fd, or -1 */
 };
 
 int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
@@ -41,7 +41,7 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 		ur_link_close(l);
 		return rc;
 	}
-	l->fd = faults ? ur_fault_fd(l->fi) : ur_udp_fd(l->udp);
+	l->fault_fd = faults ? ur_fault_fd(l->fi) : -1;
 	*out = l;
 	return 0;
 }
@@ -58,7 +58,7 @@ void ur_link_close(struct ur_link *l)
 
 int ur_link_fd(const struct ur_link *l)
 {
-	return l->fd;
+	return l->fault_fd >= 0 ? l->fault_fd : ur_udp_fd(l->udp);
 }
 
 uint32_t ur_link_max_payload(const struct ur_link *l)
@@ -66,9 +66,20 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 	return ur_udp_max_payload(l->udp);
 }
 
-void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+int ur_link_local_addr(const struct ur_link *l, unsigned int i,
+		       union ur_sockaddr *out)
 {
-	ur_udp_local_addr(l->udp, out);
+	return ur_udp_local_addr(l->udp, i, out);
+}
+
+int ur_link_join(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return ur_udp_join(l->udp, group);
+}
+
+int ur_link_leave(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return ur_udp_leave(l->udp, group);
 }
 
 int ur_link_set_fault(struct ur_link *l, const char *spec)

@@ -22,8 +22,19 @@
 
 struct ur_link;
 
+/* Addresses one link binds: a device's GIDs (obj/limits.h's UR_MAX_GID);
+ * multicast groups it can join at once (obj/limits.h's UR_MAX_MCAST_GRP
+ * may not be more). */
+#define UR_LINK_MAX_ADDRS 16
+#define UR_LINK_MAX_GROUPS 256
+
 struct ur_link_config {
-	union ur_sockaddr bind;		/* address and port to bind */
+	union ur_sockaddr bind;		/* address 0 and the port to bind */
+	/* addresses 1..n_more, each bound on bind's port (the port is taken
+	 * from bind); one that cannot be bound is logged and its sends
+	 * leave from address 0 (ur_link_local_addr() says which did) */
+	union ur_sockaddr more[UR_LINK_MAX_ADDRS - 1];
+	unsigned int n_more;
 	unsigned int rcvbuf;		/* SO_RCVBUF bytes, 0 = link/params.h */
 	unsigned int sndbuf;		/* SO_SNDBUF bytes, 0 = link/params.h */
 	int use_gso;			/* allow UDP_SEGMENT on send */
@@ -42,6 +53,8 @@ struct ur_txd {
 	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class; 0 =
 					 * the socket's (the GRH traffic class
 					 * of the AH or QP, per datagram) */
+	uint8_t via;			/* index of the local address it
+					 * leaves from (0 = cfg.bind) */
 };
 
 /* One received datagram. */
@@ -49,7 +62,8 @@ struct ur_rxd {
 	uint8_t *data;			/* UDP payload */
 	uint32_t len;
 	union ur_sockaddr src;		/* sender IP and UDP port */
-	union ur_sockaddr dst;		/* our IP it was sent to */
+	union ur_sockaddr dst;		/* our IP, or the multicast group,
+					 * it was sent to */
 	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
 	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit */
 };
@@ -58,12 +72,29 @@ struct ur_rxd {
 int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out);
 void ur_link_close(struct ur_link *l);
 
-/* The pollable fd: readable when ur_link_recv() has datagrams. */
+/* The pollable fd: readable when ur_link_recv() has datagrams. It may
+ * change after ur_link_join() (a lone socket's fd becomes an epoll fd over
+ * the socket set): poll the value returned now, not one kept. */
 int ur_link_fd(const struct ur_link *l);
 /* Largest UDP payload one datagram may carry (path MTU math uses it). */
 uint32_t ur_link_max_payload(const struct ur_link *l);
-/* The bound address, with the kernel's port if cfg->bind asked for 0. */
-void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out);
+/* Bound address i (0 = cfg.bind, with the kernel's port if it asked for
+ * 0): 0 and *out, or -ENOENT when address i was not bound. */
+int ur_link_local_addr(const struct ur_link *l, unsigned int i,
+		       union ur_sockaddr *out);
+
+/*
+ * Receives the IP multicast group (port: cfg.bind's) on the interfaces of
+ * the link's addresses of the group's family; the group's datagrams then
+ * come out of ur_link_recv() with dst = the group. Other processes and
+ * devices on this host may join the same group, and a datagram this host
+ * sends to it reaches all of them (IP_MULTICAST_LOOP). 0, -EALREADY when
+ * joined, -EAFNOSUPPORT when no address has the group's family, -ENOMEM
+ * past UR_LINK_MAX_GROUPS, or -errno.
+ */
+int ur_link_join(struct ur_link *l, const union ur_sockaddr *group);
+/* Stops receiving the group: 0, or -ENOENT when it was not joined. */
+int ur_link_leave(struct ur_link *l, const union ur_sockaddr *group);
 
 /*
  * Sends n datagram descriptors. Returns the number of descriptors fully

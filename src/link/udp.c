@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The UDP socket link: one unconnected socket bound to <ip>:<port>, batches
+ * The UDP socket link: one unconnected socket per address bound to
+ * <ip>:<port> (sock.c says why), one per joined multicast group, batches
  * with sendmmsg/recvmmsg, UDP_SEGMENT (GSO) on send, UDP_GRO on receive.
+ * A datagram leaves from the socket of the address its descriptor names
+ * (ur_txd.via); receives take turns over the sockets, and the link's fd is
+ * the lone socket or, once there are several, an epoll fd over them.
  *
  * IPv4 ID and DF (the RoCEv2 ICRC covers the IPv4 header with only TOS, TTL
  * and checksum masked, so the ID matters). Measured with tshark on Linux
@@ -36,23 +40,17 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "link/params.h"
+#include "link/sock.h"
 #include "link/udp.h"
 #include "util/log.h"
-#include "util/netif.h"
 #include "util/compiler.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
 
 /* What we parsed from one received message (a datagram or a GRO train). */
 struct udp_rxmeta {
@@ -63,14 +61,20 @@ struct udp_rxmeta {
 };
 
 struct ur_udp {
-	int fd;
-	int family;
+	struct ur_link_config cfg;	/* buffers, GSO/GRO for later sockets */
+	/* [0, n_addr): the addresses (fd -1 if not bound), then the groups;
+	 * allocated whole at open: senders read the addresses' entries
+	 * with no lock while a join adds a group */
+	struct ur_sock *socks;
+	unsigned int n_addr, n_sock;
+	int ep_fd;			/* epoll over every open socket */
+	atomic_int poll_fd;		/* ur_udp_fd(): a lone socket or ep_fd */
 	uint32_t max_payload;
 	bool gso_ok;			/* kernel accepts UDP_SEGMENT */
-	bool gro_on;			/* UDP_GRO enabled on the socket */
-	union ur_sockaddr local;
+	bool gro_on;			/* UDP_GRO enabled on the sockets */
 
 	/* receive side: one thread at a time (link.h) */
+	unsigned int next_sock;		/* where the next recvmmsg starts */
 	unsigned int nslots;
 	size_t slot_size;
 	size_t arena_size;
@@ -96,76 +100,6 @@ static socklen_t sa_len(const union ur_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 					      sizeof(struct sockaddr_in);
-}
-
-static int setopt(int fd, int level, int name, int val)
-{
-	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
-}
-
-static void set_buf(int fd, int force_name, int name, unsigned int bytes)
-{
-	int v = (int)bytes;
-
-	/* FORCE works with CAP_NET_ADMIN only; the plain one is capped by
-	 * net.core.[rw]mem_max. */
-	if (setopt(fd, SOL_SOCKET, force_name, v))
-		setopt(fd, SOL_SOCKET, name, v);
-}
-
-static uint32_t compute_max_payload(const union ur_sockaddr *a)
-{
-	uint32_t mtu;
-
-	ur_netif_of_addr(a, &mtu, NULL);	/* an assumed MTU if none */
-
-	/* IP + UDP headers, and the 16-bit length limits: IPv4's total
-	 * length counts its header, IPv6's payload length does not */
-	if (a->sa.sa_family == AF_INET)
-		return UR_MIN(mtu, UR_IP_LEN_MAX) - UR_IPV4_HDR_BYTES -
-		       UR_UDP_HDR_BYTES;
-	return UR_MIN(mtu - UR_IPV6_HDR_BYTES, UR_IP_LEN_MAX) -
-	       UR_UDP_HDR_BYTES;
-}
-
-static int sock_setup(struct ur_udp *u, const struct ur_link_config *cfg)
-{
-	int fd = u->fd, rc;
-
-	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF,
-		cfg->rcvbuf ? cfg->rcvbuf : UR_LINK_RCVBUF);
-	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF,
-		cfg->sndbuf ? cfg->sndbuf : UR_LINK_SNDBUF);
-	if (u->family == AF_INET) {
-		rc = setopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
-		rc = rc ?: setopt(fd, IPPROTO_IP, IP_PKTINFO, 1);
-		rc = rc ?: setopt(fd, IPPROTO_IP, IP_RECVTOS, 1);
-		rc = rc ?: setopt(fd, IPPROTO_IP, IP_RECVTTL, 1);
-	} else {
-		rc = setopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER,
-				  IPV6_PMTUDISC_DO);
-		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
-		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
-		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
-		/* Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum
-		 * (allowed for tunnels, RFC 6936); the ICRC covers the
-		 * packet, and without this the kernel drops them all */
-		rc = rc ?: setopt(fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
-	}
-	if (rc) {
-		ur_err("link: socket options: %d", rc);
-		return rc;
-	}
-	/* GSO: probe by setting a socket-wide segment size, then clear it
-	 * (we pass the size per message as a cmsg). */
-	if (cfg->use_gso && !setopt(fd, SOL_UDP, UDP_SEGMENT, 1024)) {
-		u->gso_ok = true;
-		setopt(fd, SOL_UDP, UDP_SEGMENT, 0);
-	}
-	if (cfg->use_gro && !setopt(fd, SOL_UDP, UDP_GRO, 1))
-		u->gro_on = true;
-	return 0;
 }
 
 static int rx_setup(struct ur_udp *u)
@@ -195,60 +129,112 @@ static int rx_setup(struct ur_udp *u)
 	return 0;
 }
 
+/* Watches socket i in the epoll set; ur_udp_fd() is that set as soon as
+ * it holds more than one socket. */
+static int set_watch(struct ur_udp *u, unsigned int i)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	unsigned int open = 0, k;
+
+	if (epoll_ctl(u->ep_fd, EPOLL_CTL_ADD, u->socks[i].fd, &ev))
+		return -errno;
+	for (k = 0; k < u->n_sock; k++)
+		open += u->socks[k].fd >= 0;
+	atomic_store(&u->poll_fd, open > 1 ? u->ep_fd : u->socks[i].fd);
+	return 0;
+}
+
+/* Binds address i of cfg; only address 0 must succeed. */
+static int open_addr(struct ur_udp *u, unsigned int i,
+		     const union ur_sockaddr *addr)
+{
+	struct ur_sock *s = &u->socks[i];
+	int rc;
+
+	rc = ur_sock_open_addr(&u->cfg, addr, s);
+	if (rc) {
+		if (i)
+			ur_warn("link: address %u not bound (%s): it sends "
+				"from address 0 and receives nothing", i,
+				strerror(-rc));
+		return rc;
+	}
+	if (!i) {
+		u->gso_ok = s->gso_ok;
+		u->gro_on = s->gro_on;
+		u->max_payload = ur_sock_max_payload(&s->local);
+		/* every socket delivers into one arena sized for GRO or not */
+		u->cfg.use_gro = s->gro_on;
+	} else {
+		u->max_payload = UR_MIN(u->max_payload,
+					ur_sock_max_payload(&s->local));
+	}
+	return set_watch(u, i);
+}
+
+static uint16_t port_of(const union ur_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET ? a->in.sin_port : a->in6.sin6_port;
+}
+
+static void set_port(union ur_sockaddr *a, uint16_t port)
+{
+	if (a->sa.sa_family == AF_INET)
+		a->in.sin_port = port;
+	else
+		a->in6.sin6_port = port;
+}
+
 int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 {
-	int family = cfg->bind.sa.sa_family;
+	unsigned int i, n = 1 + UR_MIN(cfg->n_more, UR_LINK_MAX_ADDRS - 1u);
+	union ur_sockaddr a;
 	struct ur_udp *u;
-	socklen_t sl;
 	int rc;
 
 	*out = NULL;
-	if (family != AF_INET && family != AF_INET6)
-		return -EAFNOSUPPORT;
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	u->family = family;
-	u->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		       IPPROTO_UDP);
-	if (u->fd < 0) {
-		rc = -errno;
-		goto fail;
+	u->cfg = *cfg;
+	u->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	u->socks = calloc(UR_LINK_MAX_ADDRS + UR_LINK_MAX_GROUPS,
+			  sizeof(*u->socks));
+	rc = u->ep_fd < 0 ? -errno : !u->socks ? -ENOMEM : 0;
+	for (i = 0; !rc && i < n; i++) {
+		u->socks[i].fd = -1;
+		u->n_sock = u->n_addr = i + 1;
+		a = i ? cfg->more[i - 1] : cfg->bind;
+		if (i)	/* the port address 0 got */
+			set_port(&a, port_of(&u->socks[0].local));
+		rc = open_addr(u, i, &a);
+		if (i)
+			rc = 0;
 	}
-	rc = sock_setup(u, cfg);
-	if (rc)
-		goto fail;
-	if (bind(u->fd, &cfg->bind.sa, sa_len(&cfg->bind))) {
-		rc = -errno;
-		if (rc != -EADDRINUSE)
-			ur_err("link: bind: %s", strerror(-rc));
-		goto fail;
+	rc = rc ?: rx_setup(u);
+	if (rc) {
+		ur_udp_close(u);
+		return rc;
 	}
-	u->local = cfg->bind;
-	sl = sizeof(u->local);
-	/* learn the port when the caller asked for an ephemeral one */
-	getsockname(u->fd, &u->local.sa, &sl);
-	u->max_payload = compute_max_payload(&cfg->bind);
-	rc = rx_setup(u);
-	if (rc)
-		goto fail;
-	ur_info("link: bound fd %d, max payload %u, gso %d, gro %d", u->fd,
+	ur_info("link: %u address(es), max payload %u, gso %d, gro %d", n,
 		u->max_payload, u->gso_ok, u->gro_on);
 	*out = u;
 	return 0;
-fail:
-	ur_udp_close(u);
-	return rc;
 }
 
 void ur_udp_close(struct ur_udp *u)
 {
+	unsigned int i;
+
 	if (!u)
 		return;
-	if (u->fd >= 0)
-		close(u->fd);
+	for (i = 0; i < u->n_sock; i++)
+		ur_sock_close(&u->socks[i]);
+	if (u->ep_fd >= 0)
+		close(u->ep_fd);
 	if (u->arena)
 		munmap(u->arena, u->arena_size);
+	free(u->socks);
 	free(u->rx_msgs);
 	free(u->rx_iov);
 	free(u->rx_cmsg);
@@ -258,7 +244,12 @@ void ur_udp_close(struct ur_udp *u)
 
 int ur_udp_fd(const struct ur_udp *u)
 {
-	return u->fd;
+	return atomic_load(&((struct ur_udp *)u)->poll_fd);
+}
+
+int ur_udp_set_fd(const struct ur_udp *u)
+{
+	return u->ep_fd;
 }
 
 uint32_t ur_udp_max_payload(const struct ur_udp *u)
@@ -266,9 +257,67 @@ uint32_t ur_udp_max_payload(const struct ur_udp *u)
 	return u->max_payload;
 }
 
-void ur_udp_local_addr(const struct ur_udp *u, union ur_sockaddr *out)
+int ur_udp_local_addr(const struct ur_udp *u, unsigned int i,
+		      union ur_sockaddr *out)
 {
-	*out = u->local;
+	if (i >= u->n_addr || u->socks[i].fd < 0)
+		return -ENOENT;
+	*out = u->socks[i].local;
+	return 0;
+}
+
+/* The group's socket, or NULL. */
+static struct ur_sock *group_find(struct ur_udp *u,
+				  const union ur_sockaddr *group)
+{
+	unsigned int i;
+
+	for (i = u->n_addr; i < u->n_sock; i++)
+		if (ur_sockaddr_same_host(&u->socks[i].local, group))
+			return &u->socks[i];
+	return NULL;
+}
+
+int ur_udp_join(struct ur_udp *u, const union ur_sockaddr *group)
+{
+	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS], g = *group;
+	unsigned int i, n = 0;
+	int rc;
+
+	if (!ur_addr_is_multicast(group))
+		return -EINVAL;
+	if (group_find(u, group))
+		return -EALREADY;
+	for (i = 0; i < u->n_addr; i++)
+		if (u->socks[i].fd >= 0)
+			addrs[n++] = u->socks[i].local;
+	if (u->n_sock - u->n_addr >= UR_LINK_MAX_GROUPS)
+		return -ENOMEM;
+	set_port(&g, port_of(&u->socks[0].local));
+	rc = ur_sock_open_group(&u->cfg, u->gro_on, &g, addrs, n,
+				&u->socks[u->n_sock]);
+	if (rc)
+		return rc;
+	u->n_sock++;
+	rc = set_watch(u, u->n_sock - 1);
+	if (rc) {
+		ur_sock_close(&u->socks[--u->n_sock]);
+		return rc;
+	}
+	return 0;
+}
+
+int ur_udp_leave(struct ur_udp *u, const union ur_sockaddr *group)
+{
+	struct ur_sock *s = group_find(u, group);
+
+	if (!s)
+		return -ENOENT;
+	epoll_ctl(u->ep_fd, EPOLL_CTL_DEL, s->fd, NULL);
+	ur_sock_close(s);
+	*s = u->socks[--u->n_sock];
+	u->next_sock = 0;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -291,10 +340,19 @@ static unsigned int txd_segments(const struct ur_txd *d, size_t len)
 	return (unsigned int)((len + d->gso_size - 1) / d->gso_size);
 }
 
-/* Waits a little for the socket to drain after EAGAIN/ENOBUFS. */
-static void tx_backoff(struct ur_udp *u, int err)
+/* The socket a datagram leaves from: its address's, or address 0's when
+ * that one was not bound (the engine's flow then says address 0 too). */
+static int tx_fd(const struct ur_udp *u, uint8_t via)
 {
-	struct pollfd p = { .fd = u->fd, .events = POLLOUT };
+	if (via < u->n_addr && u->socks[via].fd >= 0)
+		return u->socks[via].fd;
+	return u->socks[0].fd;
+}
+
+/* Waits a little for the socket to drain after EAGAIN/ENOBUFS. */
+static void tx_backoff(int fd, int err)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	struct timespec ts = { 0, 20000 };
 
 	if (err == EAGAIN)
@@ -329,7 +387,7 @@ static void tx_add_tclass(struct msghdr *m, char *cbuf,
 }
 
 /* Sends one datagram built from the iovecs; retries transient errors. */
-static int send_one(struct ur_udp *u, const union ur_sockaddr *dst,
+static int send_one(int fd, const union ur_sockaddr *dst,
 		    struct iovec *iov, unsigned int iovcnt, uint8_t tos)
 {
 	union {
@@ -347,11 +405,11 @@ static int send_one(struct ur_udp *u, const union ur_sockaddr *dst,
 	tx_add_tclass(&m, cb.buf, dst, tos);
 
 	for (tries = 0; tries <= UR_LINK_TX_RETRIES; tries++) {
-		if (sendmsg(u->fd, &m, 0) >= 0)
+		if (sendmsg(fd, &m, 0) >= 0)
 			return 0;
 		if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
 			return -errno;
-		tx_backoff(u, errno);
+		tx_backoff(fd, errno);
 	}
 	return -EAGAIN;
 }
@@ -382,7 +440,7 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(u, d->dst, seg, n, d->tos);
+		rc = send_one(tx_fd(u, d->via), d->dst, seg, n, d->tos);
 		if (rc)
 			return rc;
 	}
@@ -451,10 +509,12 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 			i++;
 			continue;
 		}
+		/* one sendmmsg per run of datagrams from one address */
 		for (k = i + 1; k < n; k++)
-			if (!u->gso_ok && txd_segments(&d[k], len[k]) > 1)
+			if ((!u->gso_ok && txd_segments(&d[k], len[k]) > 1) ||
+			    d[k].via != d[i].via)
 				break;
-		r = sendmmsg(u->fd, mm + i, k - i, 0);
+		r = sendmmsg(tx_fd(u, d[i].via), mm + i, k - i, 0);
 		if (r > 0) {
 			for (k = i; k < i + (unsigned int)r; k++) {
 				pkts += txd_segments(&d[k], len[k]);
@@ -467,7 +527,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 		}
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS ||
 			      errno == EINTR) && tries++ < UR_LINK_TX_RETRIES) {
-			tx_backoff(u, errno);
+			tx_backoff(tx_fd(u, d[i].via), errno);
 			continue;
 		}
 		/* hard error (or out of retries) on message i: skip it */
@@ -495,11 +555,12 @@ int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 	return sent || !n ? (int)sent : err;
 }
 
-int ur_udp_sendto(struct ur_udp *u, const union ur_sockaddr *dst,
+int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 		  const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	int rc = send_one(u, dst, &iov, 1, 0);	/* fault stage: class lost */
+	/* fault stage: class lost */
+	int rc = send_one(tx_fd(u, via), dst, &iov, 1, 0);
 
 	if (rc) {
 		udp_count(&u->tx_errors, 1);
@@ -514,7 +575,9 @@ int ur_udp_sendto(struct ur_udp *u, const union ur_sockaddr *dst,
 /* Receive                                                             */
 /* ------------------------------------------------------------------ */
 
-static void rx_parse(struct ur_udp *u, unsigned int i)
+/* Message i, received by socket s. */
+static void rx_parse(struct ur_udp *u, const struct ur_sock *s,
+		     unsigned int i)
 {
 	struct msghdr *m = &u->rx_msgs[i].msg_hdr;
 	struct udp_rxmeta *mt = &u->rx_meta[i];
@@ -526,7 +589,7 @@ static void rx_parse(struct ur_udp *u, unsigned int i)
 	mt->tos = 0;
 	mt->ttl = 0;
 	memset(&mt->dst, 0, sizeof(mt->dst));
-	mt->dst.sa.sa_family = (sa_family_t)u->family;
+	mt->dst.sa.sa_family = s->local.sa.sa_family;
 	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			struct in_pktinfo pi;
@@ -560,17 +623,20 @@ static void rx_parse(struct ur_udp *u, unsigned int i)
 		}
 	}
 	/* mt->src was filled by the kernel (msg_name points at it) */
-	if (u->family == AF_INET)
-		mt->dst.in.sin_port = u->local.in.sin_port;
-	else
-		mt->dst.in6.sin6_port = u->local.in6.sin6_port;
+	set_port(&mt->dst, port_of(&s->local));
 }
 
-/* One recvmmsg of up to want messages; returns the count or -errno. */
+/*
+ * One recvmmsg of up to want messages from the first socket, in turn from
+ * u->next_sock, that has any (so that no socket starves the others).
+ * Returns the count of untruncated ones, -EAGAIN when no socket had any,
+ * or -errno.
+ */
 static int rx_fill(struct ur_udp *u, unsigned int want)
 {
-	unsigned int i, n = UR_MIN(want, u->nslots), good = 0;
-	int r;
+	unsigned int i, k, n = UR_MIN(want, u->nslots), good = 0;
+	const struct ur_sock *s = NULL;
+	int r = -1;
 
 	for (i = 0; i < n; i++) {
 		struct msghdr *m = &u->rx_msgs[i].msg_hdr;
@@ -583,16 +649,24 @@ static int rx_fill(struct ur_udp *u, unsigned int want)
 		m->msg_controllen = UR_LINK_CMSG_SPACE;
 		m->msg_flags = 0;
 	}
-	r = recvmmsg(u->fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
+	for (k = 0; k < u->n_sock; k++) {
+		s = &u->socks[(u->next_sock + k) % u->n_sock];
+		if (s->fd < 0)
+			continue;
+		r = recvmmsg(s->fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
+		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			break;
+	}
 	if (r < 0)
-		return -errno;
+		return k == u->n_sock ? -EAGAIN : -errno;
+	u->next_sock = (u->next_sock + k + 1) % u->n_sock;
 	for (i = 0; i < (unsigned int)r; i++) {
 		if (u->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			udp_count(&u->rx_truncated, 1);
 			continue;
 		}
 		/* msg_name points at rx_meta[i].src: parse before compacting */
-		rx_parse(u, i);
+		rx_parse(u, s, i);
 		if (good != i) {
 			/* keep the slot bases a permutation of the arena */
 			void *b = u->rx_iov[good].iov_base;

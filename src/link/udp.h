@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * link/'s socket backend: one UDP socket, batched sends (sendmmsg, UDP
- * GSO) and receives (recvmmsg, UDP GRO), no policy. link.c (the facade the
+ * link/'s socket backend: the UDP sockets of a device's addresses and of
+ * its multicast groups, batched sends (sendmmsg, UDP GSO) and receives
+ * (recvmmsg, UDP GRO), no policy. link.c (the facade the
  * engine calls) and fault.c (the fault filter between the two) use it;
  * nothing outside link/ includes this.
  *
@@ -22,15 +23,26 @@ struct ur_udp;
 int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out);
 void ur_udp_close(struct ur_udp *u);
 
-/* The socket: readable when ur_udp_recv() has datagrams. */
+/* Readable when ur_udp_recv() has datagrams: the lone socket, or an epoll
+ * fd over the set once it holds several (link.h: re-read it). */
 int ur_udp_fd(const struct ur_udp *u);
+/* An epoll fd over every socket, the same for the backend's life (the
+ * fault stage waits on it). */
+int ur_udp_set_fd(const struct ur_udp *u);
+/* The smallest of the addresses' interfaces. */
 uint32_t ur_udp_max_payload(const struct ur_udp *u);
-void ur_udp_local_addr(const struct ur_udp *u, union ur_sockaddr *out);
+/* ur_link_local_addr()'s contract. */
+int ur_udp_local_addr(const struct ur_udp *u, unsigned int i,
+		      union ur_sockaddr *out);
+/* ur_link_join()/ur_link_leave()'s contracts. */
+int ur_udp_join(struct ur_udp *u, const union ur_sockaddr *group);
+int ur_udp_leave(struct ur_udp *u, const union ur_sockaddr *group);
 
 /* ur_link_send()'s contract without the fault stage. */
 int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n);
-/* One flat datagram with the socket's traffic class. 0 or -errno. */
-int ur_udp_sendto(struct ur_udp *u, const union ur_sockaddr *dst,
+/* One flat datagram from address via with the socket's traffic class.
+ * 0 or -errno. */
+int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 		  const void *buf, size_t len);
 /* Never blocks: hands out what is pending or what one recvmmsg brings.
  * Returns the count (0 when nothing came) or -errno. */

@@ -209,6 +209,9 @@ void ur_device_query(const struct ur_device *dev, struct ibv_device_attr *attr)
 	attr->atomic_cap = IBV_ATOMIC_HCA;
 	attr->max_mw = UR_MAX_MW;
 	attr->max_ah = UR_MAX_AH;
+	attr->max_mcast_grp = UR_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = UR_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = UR_MAX_TOTAL_MCAST_QP_ATTACH;
 	attr->max_srq = UR_MAX_SRQ;
 	attr->max_srq_wr = UR_MAX_SRQ_WR;
 	attr->max_srq_sge = UR_MAX_SRQ_SGE;
@@ -242,6 +245,11 @@ void ur_device_query_ex(const struct ur_device *dev,
 		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
 	attr->odp_caps.per_transport_caps.ud_odp_caps =
 		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_SRQ_RECV;
+	/* XRC: RC's operations, receives only from XRC SRQs */
+	attr->xrc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
 		IBV_ODP_SUPPORT_SRQ_RECV;
 }
 

@@ -9,7 +9,7 @@
  *
  * GID table: entry i is the RoCEv2 GID of address i (IPv4 as ::ffff:a.b.c.d,
  * IPv6 itself); dev->gids[i].addr is the address the engine binds (port 0
- * in the struct; the engine sets 4791). Only GID 0 is bound today.
+ * in the struct; the engine sets 4791). Every GID's address is bound.
  */
 #ifndef UR_OBJ_DEVICE_H
 #define UR_OBJ_DEVICE_H

@@ -85,6 +85,7 @@ static ptrdiff_t handle_offset(enum ur_obj_kind kind)
 	case UR_OBJ_CQ:
 		return offsetof(struct ibv_cq, handle);
 	case UR_OBJ_QP:
+	case UR_OBJ_QP_OPEN:
 		return offsetof(struct ibv_qp, handle);
 	case UR_OBJ_SRQ:
 		return offsetof(struct ibv_srq, handle);

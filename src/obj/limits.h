@@ -43,6 +43,13 @@
 #define UR_MAX_PD 65536
 #define UR_MAX_AH 32767
 #define UR_MAX_SRQ 65536
+/* Multicast (engine/mcast.c): each group a device joins is a socket
+ * bound to the group, so groups are bounded by file descriptors (the
+ * usual soft limit is 1024 per process): 256 groups; a QP list per group
+ * of 64 (rxe: 56); and the product in all. */
+#define UR_MAX_MCAST_GRP 256
+#define UR_MAX_MCAST_QP_ATTACH 64
+#define UR_MAX_TOTAL_MCAST_QP_ATTACH (UR_MAX_MCAST_GRP * UR_MAX_MCAST_QP_ATTACH)
 /* Device memory: heap memory the library owns (obj/dm.c); one allocation
  * of up to 4 MiB (max_dm_size; mlx5's MEMIC offers 256 KiB), 1024 alive. */
 #define UR_MAX_DM 1024
@@ -74,13 +81,14 @@
 
 /* Capabilities we implement (ibv_query_device device_cap_flags): RNR NAK
  * generation, P_Key/Q_Key violation counters, port events, SRQ resize,
- * type 1 and 2B memory windows and a system image GUID (the node GUID).
+ * type 1 and 2B memory windows, XRC and a system image GUID (the node
+ * GUID).
  * Not MEM_MGT_EXTENSIONS: there are no fast-register MRs. */
 #define UR_DEVICE_CAP_FLAGS                                                   \
 	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_BAD_PKEY_CNTR |               \
 	 IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_PORT_ACTIVE_EVENT |             \
 	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |                      \
-	 IBV_DEVICE_MEM_WINDOW_TYPE_2B |                                      \
+	 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC |                     \
 	 IBV_DEVICE_SYS_IMAGE_GUID)
 /* device_cap_flags_ex beyond those: IBA 1.5's ATOMIC WRITE and FLUSH with
  * global visibility, as rxe (Linux 6.2) advertises them; not persistence

@@ -59,6 +59,8 @@ enum ur_obj_kind {
 	UR_OBJ_CHANNEL,
 	UR_OBJ_DM,
 	UR_OBJ_TD,
+	UR_OBJ_XRCD,
+	UR_OBJ_QP_OPEN,		/* an XRC_RECV QP's handle from ibv_open_qp */
 	UR_OBJ_KINDS
 };
 
@@ -329,6 +331,7 @@ struct ur_send_wqe {
 	uint32_t length;		/* total payload bytes */
 	__be32 imm_data;		/* WITH_IMM: immediate (network order) */
 	uint32_t invalidate_rkey;	/* SEND_WITH_INV, LOCAL_INV */
+	uint32_t xrc_srqn;		/* XRC_SEND: the responder's XRC SRQ */
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -495,6 +498,20 @@ struct ur_qp {
 	struct ur_srq *srq;
 	enum ibv_qp_type type;
 	bool sq_sig_all;
+	/* XRC_RECV: its domain (pd, CQs, srq and both rings are unused), and
+	 * the XRC SRQ the request being handled names: set and cleared
+	 * around each request by the receive path's owner (engine/xrc.c) */
+	struct ur_xrcd *xrcd;
+	struct ur_srq *xrc_srq;
+	/* XRC_RECV (dev->obj_lock W): handles ibv_open_qp gave out, and
+	 * whether the creator's handle was destroyed while they lived (the
+	 * QP then lives until the last of them is, as the kernel's shared
+	 * XRC target QPs do) */
+	unsigned int xrc_opens;
+	bool xrc_orphan;
+	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: multicast this QP sent is not
+	 * delivered back to it */
+	bool mcast_block_self;
 
 	/* state and attributes as last set by modify_qp (query_qp reads).
 	 * state is written only under sq_lock (modify_qp, and the engine's
@@ -563,10 +580,44 @@ int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
  */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/* RC and both XRC halves: acknowledged, retried, in order (the engine's
+ * reliable-connection paths serve all three). */
+static inline bool ur_qp_reliable(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* Where a QP's receive WQEs come from: its SRQ, an XRC target's the XRC
+ * SRQ the request names, or NULL (its own RQ). */
+static inline struct ur_srq *ur_qp_rq_srq(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? qp->xrc_srq : qp->srq;
+}
+
 /* The PD receive buffers are checked against: the SRQ's when it has one. */
 static inline struct ur_pd *ur_qp_recv_pd(const struct ur_qp *qp)
 {
-	return qp->srq ? qp->srq->pd : qp->pd;
+	struct ur_srq *srq = ur_qp_rq_srq(qp);
+
+	return srq ? srq->pd : qp->pd;
+}
+
+/* The PD a peer's RDMA and atomic accesses are checked against: an XRC
+ * target QP has none, the XRC SRQ its request names lends its own (the
+ * requester's rkeys belong to that SRQ's PD, IBA XRC annex). */
+static inline struct ur_pd *ur_qp_target_pd(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? ur_qp_recv_pd(qp) : qp->pd;
+}
+
+/* Where receive completions go: an XRC SRQ's CQ for an XRC target QP
+ * (NULL between requests), else the QP's receive CQ. */
+static inline struct ur_cq *ur_qp_recv_cq(const struct ur_qp *qp)
+{
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return qp->xrc_srq ? qp->xrc_srq->xrc_cq : NULL;
+	return qp->recv_cq;
 }
 
 /*
@@ -576,6 +627,11 @@ static inline struct ur_pd *ur_qp_recv_pd(const struct ur_qp *qp)
  * Returns 0 or -EAGAIN when the queue is empty.
  */
 int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out);
+
+/* Whether two XRCDs name the same domain (same file, same device). */
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
+/* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

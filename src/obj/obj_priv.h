@@ -163,8 +163,8 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad);
 
 /* ------------------------------------------------------------------ */
-/* xrcd.c: XRC domains and XRC SRQs (the object layer; the engine does
- * not execute XRC yet, so api/ does not expose them) */
+/* xrcd.c: XRC domains and XRC SRQs (what the engine looks up is in
+ * obj.h) */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -178,8 +178,6 @@ int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
 		 struct ur_xrcd **out);
 /* -EBUSY while XRC SRQs or QPs use it. */
 int ur_xrcd_close(struct ur_xrcd *xrcd);
-/* Whether two XRCDs name the same domain (same file, same device). */
-bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 /*
  * An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): a basic SRQ on pd plus
  * its XRCD and CQ (same context), findable by its srq_num once created.
@@ -187,8 +185,30 @@ bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      void *srq_context, struct ibv_srq_attr *attr,
 		      struct ur_srq **out);
-/* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
-struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
+
+/* An ibv_open_qp handle: an ibv_qp standing for an XRC_RECV QP. */
+struct ur_qp_open {
+	struct ibv_qp ibqp;
+	struct ur_qp *qp;
+	struct ur_xrcd *xrcd;		/* opened through; held, as uverbs does */
+};
+
+static inline struct ur_qp_open *to_ur_qp_open(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct ur_qp_open, ibqp);
+}
+
+/*
+ * ibv_open_qp: the XRC_RECV QP numbered qpn in xrcd's domain, counted as
+ * opened once more; -EINVAL when there is none (the kernel's answer).
+ */
+int ur_xrc_qp_open(struct ur_xrcd *xrcd, uint32_t qpn, struct ur_qp **out);
+/*
+ * A handle of an XRC_RECV QP goes (opened = an ibv_open_qp one, else the
+ * creator's). true: it was the last, the QP is unpublished and the caller
+ * tears it down; false: other handles keep it.
+ */
+bool ur_xrc_qp_release(struct ur_qp *qp, bool opened);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */
@@ -253,11 +273,12 @@ void ur_qp_caps(const struct ur_qp *qp, struct ibv_qp_cap *cap);
 
 #define UR_QPS_NUM (IBV_QPS_ERR + 1)
 
-/* One cell of the IBA transition table; masks indexed RC, UC, UD. */
+/* One cell of the IBA transition table; masks indexed RC, UC, UD,
+ * XRC_SEND, XRC_RECV (ur_qp_type_index). */
 struct ur_qp_trans {
 	bool valid;
-	uint32_t req[3];
-	uint32_t opt[3];
+	uint32_t req[5];
+	uint32_t opt[5];
 };
 
 const char *ur_qp_state_name(enum ibv_qp_state s);

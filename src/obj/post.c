@@ -97,6 +97,8 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
 	     wqe->ud.remote_qpn > UR_QPN_MASK))
 		return -EINVAL;
+	if (qp->type == IBV_QPT_XRC_SEND && wqe->xrc_srqn > UR_QPN_MASK)
+		return -EINVAL;	/* an XRCETH holds 24 bits */
 	if (wqe->opcode == IBV_WR_BIND_MW) {
 		if (!wqe->bind.mw)
 			return -EINVAL;
@@ -212,6 +214,8 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	default:
 		break;
 	}
+	if (qp->type == IBV_QPT_XRC_SEND)
+		wqe->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->type == IBV_QPT_UD) {
 		wqe->ud.ah = wr->wr.ud.ah ? to_ur_ah(wr->wr.ud.ah) : NULL;
 		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
@@ -241,8 +245,8 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		if (!sq_state_ok(qp->state)) {
-			ret = EINVAL;
+		if (!sq_state_ok(qp->state) || qp->type == IBV_QPT_XRC_RECV) {
+			ret = EINVAL;	/* an XRC target has no send queue */
 			break;
 		}
 		if (sq_full(qp)) {
@@ -271,7 +275,10 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
-		if (qp->state == IBV_QPS_RESET || qp->srq || wr->num_sge < 0 ||
+		/* XRC QPs have no receive queue: their SRQ takes receives */
+		if (qp->state == IBV_QPS_RESET || qp->srq ||
+		    qp->type == IBV_QPT_XRC_SEND ||
+		    qp->type == IBV_QPT_XRC_RECV || wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > rq->max_sge) {
 			ret = EINVAL;
 			break;
@@ -600,7 +607,14 @@ static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz,
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 {
-	wr_fail(to_ur_qp_ex(qpx), EOPNOTSUPP);
+	struct ur_send_wqe *wqe = wr_cur(qpx);
+
+	if (!wqe)
+		return;
+	if (to_ur_qp_ex(qpx)->type != IBV_QPT_XRC_SEND)
+		wr_fail(to_ur_qp_ex(qpx), EOPNOTSUPP);	/* not an XRC QP */
+	else
+		wqe->xrc_srqn = srqn;
 }
 
 /* The 8 bytes go into the WQE, as rxe's provider copies them: the

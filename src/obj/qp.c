@@ -56,11 +56,11 @@ static void qp_bufs_free(struct ur_qp *qp)
 
 /* comp_mask bits we know but do not implement */
 #define UR_QP_INIT_UNSUPPORTED                                                 \
-	(IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |             \
-	 IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)
+	(IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |        \
+	 IBV_QP_INIT_ATTR_RX_HASH)
 #define UR_QP_INIT_SUPPORTED                                                   \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |                 \
-	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD)
 
 static int check_type(enum ibv_qp_type type)
 {
@@ -68,10 +68,10 @@ static int check_type(enum ibv_qp_type type)
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		return 0;
-	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
+		return 0;
+	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return -EOPNOTSUPP;	/* real types we do not implement */
 	default:
@@ -79,10 +79,29 @@ static int check_type(enum ibv_qp_type type)
 	}
 }
 
+/*
+ * An XRC target QP (XRC_RECV) has an XRC domain and nothing else: no PD,
+ * no CQ, no SRQ, no queue (what the kernel does with those fields: they
+ * are ignored); the XRC SRQ its requests name lends it all of them.
+ */
+static int check_xrc_recv_attr(struct ibv_context *ctx,
+			       const struct ibv_qp_init_attr_ex *a)
+{
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd ||
+	    a->xrcd->context != ctx)
+		return -EINVAL;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		return -EINVAL;		/* nothing to send with */
+	return 0;
+}
+
 static int check_init_attr(struct ibv_context *ctx,
 			   const struct ibv_qp_init_attr_ex *a)
 {
 	const struct ibv_qp_cap *c = &a->cap;
+	/* an XRC initiator has a send queue only: its receive side (recv_cq,
+	 * srq, receive caps) is ignored, as the kernel ignores it */
+	bool has_rq = a->qp_type != IBV_QPT_XRC_SEND;
 	int ret;
 
 	if (a->comp_mask & ~(uint32_t)(UR_QP_INIT_SUPPORTED |
@@ -90,29 +109,88 @@ static int check_init_attr(struct ibv_context *ctx,
 		return -EINVAL;
 	if (a->comp_mask & UR_QP_INIT_UNSUPPORTED)
 		return -EOPNOTSUPP;
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
-		return -EINVAL;
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+	/* the one creation flag: a UD QP that does not hear its own
+	 * multicast (engine/recv.c); mlx5 refuses it on other types too */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags &&
+	    (a->create_flags != IBV_QP_CREATE_BLOCK_SELF_MCAST_LB ||
+	     a->qp_type != IBV_QPT_UD))
 		return -EOPNOTSUPP;
+	/* (an XRC target has no PD) */
+	if (a->qp_type != IBV_QPT_XRC_RECV &&
+	    (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd))
+		return -EINVAL;
 	ret = check_type(a->qp_type);
 	if (ret)
 		return ret;
-	if (!a->send_cq || !a->recv_cq)
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return check_xrc_recv_attr(ctx, a);
+	if (!a->send_cq || (has_rq && !a->recv_cq))
 		return -EINVAL;
 	if (a->pd->context != ctx || a->send_cq->context != ctx ||
-	    a->recv_cq->context != ctx ||
-	    (a->srq && a->srq->context != ctx))
+	    (has_rq && (a->recv_cq->context != ctx ||
+			(a->srq && a->srq->context != ctx))))
 		return -EINVAL;
 	if (c->max_send_wr > UR_MAX_QP_WR || c->max_send_sge > UR_MAX_SGE ||
 	    c->max_inline_data > UR_MAX_INLINE_DATA)
 		return -EINVAL;
-	if (!a->srq &&
+	if (has_rq && !a->srq &&
 	    (c->max_recv_wr > UR_MAX_QP_WR || c->max_recv_sge > UR_MAX_SGE))
 		return -EINVAL;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (a->send_ops_flags & ~ur_wr_send_ops_supported(a->qp_type)))
 		return -EOPNOTSUPP;
 	return 0;
+}
+
+/* XRC_RECV has no send queue, XRC_SEND and XRC_RECV no receive queue. */
+static bool qp_has_sq(const struct ur_qp *qp)
+{
+	return qp->type != IBV_QPT_XRC_RECV;
+}
+
+static bool qp_has_rq(const struct ur_qp *qp)
+{
+	return qp->type != IBV_QPT_XRC_SEND && qp->type != IBV_QPT_XRC_RECV;
+}
+
+/* The objects a QP names, each held (usecnt) while the QP lives. */
+static void qp_link_objects(struct ur_qp *qp,
+			    const struct ibv_qp_init_attr_ex *attr)
+{
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		qp->xrcd = to_ur_xrcd(attr->xrcd);
+		atomic_fetch_add(&qp->xrcd->usecnt, 1);
+		return;
+	}
+	qp->pd = ur_pd_prot(to_ur_pd(attr->pd));
+	qp->send_cq = to_ur_cq(attr->send_cq);
+	atomic_fetch_add(&qp->pd->usecnt, 1);
+	if (qp->parent)
+		atomic_fetch_add(&qp->parent->usecnt, 1);
+	atomic_fetch_add(&qp->send_cq->usecnt, 1);
+	if (!qp_has_rq(qp))
+		return;
+	qp->recv_cq = to_ur_cq(attr->recv_cq);
+	qp->srq = attr->srq ? to_ur_srq(attr->srq) : NULL;
+	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->usecnt, 1);
+}
+
+static void qp_unlink_objects(struct ur_qp *qp)
+{
+	if (qp->xrcd)
+		atomic_fetch_sub(&qp->xrcd->usecnt, 1);
+	if (qp->pd)
+		atomic_fetch_sub(&qp->pd->usecnt, 1);
+	if (qp->parent)
+		atomic_fetch_sub(&qp->parent->usecnt, 1);
+	if (qp->send_cq)
+		atomic_fetch_sub(&qp->send_cq->usecnt, 1);
+	if (qp->recv_cq)
+		atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->usecnt, 1);
 }
 
 /* What a send slot really holds: max(SGE array, inline bytes), and at
@@ -141,22 +219,27 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	if (to_ur_pd(attr->pd)->prot)
+	qp->type = attr->qp_type;
+	if (qp->type != IBV_QPT_XRC_RECV && to_ur_pd(attr->pd)->prot)
 		qp->parent = to_ur_pd(attr->pd);
 
 	/* inline: what the slot holds anyway, at least what was asked */
 	inl = UR_MIN((uint32_t)UR_MAX_INLINE_DATA,
 		     UR_MAX(c->max_inline_data,
 			    c->max_send_sge * (uint32_t)sizeof(struct ur_sge)));
-	ret = wq_alloc(qp->parent, &qp->sq, c->max_send_wr, sizeof(struct ur_send_wqe) +
-			       send_room(c->max_send_sge, inl));
+	if (qp->type == IBV_QPT_XRC_RECV)
+		inl = 0;
+	ret = wq_alloc(qp->parent, &qp->sq, qp_has_sq(qp) ? c->max_send_wr : 0,
+		       sizeof(struct ur_send_wqe) +
+			       send_room(qp_has_sq(qp) ? c->max_send_sge : 0,
+					 inl));
 	if (ret)
 		goto err;
-	qp->sq.max_sge = c->max_send_sge;
+	qp->sq.max_sge = qp_has_sq(qp) ? c->max_send_sge : 0;
 	qp->sq.max_inline = inl;
 
-	rq_wr = attr->srq ? 0 : c->max_recv_wr;
-	rq_sge = attr->srq ? 0 : c->max_recv_sge;
+	rq_wr = attr->srq || !qp_has_rq(qp) ? 0 : c->max_recv_wr;
+	rq_sge = attr->srq || !qp_has_rq(qp) ? 0 : c->max_recv_sge;
 	ret = wq_alloc(qp->parent, &qp->rq, rq_wr, sizeof(struct ur_recv_wqe) +
 			       rq_sge * sizeof(struct ur_sge));
 	if (ret)
@@ -164,25 +247,24 @@ int ur_qp_create(struct ibv_context *ctx,
 	qp->rq.max_sge = rq_sge;
 
 	qp->dev = uctx->dev;
-	qp->pd = ur_pd_prot(to_ur_pd(attr->pd));
-	qp->send_cq = to_ur_cq(attr->send_cq);
-	qp->recv_cq = to_ur_cq(attr->recv_cq);
-	qp->srq = attr->srq ? to_ur_srq(attr->srq) : NULL;
-	qp->type = attr->qp_type;
 	qp->sq_sig_all = !!attr->sq_sig_all;
+	qp->mcast_block_self =
+		(attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	qp->state = IBV_QPS_RESET;
 	ur_qp_attr_defaults(qp);
 	pthread_mutex_init(&qp->modify_lock, NULL);
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp_link_objects(qp, attr);
 
 	ibqp = &qp->ibqp_ex.qp_base;
 	ibqp->context = ctx;
 	ibqp->qp_context = attr->qp_context;
-	ibqp->pd = attr->pd;
-	ibqp->send_cq = attr->send_cq;
-	ibqp->recv_cq = attr->recv_cq;
-	ibqp->srq = attr->srq;
+	ibqp->pd = qp->pd ? attr->pd : NULL;
+	ibqp->send_cq = qp->send_cq ? attr->send_cq : NULL;
+	ibqp->recv_cq = qp->recv_cq ? attr->recv_cq : NULL;
+	ibqp->srq = qp->srq ? attr->srq : NULL;
 	ibqp->qp_type = attr->qp_type;
 	ibqp->state = IBV_QPS_RESET;
 	ibqp->events_completed = 0;
@@ -191,14 +273,6 @@ int ur_qp_create(struct ibv_context *ctx,
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		ur_qp_init_wr_ops(qp);
-
-	atomic_fetch_add(&qp->pd->usecnt, 1);
-	if (qp->parent)
-		atomic_fetch_add(&qp->parent->usecnt, 1);
-	atomic_fetch_add(&qp->send_cq->usecnt, 1);
-	atomic_fetch_add(&qp->recv_cq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_add(&qp->srq->usecnt, 1);
 
 	ur_qp_caps(qp, cap);
 	*out = qp;
@@ -269,13 +343,7 @@ void ur_qp_free(struct ur_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->ibqp_ex.qp_base;
 
-	atomic_fetch_sub(&qp->pd->usecnt, 1);
-	if (qp->parent)
-		atomic_fetch_sub(&qp->parent->usecnt, 1);
-	atomic_fetch_sub(&qp->send_cq->usecnt, 1);
-	atomic_fetch_sub(&qp->recv_cq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	qp_unlink_objects(qp);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&qp->modify_lock);
@@ -349,8 +417,8 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 	const struct ur_recv_wqe *w;
 	struct ur_wq *rq = &qp->rq;
 
-	if (qp->srq)
-		return ur_srq_take(qp->srq, out);
+	if (ur_qp_rq_srq(qp))
+		return ur_srq_take(ur_qp_rq_srq(qp), out);
 	pthread_spin_lock(&qp->rq_lock);
 	if (rq->producer == rq->consumer) {
 		uint32_t posted = rq->producer;

@@ -53,15 +53,19 @@
 #define RTS_OPT_RC (CUR | ACC | ALT | MIG | MRNR)
 #define RTS_OPT_UC (CUR | ACC | ALT | MIG)
 #define RTS_OPT_UD (CUR | QKEY)
+#define RTS_OPT_XRC_SEND (CUR | ACC | ALT | MIG)
+#define RTS_OPT_XRC_RECV (CUR | ACC | ALT | MIG | MRNR)
 
-/* [current][next]; masks per ur_qp_type_index() (RC, UC, UD). */
+/* [current][next]; masks per ur_qp_type_index() (RC, UC, UD, XRC_SEND,
+ * XRC_RECV: the kernel's XRC_INI and XRC_TGT columns). */
 static const struct ur_qp_trans ur_qp_table[UR_QPS_NUM][UR_QPS_NUM] = {
 	[IBV_QPS_RESET] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_INIT] = {
 			.valid = true,
 			.req = { PKEY | PORT | ACC, PKEY | PORT | ACC,
-				 PKEY | PORT | QKEY },
+				 PKEY | PORT | QKEY, PKEY | PORT | ACC,
+				 PKEY | PORT | ACC },
 		},
 	},
 	[IBV_QPS_INIT] = {
@@ -70,14 +74,18 @@ static const struct ur_qp_trans ur_qp_table[UR_QPS_NUM][UR_QPS_NUM] = {
 		[IBV_QPS_INIT] = {
 			.valid = true,
 			.opt = { PKEY | PORT | ACC, PKEY | PORT | ACC,
-				 PKEY | PORT | QKEY },
+				 PKEY | PORT | QKEY, PKEY | PORT | ACC,
+				 PKEY | PORT | ACC },
 		},
 		[IBV_QPS_RTR] = {
 			.valid = true,
 			.req = { AV | MTU | DQPN | RQPSN | DRDA | MRNR,
-				 AV | MTU | DQPN | RQPSN, 0 },
+				 AV | MTU | DQPN | RQPSN, 0,
+				 AV | MTU | DQPN | RQPSN,
+				 AV | MTU | DQPN | RQPSN | DRDA | MRNR },
 			.opt = { ALT | ACC | PKEY, ALT | ACC | PKEY,
-				 PKEY | QKEY },
+				 PKEY | QKEY, ALT | ACC | PKEY,
+				 ALT | ACC | PKEY },
 		},
 	},
 	[IBV_QPS_RTR] = {
@@ -85,8 +93,10 @@ static const struct ur_qp_trans ur_qp_table[UR_QPS_NUM][UR_QPS_NUM] = {
 		[IBV_QPS_ERR] = { .valid = true },
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.req = { TMO | RCNT | RNR | SQPSN | RDA, SQPSN, SQPSN },
-			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD },
+			.req = { TMO | RCNT | RNR | SQPSN | RDA, SQPSN, SQPSN,
+				 TMO | RCNT | RNR | SQPSN | RDA, TMO | SQPSN },
+			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD,
+				 RTS_OPT_XRC_SEND, RTS_OPT_XRC_RECV },
 		},
 	},
 	[IBV_QPS_RTS] = {
@@ -94,11 +104,12 @@ static const struct ur_qp_trans ur_qp_table[UR_QPS_NUM][UR_QPS_NUM] = {
 		[IBV_QPS_ERR] = { .valid = true },
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD },
+			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD,
+				 RTS_OPT_XRC_SEND, RTS_OPT_XRC_RECV },
 		},
 		[IBV_QPS_SQD] = {
 			.valid = true,
-			.opt = { SQDN, SQDN, SQDN },
+			.opt = { SQDN, SQDN, SQDN, SQDN, SQDN },
 		},
 	},
 	[IBV_QPS_SQD] = {
@@ -106,20 +117,26 @@ static const struct ur_qp_trans ur_qp_table[UR_QPS_NUM][UR_QPS_NUM] = {
 		[IBV_QPS_ERR] = { .valid = true },
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD },
+			.opt = { RTS_OPT_RC, RTS_OPT_UC, RTS_OPT_UD,
+				 RTS_OPT_XRC_SEND, RTS_OPT_XRC_RECV },
 		},
 		[IBV_QPS_SQD] = {
 			.valid = true,
 			.opt = { PORT | AV | TMO | RCNT | RNR | RDA | DRDA |
 				 ALT | ACC | PKEY | MRNR | MIG,
 				 AV | ALT | ACC | PKEY | MIG,
-				 PKEY | QKEY },
+				 PKEY | QKEY,
+				 PORT | AV | TMO | RCNT | RNR | RDA | ALT | ACC |
+				 PKEY | MIG,
+				 PORT | AV | TMO | DRDA | ALT | ACC | PKEY |
+				 MRNR | MIG },
 		},
 	},
 	[IBV_QPS_SQE] = {
 		[IBV_QPS_RESET] = { .valid = true },
 		[IBV_QPS_ERR] = { .valid = true },
-		/* RC never enters SQE; its (empty) entry is harmless */
+		/* RC and XRC never enter SQE; their (empty) entries are
+		 * harmless */
 		[IBV_QPS_RTS] = {
 			.valid = true,
 			.opt = { 0, CUR | ACC, CUR | QKEY },
@@ -157,6 +174,10 @@ int ur_qp_type_index(enum ibv_qp_type type)
 		return 1;
 	case IBV_QPT_UD:
 		return 2;
+	case IBV_QPT_XRC_SEND:
+		return 3;
+	case IBV_QPT_XRC_RECV:
+		return 4;
 	default:
 		return -1;
 	}
@@ -276,12 +297,32 @@ static int attr_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 	return 0;
 }
 
+/*
+ * The attributes one half of XRC has no use for, which the kernel's
+ * ibv_modify_qp drops before the table check (uverbs' modify_qp_mask):
+ * an initiator has no responder resources or RNR timer, a target no
+ * requester's retries or initiator depth. Programs rely on it (perftest
+ * moves its XRC_SEND QPs to RTR with MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER).
+ */
+static int mask_effective(enum ibv_qp_type type, int mask)
+{
+	switch (type) {
+	case IBV_QPT_XRC_SEND:
+		return mask & ~(DRDA | MRNR);
+	case IBV_QPT_XRC_RECV:
+		return mask & ~(RDA | RCNT | RNR);
+	default:
+		return mask;
+	}
+}
+
 int ur_qp_modify_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		       int mask)
 {
 	enum ibv_qp_state next = qp->state;
 	int ret;
 
+	mask = mask_effective(qp->type, mask);
 	if (mask & S) {
 		if ((unsigned int)attr->qp_state >= UR_QPS_NUM)
 			return -EINVAL;
@@ -411,7 +452,7 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 	ret = ur_qp_modify_check(qp, attr, mask);
 	if (!ret) {
 		*old_state = qp->state;
-		modify_apply(qp, attr, mask);
+		modify_apply(qp, attr, mask_effective(qp->type, mask));
 	}
 	pthread_mutex_unlock(&qp->sq_lock);
 	return ret;

@@ -19,66 +19,67 @@
 #define RC (1u << 0)
 #define UC (1u << 1)
 #define UD (1u << 2)
+#define XRC (1u << 3)	/* XRC_SEND: RC's operations, to an XRC SRQ's QP */
 
 static const struct ur_wr_opcode_info ur_wr_ops[] = {
 	[IBV_WR_RDMA_WRITE] = {
-		.name = "RDMA_WRITE", .types = RC | UC,
+		.name = "RDMA_WRITE", .types = RC | UC | XRC,
 		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = {
-		.name = "RDMA_WRITE_WITH_IMM", .types = RC | UC,
+		.name = "RDMA_WRITE_WITH_IMM", .types = RC | UC | XRC,
 		.flags = UR_WR_PAYLOAD | UR_WR_REMOTE | UR_WR_IMM,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 	},
 	[IBV_WR_SEND] = {
-		.name = "SEND", .types = RC | UC | UD,
+		.name = "SEND", .types = RC | UC | UD | XRC,
 		.flags = UR_WR_PAYLOAD,
 		.ops_flag = IBV_QP_EX_WITH_SEND,
 		.wc_opcode = IBV_WC_SEND,
 	},
 	[IBV_WR_SEND_WITH_IMM] = {
-		.name = "SEND_WITH_IMM", .types = RC | UC | UD,
+		.name = "SEND_WITH_IMM", .types = RC | UC | UD | XRC,
 		.flags = UR_WR_PAYLOAD | UR_WR_IMM,
 		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_IMM,
 		.wc_opcode = IBV_WC_SEND,
 	},
 	[IBV_WR_RDMA_READ] = {
-		.name = "RDMA_READ", .types = RC,
+		.name = "RDMA_READ", .types = RC | XRC,
 		.flags = UR_WR_REMOTE | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_RDMA_READ,
 		.wc_opcode = IBV_WC_RDMA_READ,
 	},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
-		.name = "ATOMIC_CMP_AND_SWP", .types = RC,
+		.name = "ATOMIC_CMP_AND_SWP", .types = RC | XRC,
 		.flags = UR_WR_ATOMIC | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
 		.wc_opcode = IBV_WC_COMP_SWAP,
 		.wc_byte_len = 8,
 	},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {
-		.name = "ATOMIC_FETCH_AND_ADD", .types = RC,
+		.name = "ATOMIC_FETCH_AND_ADD", .types = RC | XRC,
 		.flags = UR_WR_ATOMIC | UR_WR_SCATTER | UR_WR_RESPONSE,
 		.ops_flag = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
 		.wc_opcode = IBV_WC_FETCH_ADD,
 		.wc_byte_len = 8,
 	},
 	[IBV_WR_LOCAL_INV] = {
-		.name = "LOCAL_INV", .types = RC | UC,
+		.name = "LOCAL_INV", .types = RC | UC | XRC,
 		.flags = UR_WR_LOCAL,
 		.ops_flag = IBV_QP_EX_WITH_LOCAL_INV,
 		.wc_opcode = IBV_WC_LOCAL_INV,
 	},
 	[IBV_WR_BIND_MW] = {
-		.name = "BIND_MW", .types = RC | UC,
+		.name = "BIND_MW", .types = RC | UC | XRC,
 		.flags = UR_WR_LOCAL,
 		.ops_flag = IBV_QP_EX_WITH_BIND_MW,
 		.wc_opcode = IBV_WC_BIND_MW,
 	},
 	[IBV_WR_SEND_WITH_INV] = {
-		.name = "SEND_WITH_INV", .types = RC,
+		.name = "SEND_WITH_INV", .types = RC | XRC,
 		.flags = UR_WR_PAYLOAD | UR_WR_INV,
 		.ops_flag = IBV_QP_EX_WITH_SEND_WITH_INV,
 		.wc_opcode = IBV_WC_SEND,
@@ -108,6 +109,8 @@ static unsigned int type_bit(enum ibv_qp_type type)
 		return UC;
 	case IBV_QPT_UD:
 		return UD;
+	case IBV_QPT_XRC_SEND:
+		return XRC;
 	default:
 		return 0;
 	}

@@ -12,9 +12,8 @@
  *
  * An XRC SRQ is a basic SRQ with an XRCD, a CQ for its completions and a
  * 24-bit srq_num, unique per device, that XRC_SEND QPs of a peer address
- * in their XRCETH. Nothing executes XRC yet (the engine's part waits), so
- * api/ leaves the verbs_context slots of XRC empty and these are reached
- * only by obj/'s tests for now.
+ * in their XRCETH. XRC_RECV QPs are the domain's too: ibv_open_qp finds
+ * them by number within it (here) and they live while any handle does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -173,4 +172,40 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)
 {
 	return ur_u32_map_find(&dev->srqns, srqn);
+}
+
+int ur_xrc_qp_open(struct ur_xrcd *xrcd, uint32_t qpn, struct ur_qp **out)
+{
+	struct ur_device *dev = ur_ctx_dev(xrcd->ibxrcd.context);
+	struct ur_qp *qp;
+	int err = -EINVAL;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	qp = ur_qp_lookup(dev, qpn);
+	if (qp && qp->type == IBV_QPT_XRC_RECV &&
+	    ur_xrcd_same_domain(qp->xrcd, xrcd)) {
+		qp->xrc_opens++;
+		*out = qp;
+		err = 0;
+	}
+	pthread_rwlock_unlock(&dev->obj_lock);
+	return err;
+}
+
+bool ur_xrc_qp_release(struct ur_qp *qp, bool opened)
+{
+	struct ur_device *dev = qp->dev;
+	bool last;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	if (opened)
+		qp->xrc_opens--;
+	else
+		qp->xrc_orphan = true;
+	last = qp->xrc_orphan && !qp->xrc_opens;
+	/* unpublished under the same lock: no ibv_open_qp finds it now */
+	if (last && ur_u32_map_find(&dev->qpns, qp->ibqp_ex.qp_base.qp_num) == qp)
+		ur_u32_map_remove(&dev->qpns, qp->ibqp_ex.qp_base.qp_num);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	return last;
 }

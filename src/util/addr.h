@@ -106,6 +106,27 @@ static inline bool ur_addr_is_loopback(const union ur_sockaddr *a)
 	return false;
 }
 
+/*
+ * A multicast GID: IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 (RoCEv2
+ * carries an IPv4 group as ::ffff:224.x.y.z, as the kernel's
+ * rdma_is_multicast_addr() reads it).
+ */
+static inline bool ur_gid_is_multicast(const uint8_t gid[16])
+{
+	if (ur_gid_is_v4mapped(gid))
+		return (gid[12] & 0xf0) == 0xe0;
+	return gid[0] == 0xff;
+}
+
+/* A multicast IP address (224.0.0.0/4, ff00::/8). */
+static inline bool ur_addr_is_multicast(const union ur_sockaddr *a)
+{
+	if (a->sa.sa_family == AF_INET)
+		return IN_MULTICAST(ntohl(a->in.sin_addr.s_addr));
+	return a->sa.sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_MULTICAST(&a->in6.sin6_addr);
+}
+
 /* Same host address (ports ignored). */
 static inline bool ur_sockaddr_same_host(const union ur_sockaddr *a,
 					 const union ur_sockaddr *b)

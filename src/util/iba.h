@@ -54,11 +54,11 @@ static inline uint32_t ur_mtu_bytes(int mtu)
 
 /*
  * The most bytes a RoCEv2 packet with a full-MTU payload adds after its IP
- * header: UDP 8, BTH 12, RETH 16 and ImmDt 4 (an RDMA WRITE Only with
- * Immediate), ICRC 4 (tests/unit/wire/test_hdr.c checks it against the
- * opcode table).
+ * header: UDP 8, BTH 12, XRCETH 4, RETH 16 and ImmDt 4 (an XRC RDMA WRITE
+ * Only with Immediate), ICRC 4 (tests/unit/wire/test_hdr.c checks it
+ * against the opcode table).
  */
-#define UR_ROCEV2_MAX_HDR_BYTES 44
+#define UR_ROCEV2_MAX_HDR_BYTES 48
 
 /* The largest IB MTU code (1..5) whose packets fit in a link MTU. */
 static inline int ur_mtu_for_link(uint32_t link_mtu, bool ipv6)

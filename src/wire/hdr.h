@@ -63,6 +63,12 @@ struct ur_feth {
 	uint32_t bits;
 } __attribute__((packed));
 
+/* XRC extended transport header (IBA vol 1 9.3.8 / XRC annex): resv:8
+ * XRCSRQ:24, right after the BTH of every XRC request */
+struct ur_xrceth {
+	uint32_t srqn;
+} __attribute__((packed));
+
 /* CNP (RoCEv2 annex A17.9.2): 16 reserved bytes after the BTH */
 struct ur_cnp_rsvd {
 	uint8_t rsvd[16];
@@ -77,6 +83,7 @@ static_assert(sizeof(struct ur_immdt) == 4, "ImmDt is 4 bytes");
 static_assert(sizeof(struct ur_ieth) == 4, "IETH is 4 bytes");
 static_assert(sizeof(struct ur_deth) == 8, "DETH is 8 bytes");
 static_assert(sizeof(struct ur_feth) == 4, "FETH is 4 bytes");
+static_assert(sizeof(struct ur_xrceth) == 4, "XRCETH is 4 bytes");
 static_assert(sizeof(struct ur_cnp_rsvd) == 16, "CNP reserved is 16 bytes");
 
 #define UR_BTH_BYTES 12
@@ -389,6 +396,20 @@ static inline uint32_t ur_deth_sqp(const struct ur_deth *h)
 static inline void ur_deth_set_sqp(struct ur_deth *h, uint32_t v)
 {
 	ur_be24_set(&h->sqp, v);
+}
+
+/* --- XRCETH --- */
+static inline uint32_t ur_xrceth_srqn(const struct ur_xrceth *h)
+{
+	return ur_be24_get(&h->srqn);
+}
+static inline uint8_t ur_xrceth_resv8(const struct ur_xrceth *h)
+{
+	return ur_be32_hi8_get(&h->srqn);
+}
+static inline void ur_xrceth_set_srqn(struct ur_xrceth *h, uint32_t v)
+{
+	ur_be24_set(&h->srqn, v);
 }
 
 /* --- FETH --- */

@@ -18,6 +18,7 @@ enum ur_tclass {
 	UR_TCLASS_RD = 2,
 	UR_TCLASS_UD = 3,
 	UR_TCLASS_CNP = 4, /* 0x80..0x9f: CNP lives at 0x81 */
+	UR_TCLASS_XRC = 5, /* 0xa0..0xbf: RC's opcodes + 0xa0, XRCETH */
 };
 
 enum ur_opcode {
@@ -64,11 +65,15 @@ enum ur_opcode {
 	UR_OPC_UD_SEND_ONLY_IMM = 0x65,
 
 	UR_OPC_CNP = 0x81,
+
+	/* XRC: every RC opcode but FLUSH/ATOMIC_WRITE at RC's + 0xa0 */
+	UR_OPC_XRC_BASE = 0xa0,
 };
 
 /* Header bits of ur_opcode_info.mask (which headers follow the BTH). */
 enum ur_hdr_id {
 	UR_HDR_BTH,
+	UR_HDR_XRCETH, /* XRC requests: the target SRQ, right after the BTH */
 	UR_HDR_DETH,
 	UR_HDR_FETH, /* FLUSH: FETH precedes RETH */
 	UR_HDR_RETH,
@@ -91,6 +96,7 @@ enum ur_hdr_id {
 #define UR_MASK_IMMDT (1u << UR_HDR_IMMDT)
 #define UR_MASK_IETH (1u << UR_HDR_IETH)
 #define UR_MASK_CNP (1u << UR_HDR_CNP)
+#define UR_MASK_XRCETH (1u << UR_HDR_XRCETH)
 #define UR_MASK_HDRS ((1u << UR_HDR_NUM) - 1)
 
 /* Flag bits of ur_opcode_info.mask, above the header bits. */
@@ -264,6 +270,20 @@ static inline bool ur_op_has_inv(uint8_t op)
 
 /* Opcode may be received/sent by a QP of transport class tclass
  * (UR_TCLASS_RC/UC/UD, the 3-bit prefix). */
+/* The XRC opcode that stands where RC's rc_op does (IBA vol 1 9.2, table
+ * 38: XRC is RC's opcode set under the transport prefix 101b). */
+static inline uint8_t ur_op_rc_to_xrc(uint8_t rc_op)
+{
+	return (uint8_t)(rc_op + UR_OPC_XRC_BASE);
+}
+
+/* The RC opcode an XRC opcode corresponds to; others are returned as is. */
+static inline uint8_t ur_op_xrc_to_rc(uint8_t op)
+{
+	return ur_op_tclass(op) == UR_TCLASS_XRC ?
+		       (uint8_t)(op - UR_OPC_XRC_BASE) : op;
+}
+
 static inline bool ur_op_valid_for_class(uint8_t op, unsigned int tclass)
 {
 	return ur_op_valid(op) && ur_op_tclass(op) == tclass &&

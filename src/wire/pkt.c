@@ -35,6 +35,9 @@ const char *const ur_drop_reason_names[UR_DROP__MAX] = {
     [UR_DROP_NOT_ROCE] = "not_roce",
     [UR_DROP_WRONG_PORT] = "wrong_peer_port",
     [UR_DROP_HARDENED] = "hardened",
+    [UR_DROP_MCAST_DEST] = "mcast_not_group",
+    [UR_DROP_MCAST_NO_GROUP] = "mcast_no_group",
+    [UR_DROP_MCAST_SELF] = "mcast_self",
 };
 
 const char *ur_drop_reason_str(enum ur_drop_reason r)
@@ -96,6 +99,9 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 		return UR_DROP_RESERVED;
 	pkt->feth = hdr_ptr(p, oi, UR_HDR_FETH);
 	if (unlikely(pkt->feth && ur_feth_resv(pkt->feth)))
+		return UR_DROP_RESERVED;
+	pkt->xrceth = hdr_ptr(p, oi, UR_HDR_XRCETH);
+	if (unlikely(pkt->xrceth && ur_xrceth_resv8(pkt->xrceth)))
 		return UR_DROP_RESERVED;
 
 	pkt->buf = p;
@@ -181,6 +187,9 @@ int ur_hdr_build(void *buf, size_t buflen, const struct ur_hdr_fields *f)
 		ur_deth_set_qkey(h, f->deth.qkey);
 		ur_deth_set_sqp(h, f->deth.sqp);
 	}
+	if (oi->mask & UR_MASK_XRCETH)
+		ur_xrceth_set_srqn((void *)(p + oi->offset[UR_HDR_XRCETH]),
+				   f->xrc_srqn);
 	if (oi->mask & UR_MASK_FETH)
 		ur_feth_set((void *)(p + oi->offset[UR_HDR_FETH]), f->feth.sel,
 			    f->feth.plt);
@@ -234,6 +243,8 @@ void ur_pkt_to_fields(const struct ur_pkt *pkt, struct ur_hdr_fields *f)
 		f->deth.qkey = ur_deth_qkey(pkt->deth);
 		f->deth.sqp = ur_deth_sqp(pkt->deth);
 	}
+	if (pkt->xrceth)
+		f->xrc_srqn = ur_xrceth_srqn(pkt->xrceth);
 	if (pkt->feth) {
 		f->feth.sel = ur_feth_sel(pkt->feth);
 		f->feth.plt = ur_feth_plt(pkt->feth);

@@ -20,7 +20,7 @@ enum ur_drop_reason {
 	UR_DROP_TOO_SHORT,   /* shorter than BTH + ICRC */
 	UR_DROP_BAD_OPCODE,  /* opcode has no table entry (RD, reserved) */
 	UR_DROP_BAD_TVER,    /* BTH TVer != 0 */
-	UR_DROP_RESERVED,    /* reserved bits set (BTH, DETH, FETH) */
+	UR_DROP_RESERVED,    /* reserved bits set (BTH, DETH, FETH, XRCETH) */
 	UR_DROP_BAD_LENGTH,  /* shorter than headers + pad + ICRC */
 	UR_DROP_BAD_PAD,     /* pad count on an opcode without payload,
 			      * or pad larger than the payload area */
@@ -44,10 +44,14 @@ enum ur_drop_reason {
 	UR_DROP_NO_RECV_WQE,	/* no receive WQE (RNR / UD drop) */
 	UR_DROP_RECV_TOO_SMALL, /* receive buffer cannot hold it (+ GRH) */
 	UR_DROP_ACCESS,		/* rkey / range / access check failed */
-	UR_DROP_UNSUPPORTED,	/* valid but not implemented (CNP, mcast) */
+	UR_DROP_UNSUPPORTED,	/* valid but not implemented (CNP) */
 	UR_DROP_NOT_ROCE,	/* not IPv4/IPv6 UDP 4791 (frame parsing) */
 	UR_DROP_WRONG_PORT,	/* RC/UC: peer's IP, not its bound UDP port */
 	UR_DROP_HARDENED,	/* would have moved a QP to ERR (hardened) */
+	UR_DROP_MCAST_DEST,	/* QPN 0xFFFFFF not sent to an IP multicast
+				 * group */
+	UR_DROP_MCAST_NO_GROUP, /* a group no QP of the device is attached to */
+	UR_DROP_MCAST_SELF,	/* the sending QP asked not to hear itself */
 	UR_DROP__MAX,
 };
 
@@ -77,6 +81,7 @@ struct ur_pkt {
 	const struct ur_atmack *atmack;
 	const struct ur_immdt *immdt;
 	const struct ur_ieth *ieth;
+	const struct ur_xrceth *xrceth;	/* XRC requests */
 	const uint8_t *payload; /* never NULL after a successful parse */
 	uint32_t paylen;	/* excludes pad and ICRC */
 	uint32_t icrc;		/* ICRC as stored (little-endian word) */
@@ -126,6 +131,7 @@ struct ur_hdr_fields {
 	uint64_t atmack_orig;
 	uint32_t imm_be; /* ImmDt, network order (wc.imm_data) */
 	uint32_t ieth_rkey;
+	uint32_t xrc_srqn; /* XRCETH: the responder's XRC SRQ */
 	struct {
 		uint32_t qkey;
 		uint32_t sqp;

@@ -144,3 +144,33 @@ e2e_summary() {
 	((E2E_SKIP == 0)) || return $E2E_SKIP_RC
 	return 0
 }
+
+# e2e_netns_pair CASE NS_A NS_B IF_A IF_B V4_A V4_B V6_A V6_B
+# Two network namespaces joined by a veth pair IF_A (in NS_A) - IF_B (in
+# NS_B), each end with an IPv4 /24 and an IPv6 /64 address (no DAD, so
+# they are usable at once), deleted at exit. Returns non-zero, with CASE
+# skipped (not root) or failed (set-up failed), when they are not there.
+e2e_netns_pair() {
+	local name=$1 na=$2 nb=$3 ia=$4 ib=$5
+	shift 5
+	if (($(id -u) != 0)); then
+		e2e_skip "$name" "needs root (two network namespaces and a veth pair)"
+		return 1
+	fi
+	trap 'ip netns del "'"$na"'" 2>/dev/null; ip netns del "'"$nb"'" 2>/dev/null; rm -rf "$E2E_TMP"' EXIT
+	e2e_netns_up "$na" "$nb" "$ia" "$ib" "$@" && return 0
+	e2e_fail "$name: cannot set up the namespaces"
+	return 1
+}
+
+e2e_netns_up() {
+	local na=$1 nb=$2 ia=$3 ib=$4
+	ip netns add "$na" && ip netns add "$nb" &&
+		ip -n "$na" link set lo up && ip -n "$nb" link set lo up &&
+		ip -n "$na" link add "$ia" type veth peer name "$ib" netns "$nb" &&
+		ip -n "$na" addr add "$5/24" dev "$ia" &&
+		ip -n "$nb" addr add "$6/24" dev "$ib" &&
+		ip -n "$na" addr add "$7/64" dev "$ia" nodad &&
+		ip -n "$nb" addr add "$8/64" dev "$ib" nodad &&
+		ip -n "$na" link set "$ia" up && ip -n "$nb" link set "$ib" up
+}

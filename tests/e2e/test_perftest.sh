@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # perftest, unmodified, two processes on this host, GID index 0: every
-# RC/UC/UD benchmark the issue lists, with -a, inline, post lists, and both
+# RC/UC/UD/XRC benchmark the issues list, with -a, inline, post lists, and both
 # posting APIs. Iteration counts are small: this checks function, the
 # benchmark script (bench/run.sh) measures speed.
 set -u
@@ -36,6 +36,12 @@ for t in send write; do
 done
 run ib_send_lat _ud "-c UD -n 200" "$lat_line"
 run ib_send_bw _ud "-c UD -n 200" "$bw_line"
+# XRC: XRC_SEND to XRC_RECV QPs, receives from an XRC SRQ (both APIs)
+for t in send write read atomic; do
+	run ib_${t}_lat _xrc "-c XRC -n 200" "$lat_line"
+	run ib_${t}_bw _xrc "-c XRC -n 200" "$bw_line"
+done
+run ib_send_bw _xrc_oldpost "-c XRC --use_old_post_send -n 200" "$bw_line"
 # all sizes 2 B .. 8 MiB (fewer iterations in the sanitized run, where
 # these three are most of the script's time: E2E_ALL_ITERS, CMakeLists.txt)
 all_n=${E2E_ALL_ITERS:-20}

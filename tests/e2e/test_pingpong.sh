@@ -56,4 +56,18 @@ for size in 64 8192; do
 		"ibv_srq_pingpong -d uroce0 -g 0 -p $p -n 100 -s $size -q 4 127.0.0.1" \
 		"$ok_line"
 done
+# XRC: XRC_SEND QPs to the peer's XRC_RECV QP, receives from an XRC SRQ
+# (completions on the SRQ's CQ); path MTU 1024: several packets from 4 KiB
+for size in 64 4096 20000; do
+	p=$(e2e_port)
+	e2e_pair "xsrq_pingpong_$size" 60 \
+		"ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 100 -s $size -m 1024" \
+		"ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 100 -s $size -m 1024 127.0.0.1" \
+		"^success"
+done
+p=$(e2e_port)
+e2e_pair xsrq_pingpong_events 60 \
+	"ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 100 -s 1024 -e" \
+	"ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 100 -s 1024 -e 127.0.0.1" \
+	"^success"
 e2e_summary

@@ -65,6 +65,15 @@ ur_op_alloc_parent_domain(struct ibv_context *ctx,
 int ur_op_query_rt_values(struct ibv_context *ctx,
 			  struct ibv_values_ex *values);
 /* verbs_qp.c */
+/* verbs_xrc.c */
+struct ibv_xrcd *ur_op_open_xrcd(struct ibv_context *ctx,
+				 struct ibv_xrcd_init_attr *attr);
+int ur_op_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_srq *ur_api_create_xrc_srq(struct ibv_context *ctx,
+				      struct ibv_srq_init_attr_ex *attr);
+int ur_op_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *ur_op_open_qp(struct ibv_context *ctx,
+			     struct ibv_qp_open_attr *attr);
 struct ibv_qp *ur_op_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr);
 /* verbs_post.c */

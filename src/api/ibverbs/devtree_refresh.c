@@ -87,6 +87,9 @@ static const char *qp_type_str(enum ibv_qp_type t)
 	case IBV_QPT_RC: return "RC";
 	case IBV_QPT_UC: return "UC";
 	case IBV_QPT_UD: return "UD";
+	/* as `rdma resource show qp` names them */
+	case IBV_QPT_XRC_SEND: return "XRC_INI";
+	case IBV_QPT_XRC_RECV: return "XRC_TGT";
 	default: return "?";
 	}
 }

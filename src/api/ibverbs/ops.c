@@ -97,8 +97,13 @@ static const struct ur_verbs_ops uroce_ops = {
 	.alloc_parent_domain = ur_op_alloc_parent_domain,
 	/* verbs_clock.c */
 	.query_rt_values = ur_op_query_rt_values,
+	/* verbs_xrc.c */
+	.open_xrcd = ur_op_open_xrcd,
+	.close_xrcd = ur_op_close_xrcd,
+	.get_srq_num = ur_op_get_srq_num,
 	/* verbs_qp.c */
 	.create_qp_ex = ur_op_create_qp_ex,
+	.open_qp = ur_op_open_qp,
 	/* verbs_post.c */
 	.post_send = ur_op_post_send,
 	.post_recv = ur_op_post_recv,

@@ -24,11 +24,12 @@
  *    complete/abort (obj/post.c holds the ibv_wr_* builders).
  *  - compat.c: the IBVERBS_1.0 compatibility versions.
  *  - gsi.c: uroce_gsi_claim (UROCE_PRIVATE_1, for our librdmacm).
+ *  - verbs_mcast.c: ibv_attach_mcast, ibv_detach_mcast.
  *  - here: IBVERBS_PRIVATE_34 (the provider interface: providers such as
  *    libmlx5 and libefa are loaded by perftest/UCX and call
  *    verbs_register_driver_34 from a constructor; we accept and ignore it,
  *    no provider is ever used) and the public verbs we do not implement:
- *    multicast (ibv_attach/detach_mcast), ECE, import/unimport (needs a
+ *    ECE, import/unimport (needs a
  *    kernel context to share), dma-buf MRs (needs kernel dma-buf).
  *    Verbs that are inline in verbs.h (XRC, flows, WQs, RWQ indirection
  *    tables, counters, open_qp ...) go through context slots, which
@@ -165,21 +166,6 @@ unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, void *link)
 /* ------------------------------------------------------------------ */
 /* Public verbs we do not implement                                     */
 /* ------------------------------------------------------------------ */
-
-/* UD multicast: no group membership on a UDP socket NIC (yet). */
-UR_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
-
-UR_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-			       uint16_t lid)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
 
 /* Enhanced Connection Establishment is a vendor (mlx5) negotiation. */
 UR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)

@@ -498,10 +498,13 @@ struct ibv_srq *ur_op_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_XRC)
+		return ur_api_create_xrc_srq(context, attr);
 	if ((attr->comp_mask & ~basic) ||
 	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 	     attr->srq_type != IBV_SRQT_BASIC)) {
-		errno = EOPNOTSUPP;	/* XRC and tag matching */
+		errno = EOPNOTSUPP;	/* tag matching; XRC fields on a basic */
 		return NULL;
 	}
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||

@@ -506,6 +506,7 @@ UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	cid = to_cma_id(id);
 	pthread_mutex_lock(&cma.lock);
 	cid->destroying = true;
+	cma_mc_leave_all(cid);
 	conn_teardown(cid);
 	cma_rv_withdraw(cid);
 	if (cid->sync && id->event) {

@@ -29,8 +29,20 @@ struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 	id->sync = chan->internal;
 	id->state = CMA_IDLE;
 	id->ack_timeout = UR_CM_ACK_TIMEOUT;
+	ur_list_init(&id->mcs);
 	ur_list_add_tail(&cma.ids, &id->node);
 	return id;
+}
+
+void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
+	       struct ibv_ah_attr *ah)
+{
+	ah->is_global = 1;
+	ah->port_num = 1;
+	memcpy(ah->grh.dgid.raw, gid, 16);
+	ah->grh.sgid_index = 0;
+	ah->grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
+	ah->grh.traffic_class = id->tos;
 }
 
 static bool ps_valid(enum rdma_port_space ps)

@@ -11,9 +11,9 @@
  * through struct cma_agent_handlers. Bottom to top: addr.c (address
  * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
  * directory), channel.c (events), qp.c (the id's QP), id.c (ids,
- * addresses, routes), msg.c (CM messages out) and recv.c (CM messages in,
- * timers), conn.c (the application's connect/accept/disconnect calls and
- * rdma_destroy_id).
+ * addresses, routes), mcast.c (multicast joins), msg.c (CM messages out)
+ * and recv.c (CM messages in, timers), conn.c (the application's
+ * connect/accept/disconnect calls and rdma_destroy_id).
  */
 #ifndef UR_API_RDMACM_PRIV_H
 #define UR_API_RDMACM_PRIV_H
@@ -97,6 +97,16 @@ struct cma_event {
 	uint8_t pdata[UR_CM_RTU_PDATA];
 };
 
+/* One rdma_join_multicast of an id (mcast.c). */
+struct cma_mc {
+	struct ur_list node;		/* cma_id.mcs */
+	union ur_sockaddr addr;		/* the group's IP address */
+	uint8_t mgid[16];		/* its RoCEv2 GID */
+	void *context;			/* the join's, in its events */
+	uint32_t flags;			/* RDMA_MC_JOIN_FLAG_* */
+	bool attached;			/* the id's QP was attached by it */
+};
+
 struct cma_id {
 	struct rdma_cm_id id;		/* first: handed to the user */
 	struct ur_list node;		/* cma.ids */
@@ -123,6 +133,7 @@ struct cma_id {
 	struct ibv_qp_init_attr qp_init;	/* rdma_create_ep on a listener */
 	bool has_qp_init;
 	struct ibv_pd *ep_pd;
+	struct ur_list mcs;		/* struct cma_mc: multicast joins */
 
 	/* connection (conn.c) */
 	uint32_t local_comm_id, remote_comm_id;
@@ -226,8 +237,17 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to);
 struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
 void cma_fill_path(struct cma_id *id);
+/* The address vector a UD id reports for gid (ESTABLISHED, multicast):
+ * global, GID index 0, hop limit 64, the id's TOS. */
+void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
+	       struct ibv_ah_attr *ah);
 /* Sets id->dgid (and loop_dst) for dst: 0 or errno. Lock held. */
 int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
+
+/* mcast.c (lock held): the id's join of addr, or NULL; rdma_destroy_id
+ * ends every join. */
+struct cma_mc *cma_mc_find(struct cma_id *id, const union ur_sockaddr *addr);
+void cma_mc_leave_all(struct cma_id *id);
 
 /* qp.c (lock held) */
 int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,

@@ -275,12 +275,7 @@ static void handle_sidr_rep(struct cma_dev *dev, const struct ur_cm_msg *m)
 	id->remote_qpn = r->qpn;
 	ud.qp_num = r->qpn;
 	ud.qkey = r->qkey;
-	ud.ah_attr.is_global = 1;
-	ud.ah_attr.port_num = 1;
-	memcpy(ud.ah_attr.grh.dgid.raw, id->peer_gid, 16);
-	ud.ah_attr.grh.sgid_index = 0;
-	ud.ah_attr.grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
-	ud.ah_attr.grh.traffic_class = id->tos;
+	cma_ud_av(id, id->peer_gid, &ud.ah_attr);
 	cma_event_post_ud(id, RDMA_CM_EVENT_ESTABLISHED, 0, r->private_data,
 			  UR_CM_SIDR_REP_PDATA, &ud, NULL);
 }

@@ -138,6 +138,25 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 	return 9000;
 }
 
+int ur_link_local_addr(const struct ur_link *l, unsigned int i,
+		       union ur_sockaddr *out)
+{
+	if (i)
+		return -ENOENT;
+	*out = l->addr;
+	return 0;
+}
+
+int ur_link_join(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -EOPNOTSUPP;
+}
+
+int ur_link_leave(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -ENOENT;
+}
+
 static void fe_enqueue_src(struct ur_link *to, const union ur_sockaddr *src,
 			   const uint8_t *data, uint32_t len);
 
@@ -472,19 +491,57 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return rc;
 }
 
+static bool cq_pop(struct ur_cq *cq, struct ibv_wc *wc)
+{
+	bool got = false;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->head != cq->tail) {
+		*wc = cq->ring[cq->head++ % cq->size].wc;
+		got = true;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
+/* Pops one completion within timeout_ms; between looks, runs dev's
+ * receive path inline if dev is given, else naps. */
+static int cq_wait_for(struct ur_cq *cq, struct ur_device *dev,
+		       struct ibv_wc *wc, int timeout_ms)
+{
+	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	struct timespec ts = { 0, 50000 };
+
+	do {
+		if (cq_pop(cq, wc))
+			return 1;
+		if (dev)
+			ur_engine_poll(dev);
+		else
+			nanosleep(&ts, NULL);
+	} while (ur_now_ns() < end);
+	return 0;
+}
+
+int fe_cq_spin(struct ur_cq *cq, struct ur_device *dev, struct ibv_wc *wc,
+	       int timeout_ms)
+{
+	return cq_wait_for(cq, dev, wc, timeout_ms);
+}
+
+int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	return cq_wait_for(cq, NULL, wc, timeout_ms);
+}
+
 int fe_cq_poll(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
 	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct timespec ts = { 0, 20000 };
 
 	do {
-		pthread_spin_lock(&cq->lock);
-		if (cq->head != cq->tail) {
-			*wc = cq->ring[cq->head++ % cq->size].wc;
-			pthread_spin_unlock(&cq->lock);
+		if (cq_pop(cq, wc))
 			return 1;
-		}
-		pthread_spin_unlock(&cq->lock);
 		ur_engine_poll(&fe_devs[0]);
 		ur_engine_poll(&fe_devs[1]);
 		nanosleep(&ts, NULL);
@@ -710,4 +767,17 @@ int ur_mem_invalidate(struct ur_device *dev, struct ur_pd *pd,
 int ur_device_reroll_auto_addr(struct ur_device *dev)
 {
 	return -EADDRNOTAVAIL;
+}
+
+/* No XRC in the fake: no XRC SRQ is ever found. */
+struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)
+{
+	(void)dev;
+	(void)srqn;
+	return NULL;
+}
+
+bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b)
+{
+	return a == b;
 }

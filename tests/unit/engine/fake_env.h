@@ -74,6 +74,13 @@ struct ur_mr *fe_reg_mr(struct ur_device *dev, struct ur_pd *pd, void *addr,
 void fe_dereg_mr(struct ur_device *dev, struct ur_mr *mr);
 void fe_cq_init(struct ur_cq *cq, uint32_t size);
 int fe_cq_poll(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms);
+/* Spins on cq like an application's poll_cq: no sleep, and only dev's
+ * receive path runs inline (the other device is another process). */
+int fe_cq_spin(struct ur_cq *cq, struct ur_device *dev, struct ibv_wc *wc,
+	       int timeout_ms);
+/* Waits for a completion without running the engine: only the NIC
+ * threads make progress (an application blocked elsewhere). */
+int fe_cq_wait(struct ur_cq *cq, struct ibv_wc *wc, int timeout_ms);
 struct ur_qp *fe_qp_create(struct ur_device *dev, struct ur_pd *pd,
 			   struct ur_cq *scq, struct ur_cq *rcq,
 			   enum ibv_qp_type t);

@@ -359,6 +359,67 @@ static void test_lost_retransmission(void **state)
 	lose_and_recover(*state, 3, 2);
 }
 
+/* Every ACK to the requester is lost until it retransmits a request. */
+static bool acks_lost, seen_req;
+static uint32_t req_psn_max;
+
+static bool drop_acks_until_retransmit(int to, const uint8_t *d,
+				       uint32_t len)
+{
+	uint32_t psn = fe_pkt_psn(d);
+
+	if (to == 1 && ur_op_is_request(fe_pkt_opcode(d))) {
+		if (seen_req && !ur_psn_after(psn, req_psn_max))
+			acks_lost = false;	/* the probe */
+		else
+			req_psn_max = psn;
+		seen_req = true;
+	}
+	return to == 0 && acks_lost && fe_pkt_opcode(d) == UR_OPC_RC_ACK;
+}
+
+/*
+ * Eight one-packet WRITEs arrive, every ACK for them is lost: the recovery
+ * probe resends the first, and the responder's ACK of that duplicate says
+ * it holds all eight. The seven WQEs behind the first were reset to POSTED
+ * by the probe's rewind; they are acknowledged, not sent again (the
+ * responder sees the probe as its only duplicate).
+ */
+static void test_probe_ack_covers_rewound_wqes(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t ids[8], dup0 = stat(&p->b, UR_STAT_DUP_REQ);
+	unsigned int i;
+
+	fill(p->ba.buf, 8192, 11);
+	memset(p->bb.buf, T_CANARY, 8192);
+	acks_lost = true;
+	seen_req = false;
+	fe_set_filter(drop_acks_until_retransmit);
+	/* one doorbell for all eight: they leave in one burst */
+	pthread_mutex_lock(&p->a.qp->sq_lock);
+	for (i = 0; i < 8; i++) {
+		struct ur_send_wqe *w = wqe_new(&p->a, IBV_WR_RDMA_WRITE,
+						ids[i] = 40 + i, &p->ba,
+						i * 1024u, 1024);
+
+		w->rdma.remote_addr = (uintptr_t)p->bb.buf + i * 1024u;
+		w->rdma.rkey = p->bb.mr->ibmr.rkey;
+		p->a.qp->sq.producer++;
+	}
+	ur_engine_sq_kick(p->a.qp);
+	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	expect_sends(p, ids, 8);
+	assert_true(fe_set_filter(NULL) >= 1);
+	assert_memory_equal(p->bb.buf, p->ba.buf, 8192);
+	/* one probe (two if a loaded host delayed its answer), never the
+	 * seven WQEs behind it */
+	dup0 = stat(&p->b, UR_STAT_DUP_REQ) - dup0;
+	if (dup0 < 1 || dup0 > 2)
+		fail_msg("%lu duplicate requests, expected the probe",
+			 (unsigned long)dup0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Mixed traffic under random faults                                   */
 /* ------------------------------------------------------------------ */
@@ -507,6 +568,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tail_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_retransmission, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_probe_ack_covers_rewound_wqes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_drop, setup, teardown),

@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "util/time.h"
 
 #define NQP 2000
 
@@ -34,6 +37,9 @@ static int setup(void **state)
 	assert_non_null(t);
 	t->nic.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	assert_true(t->nic.wake_fd >= 0);
+	t->nic.timer_fd = timerfd_create(CLOCK_MONOTONIC,
+					 TFD_NONBLOCK | TFD_CLOEXEC);
+	assert_true(t->nic.timer_fd >= 0);
 	ur_timers_init(&t->nic.timers);
 	for (i = 0; i < NQP; i++) {
 		t->xp[i].nic = &t->nic;
@@ -56,6 +62,7 @@ static int teardown(void **state)
 	assert_int_equal(t->nic.timers.users, 0);
 	ur_timers_fini(&t->nic.timers);
 	close(t->nic.wake_fd);
+	close(t->nic.timer_fd);
 	free(t);
 	return 0;
 }
@@ -202,12 +209,72 @@ static void test_timer_only_due(void **state)
 	assert_true(t->xp[500].tmr_pos != 0);
 }
 
+/* The progress thread's timerfd: when it fires, 0 if disarmed. */
+static uint64_t timerfd_when(struct t_timers *t)
+{
+	struct itimerspec its;
+	struct timespec now;
+
+	assert_int_equal(timerfd_gettime(t->nic.timer_fd, &its), 0);
+	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec + its.it_value.tv_sec) * 1000000000ull +
+	       (uint64_t)(now.tv_nsec + its.it_value.tv_nsec);
+}
+
+static bool woken_now(struct t_timers *t)
+{
+	uint64_t v;
+
+	return read(t->nic.wake_fd, &v, sizeof(v)) == sizeof(v);
+}
+
+/*
+ * Regression (cd2f1d2, ib_write_lat 17 -> 300 us): every post armed a
+ * probe as the new earliest deadline and woke the progress thread at once.
+ * A new earliest deadline now leaves a thread that is awake, or that
+ * sleeps until no later, alone, and makes one that sleeps longer wake by
+ * then through its timerfd, never at once.
+ */
+static void test_regress_arm_wakes_thread_only_by_deadline(void **state)
+{
+	struct t_timers *t = *state;
+	uint64_t now = ur_now_ns(), when;
+
+	/* awake: it reads the heap before it sleeps */
+	atomic_store(&t->nic.sleep_until, 0);
+	ur_timer_arm(&t->xp[0], &t->xp[0].rto_deadline, now + 3000000000ull);
+	assert_int_equal(timerfd_when(t), 0);
+	assert_false(woken_now(t));
+	/* asleep until before the new deadline: it looks again by then */
+	atomic_store(&t->nic.sleep_until, now + 1000000000ull);
+	ur_timer_arm(&t->xp[1], &t->xp[1].rto_deadline, now + 2000000000ull);
+	assert_int_equal(timerfd_when(t), 0);
+	assert_false(woken_now(t));
+	/* asleep for longer (or with no timeout): woken by the deadline */
+	atomic_store(&t->nic.sleep_until, UINT64_MAX);
+	when = now + 500000000ull;
+	ur_timer_arm(&t->xp[2], &t->xp[2].rto_deadline, when);
+	assert_true(timerfd_when(t) >= when - 1000000);
+	assert_true(timerfd_when(t) <= when + 1000000);
+	assert_false(woken_now(t));
+	/* a deadline that is not the earliest changes nothing */
+	ur_timer_arm(&t->xp[3], &t->xp[3].rto_deadline, when + 1000);
+	assert_true(timerfd_when(t) <= when + 1000000);
+	assert_int_equal(atomic_load(&t->nic.cnt.stat[UR_STAT_TIMER_WAKEUPS]),
+			 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_timer_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_only_due, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_arm_wakes_thread_only_by_deadline, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,8 +109,8 @@ static void test_ipv4_id_df(void **state)
 	c.bind.in.sin_addr.s_addr = htonl(ntohl(c.bind.in.sin_addr.s_addr) + 1);
 	c.use_gro = 0;
 	assert_int_equal(ur_link_open(&c, &b), 0);
-	ur_link_local_addr(a, &sa);
-	ur_link_local_addr(b, &sb);
+	ur_link_local_addr(a, 0, &sa);
+	ur_link_local_addr(b, 0, &sb);
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(out, sizeof(out), "%s/out", dir);

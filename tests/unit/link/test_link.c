@@ -73,8 +73,8 @@ static void pair_open(struct pair *p, int gso, int gro_b)
 	assert_int_equal(open_on(&s, gso, 1, &p->a), 0);
 	rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, 1, gro_b, &p->b), 0);
-	ur_link_local_addr(p->a, &p->aa);
-	ur_link_local_addr(p->b, &p->ba);
+	ur_link_local_addr(p->a, 0, &p->aa);
+	ur_link_local_addr(p->b, 0, &p->ba);
 	assert_int_not_equal(p->aa.in.sin_port, 0);
 }
 
@@ -180,8 +180,8 @@ static void test_exchange_v6(void **state)
 	s.in6.sin6_addr = in6addr_loopback;
 	assert_int_equal(open_on(&s, 1, 1, &a), 0);
 	assert_int_equal(open_on(&s, 1, 0, &b), 0);
-	ur_link_local_addr(a, &aa);
-	ur_link_local_addr(b, &ba);
+	ur_link_local_addr(a, 0, &aa);
+	ur_link_local_addr(b, 0, &ba);
 	/* lo MTU 65536 minus IPv6 and UDP headers */
 	assert_int_equal(ur_link_max_payload(a), 65536 - 48);
 	setsockopt(ur_link_fd(a), IPPROTO_IPV6, IPV6_TCLASS, &tc, sizeof(tc));
@@ -580,7 +580,7 @@ static void test_fault_fd_timer(void **state)
 			 0);
 	rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, 1, 1, &p.b), 0);
-	ur_link_local_addr(p.b, &p.ba);
+	ur_link_local_addr(p.b, 0, &p.ba);
 	t0 = ur_now_ns();
 	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
 	pf = (struct pollfd){ .fd = ur_link_fd(p.a), .events = POLLIN };

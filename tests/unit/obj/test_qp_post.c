@@ -54,7 +54,7 @@ static void test_create_checks(void **state)
 	EXPECT(a.cap.max_inline_data = UR_MAX_INLINE_DATA, 0);
 	EXPECT(a.cap.max_inline_data = UR_MAX_INLINE_DATA + 1, -EINVAL);
 	EXPECT(a.qp_type = IBV_QPT_RAW_PACKET, -EOPNOTSUPP);
-	EXPECT(a.qp_type = IBV_QPT_XRC_SEND, -EOPNOTSUPP);
+	EXPECT(a.qp_type = IBV_QPT_DRIVER, -EOPNOTSUPP);
 	EXPECT(a.qp_type = (enum ibv_qp_type)77, -EINVAL);
 	EXPECT(a.send_cq = NULL, -EINVAL);
 	EXPECT(a.recv_cq = NULL, -EINVAL);
@@ -65,7 +65,7 @@ static void test_create_checks(void **state)
 		a.create_flags = 0), 0);
 	EXPECT((a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS,
 		a.create_flags = IBV_QP_CREATE_SCATTER_FCS), -EOPNOTSUPP);
-	EXPECT(a.comp_mask |= IBV_QP_INIT_ATTR_XRCD, -EOPNOTSUPP);
+	EXPECT(a.comp_mask |= IBV_QP_INIT_ATTR_MAX_TSO_HEADER, -EOPNOTSUPP);
 	EXPECT(a.comp_mask |= 1u << 30, -EINVAL);
 	EXPECT((a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		a.send_ops_flags = IBV_QP_EX_WITH_TSO), -EOPNOTSUPP);

@@ -27,18 +27,18 @@ static void mtu_codes(void **state)
 }
 
 /* The device's IB MTU from its link's: the largest whose fullest packet
- * (IP + UDP + BTH + RETH + ImmDt + payload + ICRC) fits. obj/device.c took
+ * (IP + UDP + BTH + XRCETH + RETH + ImmDt + payload + ICRC) fits. obj/device.c took
  * 80 bytes for every family, 4 short for IPv6: a 4176-byte IPv6 link got
  * 4096 and a WRITE with immediate of 4096 bytes did not fit. */
 static void mtu_for_link(void **state)
 {
 	assert_int_equal(ur_mtu_for_link(65536, false), IBV_MTU_4096);
 	assert_int_equal(ur_mtu_for_link(9000, true), IBV_MTU_4096);
-	assert_int_equal(ur_mtu_for_link(4180, true), IBV_MTU_4096);
-	assert_int_equal(ur_mtu_for_link(4179, true), IBV_MTU_2048);
+	assert_int_equal(ur_mtu_for_link(4184, true), IBV_MTU_4096);
+	assert_int_equal(ur_mtu_for_link(4183, true), IBV_MTU_2048);
 	assert_int_equal(ur_mtu_for_link(4176, true), IBV_MTU_2048);
-	assert_int_equal(ur_mtu_for_link(4160, false), IBV_MTU_4096);
-	assert_int_equal(ur_mtu_for_link(4159, false), IBV_MTU_2048);
+	assert_int_equal(ur_mtu_for_link(4164, false), IBV_MTU_4096);
+	assert_int_equal(ur_mtu_for_link(4163, false), IBV_MTU_2048);
 	assert_int_equal(ur_mtu_for_link(1500, false), IBV_MTU_1024);
 	assert_int_equal(ur_mtu_for_link(1500, true), IBV_MTU_1024);
 	assert_int_equal(ur_mtu_for_link(1280, true), IBV_MTU_1024);

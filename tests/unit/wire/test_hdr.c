@@ -152,8 +152,8 @@ static void test_opcode_table(void **state)
 			assert_true(!!ur_op_is_request((uint8_t)op) !=
 				    !!ur_op_is_response((uint8_t)op));
 	}
-	/* 25 RC + 12 UC + 2 UD + CNP */
-	assert_int_equal(nvalid, 40);
+	/* 25 RC + 12 UC + 2 UD + CNP + 23 XRC (RC's but FLUSH, ATOMIC_WRITE) */
+	assert_int_equal(nvalid, 63);
 	assert_true(ur_op_is_first(UR_OPC_RC_SEND_FIRST));
 	assert_true(ur_op_is_middle(UR_OPC_UC_WRITE_MIDDLE));
 	assert_true(ur_op_is_last(UR_OPC_RC_READ_RESP_LAST));
@@ -253,6 +253,8 @@ static void assert_fields_equal(const struct ur_hdr_fields *a,
 		assert_int_equal(a->deth.qkey, b->deth.qkey);
 		assert_int_equal(a->deth.sqp, b->deth.sqp);
 	}
+	if (ur_op_has(op, UR_HDR_XRCETH))
+		assert_int_equal(a->xrc_srqn, b->xrc_srqn);
 	if (ur_op_has(op, UR_HDR_FETH)) {
 		assert_int_equal(a->feth.sel, b->feth.sel);
 		assert_int_equal(a->feth.plt, b->feth.plt);
@@ -307,7 +309,7 @@ static void test_build_parse_all(void **state)
 			n++;
 		}
 	}
-	assert_int_equal(n, 40 * UR_ARRAY_SIZE(lens));
+	assert_int_equal(n, 63 * UR_ARRAY_SIZE(lens));
 	/* builder errors */
 	{
 		struct ur_hdr_fields f = {.opcode = 0x40};
@@ -324,6 +326,54 @@ static enum ur_drop_reason parse(const uint8_t *b, size_t len)
 	struct ur_pkt pkt;
 
 	return ur_pkt_parse(b, len, &pkt);
+}
+
+/* The XRCETH: 8 reserved bits and the 24-bit XRC SRQ number, right after
+ * the BTH of every XRC request and of no response. */
+static void test_xrceth(void **state)
+{
+	struct ur_hdr_fields f = { 0 }, g;
+	struct ur_ip_flow flow;
+	struct ur_pkt pkt;
+	uint8_t buf[256];
+	int len;
+
+	tw_flow_v4(&flow);
+	len = tw_build(buf, sizeof(buf), ur_op_rc_to_xrc(UR_OPC_RC_WRITE_ONLY),
+		       8, &flow, &f);
+	assert_true(len > 0);
+	assert_int_equal(buf[0], 0xaa);
+	assert_int_equal(buf[12], 0);			/* reserved */
+	assert_int_equal(buf[13], 0xc0);		/* f.xrc_srqn */
+	assert_int_equal(buf[14], 0xff);
+	assert_int_equal(buf[15], 0xee);
+	assert_int_equal(ur_pkt_parse(buf, (size_t)len, &pkt), UR_DROP_NONE);
+	assert_ptr_equal(pkt.xrceth, buf + 12);
+	assert_ptr_equal(pkt.reth, buf + 16);		/* RETH after it */
+	assert_ptr_equal(pkt.payload, buf + 32);
+	assert_int_equal(ur_xrceth_srqn(pkt.xrceth), 0xc0ffee);
+	ur_pkt_to_fields(&pkt, &g);
+	assert_int_equal(g.xrc_srqn, 0xc0ffee);
+	buf[12] = 1;					/* reserved bits */
+	assert_int_equal(ur_pkt_parse(buf, (size_t)len, &pkt),
+			 UR_DROP_RESERVED);
+
+	/* atomics and READ requests carry it, responses do not */
+	assert_int_equal(ur_op_hdr_off(ur_op_rc_to_xrc(UR_OPC_RC_FETCH_ADD),
+				       UR_HDR_ATMETH), 16);
+	assert_int_equal(ur_op_hdr_len(ur_op_rc_to_xrc(UR_OPC_RC_READ_REQ)),
+			 32);
+	assert_false(ur_op_has(ur_op_rc_to_xrc(UR_OPC_RC_ACK),
+			       UR_HDR_XRCETH));
+	assert_false(ur_op_has(ur_op_rc_to_xrc(UR_OPC_RC_READ_RESP_ONLY),
+			       UR_HDR_XRCETH));
+	assert_int_equal(ur_op_xrc_to_rc(0xb1), UR_OPC_RC_ACK);
+	assert_int_equal(ur_op_xrc_to_rc(UR_OPC_UC_SEND_ONLY),
+			 UR_OPC_UC_SEND_ONLY);
+	assert_true(ur_op_valid_for_class(0xa4, UR_TCLASS_XRC));
+	assert_false(ur_op_valid_for_class(0xa4, UR_TCLASS_RC));
+	assert_false(ur_op_valid(0xbc));	/* no XRC FLUSH (yet) */
+	assert_string_equal(ur_op_name(0xa4), "XRC SEND_ONLY");
 }
 
 static void test_parse_rejects(void **state)
@@ -684,6 +734,7 @@ int main(void)
 	    cmocka_unit_test(test_max_hdr_bytes),
 	    cmocka_unit_test(test_class),
 	    cmocka_unit_test(test_build_parse_all),
+	    cmocka_unit_test(test_xrceth),
 	    cmocka_unit_test(test_parse_rejects),
 	    cmocka_unit_test(test_mtu_check),
 	    cmocka_unit_test(test_psn),

@@ -82,18 +82,23 @@ static struct tline *run_tshark(const char *path, size_t *n)
 	assert_non_null(f);
 	*n = 0;
 	for (;;) {
-		struct tline *l;
-		char *s;
-		int c;
-
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			v = realloc(v, cap * sizeof(*v));
 			assert_non_null(v);
 		}
-		l = &v[*n];
-		if (!fgets(l->buf, sizeof(l->buf), f))
+		if (!fgets(v[*n].buf, sizeof(v[*n].buf), f))
 			break;
+		(*n)++;
+	}
+	assert_int_equal(pclose(f), 0);
+	/* split only now: a realloc above moves the lines (more than 256
+	 * of them did, and the column pointers of the first ones dangled) */
+	for (size_t i = 0; i < *n; i++) {
+		struct tline *l = &v[i];
+		char *s;
+		int c;
+
 		l->buf[strcspn(l->buf, "\n")] = 0;
 		s = l->buf;
 		for (c = 0; c < C_NUM; c++) {
@@ -106,9 +111,7 @@ static struct tline *run_tshark(const char *path, size_t *n)
 			*s++ = 0;
 		}
 		assert_int_equal(c, C_NUM);
-		(*n)++;
 	}
-	assert_int_equal(pclose(f), 0);
 	return v;
 }
 
@@ -311,12 +314,14 @@ static void build_and_check(int family, int linktype)
 	size_t n, i;
 	int nops = 0, op, fd, t;
 
-	/* every RC/UC/UD opcode tshark 4.0 knows (not FLUSH, ATOMIC_WRITE) */
+	/* every RC/UC/UD/XRC opcode tshark 4.0 knows (not FLUSH,
+	 * ATOMIC_WRITE); it names the XRC ones and shows their XRCETH and
+	 * what follows as vendor-specific data, malformed nowhere */
 	for (op = 0; op < 256; op++)
 		if (ur_op_valid((uint8_t)op) && op != UR_OPC_CNP &&
 		    op != UR_OPC_RC_FLUSH && op != UR_OPC_RC_ATOMIC_WRITE)
 			ops[nops++] = (uint8_t)op;
-	assert_int_equal(nops, 37);
+	assert_int_equal(nops, 60);
 	if (family == AF_INET6)
 		tw_flow_v6(&flow);
 	else
@@ -415,7 +420,7 @@ static void test_icrc_checker(void **state)
 		}
 	}
 	assert_int_equal(ur_pcap_close(pc), 0);
-	assert_int_equal(n, 2 * 40);
+	assert_int_equal(n, 2 * 63);
 	assert_int_equal(icrc_check(path), n);
 	unlink(path);
 }

@@ -139,6 +139,7 @@ int tw_build(uint8_t *buf, size_t buflen, uint8_t op, uint32_t paylen,
 	f.atmack_orig = 0x2122232425262728ull;
 	f.imm_be = htonl(0xc0ffee01);
 	f.ieth_rkey = 0x9abcde;
+	f.xrc_srqn = 0xc0ffee;
 	f.deth.qkey = 0x11111111;
 	f.deth.sqp = 0x22;
 	f.feth.sel = 1;

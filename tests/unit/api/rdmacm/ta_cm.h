@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Helpers shared by the rdma_cm unit tests (include after cmocka.h): the
- * loopback address, an RC QP for an id, and the next event of a channel
- * checked for its type.
+ * loopback address, an RC QP for an id, the next event of a channel
+ * checked for its type, and the process's open fds for leak checks.
  */
 #ifndef UR_TESTS_API_RDMACM_TA_CM_H
 #define UR_TESTS_API_RDMACM_TA_CM_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <poll.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 static inline struct sockaddr_in ta_lo(uint16_t port)
@@ -48,6 +50,37 @@ static inline struct rdma_cm_event *ta_event(struct rdma_event_channel *ch,
 			 rdma_event_str(ev->event), ev->status,
 			 rdma_event_str(t));
 	return ev;
+}
+
+/* Entries of /proc/self/fd (the directory's own fd included). */
+static inline int ta_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * The fewest fds open over 100 ms: the device tree's refresher opens a
+ * file for a moment every 50 ms while traffic flows, so one sample may
+ * count a descriptor that is no leak.
+ */
+static inline int ta_fewest_fds(void)
+{
+	int i, n, least = ta_count_fds();
+
+	for (i = 0; i < 10; i++) {
+		usleep(10000);
+		n = ta_count_fds();
+		if (n < least)
+			least = n;
+	}
+	return least;
 }
 
 #endif

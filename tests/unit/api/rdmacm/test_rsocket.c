@@ -40,6 +40,8 @@
 #include <cmocka.h>
 #include <rdma/rsocket.h>
 
+#include "ta_cm.h"
+
 #define WAIT_MS 15000
 
 static uint16_t next_port;
@@ -533,36 +535,6 @@ static void test_iomap(void **state)
 	munmap(win, 65536);
 }
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
-/*
- * The fewest fds open over 100 ms: the device tree's refresher opens a
- * file for a moment every 50 ms while traffic flows, so one sample may
- * count a descriptor that is no leak.
- */
-static int fewest_fds(void)
-{
-	int i, n, least = count_fds();
-
-	for (i = 0; i < 10; i++) {
-		usleep(10000);
-		n = count_fds();
-		if (n < least)
-			least = n;
-	}
-	return least;
-}
-
 static void test_cycles_no_leak(void **state)
 {
 	uint16_t port = next_port++;
@@ -571,7 +543,7 @@ static void test_cycles_no_leak(void **state)
 	connect_pair(l, port, 0, &c, &s);	/* warm: lazy objects */
 	assert_int_equal(rclose(c), 0);
 	assert_int_equal(rclose(s), 0);
-	before = fewest_fds();
+	before = ta_fewest_fds();
 	for (i = 0; i < 30; i++) {
 		connect_pair(l, port, 0, &c, &s);
 		assert_int_equal(rsend(c, "x", 1, 0), 1);
@@ -580,9 +552,9 @@ static void test_cycles_no_leak(void **state)
 	}
 	/* retired channels go with the CM agent's next turn (see
 	 * test_rdmacm.c): give a loaded machine 2 s; a leak stays */
-	for (i = 0; i < 200 && count_fds() > before; i++)
+	for (i = 0; i < 200 && ta_count_fds() > before; i++)
 		usleep(10000);
-	assert_true(fewest_fds() <= before);
+	assert_true(ta_fewest_fds() <= before);
 	assert_int_equal(rclose(l), 0);
 }
 

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The RC requester's congestion window (engine/cc.c) alone, on a bare
+ * transport state: where a connection starts, how losses shrink the window
+ * (once per congestion episode, however many go-back-Ns the episode
+ * causes), and how ACKs grow it back.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+
+struct t_cc {
+	struct ur_qp qp;
+	struct ur_qp_xport xp;
+};
+
+static int setup(void **state)
+{
+	struct t_cc *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	t->qp.xp = &t->xp;
+	t->qp.type = IBV_QPT_RC;
+	t->xp.qp = &t->qp;
+	pthread_mutex_init(&t->qp.sq_lock, NULL);
+	pthread_mutex_lock(&t->qp.sq_lock);
+	t->xp.comp_psn = t->xp.psn = t->xp.psn_max = 0xfffff0; /* wraps */
+	ur_cc_reset(&t->xp);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t_cc *t = *state;
+
+	pthread_mutex_unlock(&t->qp.sq_lock);
+	pthread_mutex_destroy(&t->qp.sq_lock);
+	free(t);
+	return 0;
+}
+
+/* n PSNs sent; the requester's psn_max moves, as ur_req_run() does */
+static void sent(struct ur_qp_xport *xp, uint32_t n)
+{
+	xp->psn = xp->psn_max = ur_psn_add(xp->psn_max, (int32_t)n);
+}
+
+/* n PSNs acknowledged, as the completer reports them */
+static void acked(struct ur_qp_xport *xp, uint32_t n)
+{
+	xp->comp_psn = ur_psn_add(xp->comp_psn, (int32_t)n);
+	ur_cc_acked(xp, n);
+}
+
+/* a go-back-N: the requester restarts at the oldest unacked PSN and
+ * remembers what it had sent (ur_req_rewind()) */
+static void rewind_to_comp(struct ur_qp_xport *xp)
+{
+	xp->psn = xp->comp_psn;
+	xp->recover_psn = xp->psn_max;
+}
+
+/* A new connection starts small and doubles per window of ACKs: its first
+ * burst must fit a shallow queue. */
+static void test_slow_start(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	assert_int_equal(ur_cc_window(xp), UR_CWND_INIT);
+	assert_true(UR_CWND_INIT * 4096 < 48000);
+	sent(xp, UR_CWND_INIT);
+	acked(xp, UR_CWND_INIT);
+	assert_int_equal(ur_cc_window(xp), 2 * UR_CWND_INIT);
+	while (ur_cc_window(xp) < UR_WINDOW_PSNS) {
+		uint32_t w = ur_cc_window(xp);
+
+		sent(xp, w);
+		acked(xp, w);
+	}
+	assert_int_equal(ur_cc_window(xp), UR_WINDOW_PSNS);
+}
+
+/*
+ * Losses keep coming while a queue overflows; each NAK causes a go-back-N
+ * that moves recover_psn. The window halves once for the losses among what
+ * was in flight at the first one, and again as soon as a loss is found
+ * among what was sent after that halving, not only after every
+ * retransmission is acknowledged (which, under a steady overflow, is
+ * never).
+ */
+static void test_one_decrease_per_episode(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 64;
+	xp->ssthresh = UR_WINDOW_PSNS;
+	sent(xp, 64);
+	ur_cc_loss(xp, UR_CC_NAK);			/* NAK at comp_psn */
+	assert_int_equal(ur_cc_window(xp), 32);
+	rewind_to_comp(xp);
+	sent(xp, 32);
+	acked(xp, 10);
+	ur_cc_loss(xp, UR_CC_NAK);			/* same episode */
+	assert_int_equal(ur_cc_window(xp), 32);
+	rewind_to_comp(xp);
+	sent(xp, 32);
+	/* past the first 64: what is lost now was sent at the new window */
+	acked(xp, 60);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 16);
+	rewind_to_comp(xp);
+	sent(xp, 16);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 16);
+}
+
+/* A timeout is the strong signal: the window restarts at UR_CWND_MIN even
+ * inside an episode, and slow start takes it back to half the flight. */
+static void test_timeout_restarts(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 100;
+	sent(xp, 100);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 50);
+	ur_cc_loss(xp, UR_CC_TIMEOUT);
+	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
+	rewind_to_comp(xp);
+	sent(xp, UR_CWND_MIN);
+	acked(xp, UR_CWND_MIN);
+	assert_int_equal(ur_cc_window(xp), 2 * UR_CWND_MIN);
+}
+
+/* An ACK that skips past a go-back-N acknowledges old data: it grows the
+ * window by at most the window (slow start), one PSN above ssthresh. */
+static void test_growth_per_ack_bounded(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 8;
+	sent(xp, 400);
+	acked(xp, 400);
+	assert_int_equal(ur_cc_window(xp), 16);
+	xp->ssthresh = 16;
+	sent(xp, 400);
+	acked(xp, 400);
+	assert_int_equal(ur_cc_window(xp), 17);
+	/* below one window of ACKs, nothing yet */
+	sent(xp, 16);
+	acked(xp, 16);
+	assert_int_equal(ur_cc_window(xp), 17);
+	acked(xp, 1);
+	assert_int_equal(ur_cc_window(xp), 18);
+}
+
+/*
+ * Random loss is not congestion: a NAK after UR_CC_RARE_LOSS_WINDOWS
+ * windows of ACKs without a loss takes an eighth off; the next loss soon
+ * after (a queue that overflows at this window) halves it; a probe that
+ * found nothing moving halves it whenever it comes.
+ */
+static void test_rare_loss_takes_an_eighth(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	unsigned int i;
+	uint32_t w;
+
+	xp->cwnd = xp->ssthresh = 64;
+	for (i = 0; i <= UR_CC_RARE_LOSS_WINDOWS; i++) {
+		sent(xp, 63);
+		acked(xp, 63);
+	}
+	sent(xp, 64);
+	w = ur_cc_window(xp);
+	assert_true(w > 64 && w < 70);	/* +1 per window of ACKs */
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), w - w / 8);
+	rewind_to_comp(xp);
+	acked(xp, 64);
+	sent(xp, 59);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 59 / 2);
+	/* a probe is never a rare loss */
+	for (i = 0; i < 2 * UR_CC_RARE_LOSS_WINDOWS; i++) {
+		sent(xp, 29);
+		acked(xp, 29);
+	}
+	w = ur_cc_window(xp);
+	ur_cc_loss(xp, UR_CC_PROBE);
+	assert_int_equal(ur_cc_window(xp), w / 2);
+}
+
+/*
+ * A timeout on a slow host: the responder had everything, and the ACK
+ * that ends the episode acknowledges PSNs the go-back-N has not resent
+ * yet. The decrease is undone; had a NAK come in the episode, it stays.
+ */
+static void test_spurious_timeout_undone(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 64;
+	sent(xp, 40);
+	ur_cc_loss(xp, UR_CC_TIMEOUT);
+	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
+	rewind_to_comp(xp);
+	xp->psn = ur_psn_add(xp->psn, UR_CWND_MIN);	/* resent 4 */
+	acked(xp, 40);				/* all 40: skip ahead */
+	assert_true(ur_cc_window(xp) >= 64);
+	assert_int_equal(xp->ssthresh, UR_WINDOW_PSNS);
+
+	/* the same with a NAK inside the episode: a loss for certain */
+	xp->cwnd = 64;
+	sent(xp, 40);
+	ur_cc_loss(xp, UR_CC_PROBE);
+	assert_int_equal(ur_cc_window(xp), 20);
+	rewind_to_comp(xp);
+	xp->psn = ur_psn_add(xp->psn, 20);
+	ur_cc_loss(xp, UR_CC_NAK);
+	acked(xp, 40);
+	assert_true(ur_cc_window(xp) <= 21);
+}
+
+/* The floor: no loss takes the window below UR_CWND_MIN. */
+static void test_floor(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	unsigned int i;
+
+	xp->cwnd = UR_CWND_MIN + 1;
+	for (i = 0; i < 5; i++) {
+		sent(xp, 2);
+		ur_cc_loss(xp, UR_CC_NAK);
+		acked(xp, 2);
+	}
+	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_slow_start, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_one_decrease_per_episode,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_restarts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_growth_per_ack_bounded,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rare_loss_takes_an_eighth,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spurious_timeout_undone,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_floor, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

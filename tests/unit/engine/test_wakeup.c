@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The progress thread's wake-ups against an ib_write_lat-like ping-pong:
+ * each side posts a WRITE, spins on its send CQ (poll_cq runs its own
+ * device's receive path inline), then spins on memory for the peer's
+ * WRITE, which only its progress thread can execute. Without loss no
+ * request may be resent: a post must not wake a thread that then leaves
+ * the socket while its application waits on memory. And a lost ACK is
+ * still recovered by the probe while the application polls nothing.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "fake_env.h"
+#include "util/time.h"
+#include "wire/opcode.h"
+
+#define T_ITERS 1000
+#define T_TMO_MS 5000u
+#define T_FLAG_OFF 4096		/* where the peer's WRITE lands */
+
+struct t_pair {
+	struct fe_side s[2];
+};
+
+struct t_player {
+	struct fe_side *me, *peer;
+	bool first;		/* posts before it waits */
+	uint32_t from, to;	/* the values it writes */
+	unsigned int slow;	/* round trips longer than a probe */
+	unsigned int stalled;	/* ... than UR_ONE_SIDED_HOLD_NS */
+	uint32_t failed;	/* value that timed out, 0 none */
+};
+
+static int setup(void **state)
+{
+	struct t_pair *p = calloc(1, sizeof(*p));
+
+	fe_set_fault(NULL);
+	fe_side_open(&p->s[0], 0, IBV_QPT_RC);
+	fe_side_open(&p->s[1], 1, IBV_QPT_RC);
+	/* perftest's timeout (14: 67 ms): a loaded 2-core box starves threads
+	 * for tens of ms, and 8 timeouts in a row end the QP */
+	fe_connect(p->s[0].qp, p->s[1].qp, 0x10, 0x20, 14, 7, 7);
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t_pair *p = *state;
+
+	fe_set_filter(NULL);
+	fe_side_close(&p->s[0]);
+	fe_side_close(&p->s[1]);
+	free(p);
+	return 0;
+}
+
+static uint64_t stat_of(struct fe_side *s, enum ur_stat st)
+{
+	return atomic_load(&s->dev->nic->cnt.stat[st]);
+}
+
+static uint64_t stat_sum(struct t_pair *p, enum ur_stat st)
+{
+	return stat_of(&p->s[0], st) + stat_of(&p->s[1], st);
+}
+
+static void post_op(struct fe_side *me, struct fe_side *peer,
+		    enum ibv_wr_opcode op, uint64_t wr_id, uint32_t len)
+{
+	struct ur_send_wqe *w = fe_sq_next(me->qp);
+
+	w->wr_id = wr_id;
+	w->opcode = op;
+	w->send_flags = IBV_SEND_SIGNALED;
+	w->num_sge = 1;
+	w->length = len;
+	w->sge[0].addr = (uintptr_t)me->buf;
+	w->sge[0].length = len;
+	w->sge[0].lkey = me->mr->ibmr.lkey;
+	w->rdma.remote_addr = (uintptr_t)peer->buf + T_FLAG_OFF;
+	w->rdma.rkey = peer->mr->ibmr.rkey;
+	fe_sq_post(me->qp);
+}
+
+static void post_write(struct fe_side *me, struct fe_side *peer, uint32_t v)
+{
+	memcpy(me->buf, &v, sizeof(v));
+	post_op(me, peer, IBV_WR_RDMA_WRITE, v, sizeof(v));
+}
+
+/*
+ * Waits on memory, never calling the engine. It naps instead of spinning:
+ * the engine sees no difference, and on a loaded 2-core machine two
+ * spinning threads would starve the progress threads for milliseconds,
+ * which the peer's probe rightly takes for a loss.
+ */
+static bool wait_on_flag(struct fe_side *me, uint32_t v)
+{
+	_Atomic uint32_t *flag = (_Atomic uint32_t *)(me->buf + T_FLAG_OFF);
+	uint64_t end = ur_now_ns() + T_TMO_MS * 1000000ull;
+	struct timespec nap = { 0, 2000 };
+
+	while (atomic_load_explicit(flag, memory_order_acquire) != v) {
+		if (ur_now_ns() > end)
+			return false;
+		nanosleep(&nap, NULL);
+	}
+	return true;
+}
+
+static void *player(void *arg)
+{
+	struct t_player *pl = arg;
+	uint64_t t = ur_now_ns(), now;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	prctl(PR_SET_TIMERSLACK, 1ul);	/* naps of microseconds, not 50 */
+	for (i = pl->from; i <= pl->to && !pl->failed; i++) {
+		if (!pl->first && !wait_on_flag(pl->me, i)) {
+			pl->failed = i;
+			break;
+		}
+		post_write(pl->me, pl->peer, i);
+		if (fe_cq_spin(&pl->me->scq, pl->me->dev, &wc, (int)T_TMO_MS) != 1 ||
+		    wc.status != IBV_WC_SUCCESS || wc.wr_id != i) {
+			printf("# side %d value %u: status %d wr_id %llu\n",
+			       !pl->first, i, wc.status,
+			       (unsigned long long)wc.wr_id);
+			pl->failed = i;
+		}
+		else if (pl->first && !wait_on_flag(pl->me, i))
+			pl->failed = i;
+		now = ur_now_ns();
+		if (now - t > UR_PROBE_MIN_NS)
+			pl->slow++;
+		if (now - t > UR_ONE_SIDED_HOLD_NS)
+			pl->stalled++;
+		t = now;
+	}
+	return NULL;
+}
+
+/* Values from..to, side 0 first; returns the round trips slower than a
+ * probe (the machine starved a thread: the probe may rightly fire), and
+ * in *stalled those so slow that the thread may leave the socket. */
+static unsigned int pingpong(struct t_pair *p, uint32_t from, uint32_t to,
+			     unsigned int *stalled)
+{
+	struct t_player pl[2] = {
+		{ .me = &p->s[0], .peer = &p->s[1], .first = true },
+		{ .me = &p->s[1], .peer = &p->s[0], .first = false },
+	};
+	pthread_t th[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pl[i].from = from;
+		pl[i].to = to;
+		assert_int_equal(pthread_create(&th[i], NULL, player, &pl[i]),
+				 0);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(pl[0].failed, 0);
+	assert_int_equal(pl[1].failed, 0);
+	*stalled = pl[0].stalled + pl[1].stalled;
+	return pl[0].slow + pl[1].slow;
+}
+
+/*
+ * Regression (cd2f1d2): every post armed the recovery probe as the new
+ * earliest deadline and woke the progress thread, which, seeing its
+ * application spin on the CQ, left the socket for the quiet window while
+ * the application went on to wait on memory; the peer's WRITE waited in
+ * the socket until the peer's probe resent it (hundreds of spurious
+ * retransmits per 3000 perftest iterations, 17 -> 300 us). Now a post
+ * only sets the thread's timerfd, and a thread that receives WRITEs never
+ * leaves the socket.
+ */
+static void test_regress_write_pingpong_no_spurious_retransmit(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t t0, arms, rtx, dup, deaf;
+	unsigned int slow, stalled;
+
+	/* until the first WRITE came in, a spinning poller may leave the
+	 * socket to itself: not what is measured */
+	pingpong(p, 1, 10, &stalled);
+	t0 = ur_now_ns();
+	arms = stat_sum(p, UR_STAT_TIMER_WAKEUPS);
+	rtx = stat_sum(p, UR_STAT_RETRANSMITS);
+	dup = stat_sum(p, UR_STAT_DUP_REQ);
+	deaf = stat_sum(p, UR_STAT_DEAF_WAITS);
+	slow = pingpong(p, 11, 10 + T_ITERS, &stalled);
+	arms = stat_sum(p, UR_STAT_TIMER_WAKEUPS) - arms;
+	rtx = stat_sum(p, UR_STAT_RETRANSMITS) - rtx;
+	dup = stat_sum(p, UR_STAT_DUP_REQ) - dup;
+	deaf = stat_sum(p, UR_STAT_DEAF_WAITS) - deaf;
+	printf("# %d WRITE round trips in %.1f ms (%u slower than a probe): "
+	       "%llu timerfd settings, %llu deaf waits, %llu retransmits, "
+	       "%llu duplicates\n",
+	       T_ITERS, (double)(ur_now_ns() - t0) / 1e6, slow,
+	       (unsigned long long)arms, (unsigned long long)deaf,
+	       (unsigned long long)rtx, (unsigned long long)dup);
+	/* the WRITEs that keep coming keep both threads on the socket (a
+	 * round trip starved for longer than the hold may lose it once) */
+	assert_true(deaf <= stalled);
+	/* no loss: nothing is resent unless the machine starved a round
+	 * trip past the probe (a loaded 2-core box does, for ms) */
+	assert_true(rtx <= slow);
+	assert_true(dup <= slow);
+	/* 2 posts per round trip; a post re-arms the thread's timerfd only
+	 * when the QP's probe left the heap (round trips near 0.5 ms) */
+	assert_true(arms <= T_ITERS + slow);
+}
+
+/* Every other ACK to device 0 is lost. */
+static bool drop_every_other_ack(int to_dev, const uint8_t *data,
+				 uint32_t len)
+{
+	static _Atomic unsigned int acks;
+
+	(void)len;
+	if (to_dev != 0 || !ur_op_is_ack(fe_pkt_opcode(data)))
+		return false;
+	return atomic_fetch_add(&acks, 1) % 2 == 0;
+}
+
+/*
+ * The probe is armed by a post while the progress thread may sleep with
+ * no timeout; the application then polls nothing, so only that thread
+ * can fire it: a missed wake-up is a hang, not a slow completion.
+ */
+static void test_lost_ack_recovered_without_polling(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t rtx0 = stat_of(&p->s[0], UR_STAT_RETRANSMITS);
+	struct ibv_wc wc;
+	unsigned int dropped;
+	uint32_t i;
+
+	fe_set_filter(drop_every_other_ack);
+	for (i = 1; i <= 50; i++) {
+		post_write(&p->s[0], &p->s[1], i);
+		/* a probe fires within 4 ms before a round trip was
+		 * measured: a hang, not a slow probe, is what fails */
+		assert_int_equal(fe_cq_wait(&p->s[0].scq, &wc, (int)T_TMO_MS),
+				 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, i);
+	}
+	dropped = fe_set_filter(NULL);
+	printf("# %u ACKs lost, %llu retransmits\n", dropped,
+	       (unsigned long long)(stat_of(&p->s[0], UR_STAT_RETRANSMITS) -
+				    rtx0));
+	assert_true(dropped >= 25);
+	assert_true(stat_of(&p->s[0], UR_STAT_RETRANSMITS) - rtx0 >= 25);
+}
+
+/*
+ * Only WRITEs, READs and atomics keep the thread on the socket: the
+ * middle and last packets of a multi-packet SEND consume no receive WQE
+ * either, and counting them made a spinning ib_send_lat -a contend with
+ * its progress thread (a 1 MiB round trip 5 -> 110 ms).
+ */
+static void test_multi_packet_send_is_not_one_sided(void **state)
+{
+	struct t_pair *p = *state;
+	_Atomic uint64_t *stamp = &p->s[1].dev->nic->last_one_sided;
+	uint64_t before = atomic_load(stamp);
+	struct ibv_wc wc;
+
+	fe_rq_post(p->s[1].qp, 1, p->s[1].buf, 8192, p->s[1].mr->ibmr.lkey);
+	post_op(&p->s[0], &p->s[1], IBV_WR_SEND, 2, 5000);
+	assert_int_equal(fe_cq_poll(&p->s[0].scq, &wc, (int)T_TMO_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(fe_cq_poll(&p->s[1].rcq, &wc, (int)T_TMO_MS), 1);
+	assert_int_equal(wc.byte_len, 5000);
+	assert_int_equal(atomic_load(stamp), before);
+	post_op(&p->s[0], &p->s[1], IBV_WR_RDMA_WRITE, 3, 5000);
+	assert_int_equal(fe_cq_poll(&p->s[0].scq, &wc, (int)T_TMO_MS), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(atomic_load(stamp) > before);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_regress_write_pingpong_no_spurious_retransmit,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lost_ack_recovered_without_polling, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_multi_packet_send_is_not_one_sided, setup,
+			teardown),
+	};
+	int rc;
+
+	fe_init();
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fe_fini();
+	return rc;
+}
