@@ -222,7 +222,7 @@ static void test_regress_v6_zero_udp_checksum(void **state)
 	s.in6.sin6_family = AF_INET6;
 	s.in6.sin6_addr = in6addr_loopback;
 	assert_int_equal(open_on(&s, 0, 0, &b), 0);
-	ur_link_local_addr(b, &ba);
+	ur_link_local_addr(b, 0, &ba);
 	fd = socket(AF_INET6, SOCK_DGRAM, 0);
 	assert_true(fd >= 0);
 	assert_int_equal(setsockopt(fd, SOL_UDP, UDP_NO_CHECK6_TX, &one,
