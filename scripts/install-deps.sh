@@ -20,6 +20,10 @@ PKGS=(
 	infiniband-diags		# ibstat, ibstatus on the device tree (test_diag_tools.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
+	# the rxe interop step (tests/interop/run_rxe.sh): a qemu guest with
+	# the stock kernel's rdma_rxe, its image made by debootstrap, the wire
+	# captured by tcpdump, packets dropped on the bridge by nft
+	qemu-system-x86 qemu-utils debootstrap e2fsprogs tcpdump nftables
 )
 
 missing=()

@@ -7,7 +7,10 @@
 #      the sanitizer runtime preloaded into the unmodified programs;
 #   3. ThreadSanitizer build: the unit tests that run threads, and the same
 #      end-to-end programs with libtsan preloaded; any report fails;
-#   4. bounded libFuzzer runs of the packet parser and of the engine.
+#   4. bounded libFuzzer runs of the packet parser and of the engine;
+#   5. the wire against Linux rxe in a qemu guest (tests/interop/run_rxe.sh
+#      --ci, about 5 minutes; skipped, with the reason, without root, qemu,
+#      /dev/net/tun or the Debian mirror to build the guest image from).
 # Each ctest entry and each step outside ctest counts once. Build and fuzzer
 # output goes to $LOGS (shown when that step fails); ctest's own output is
 # shown whole. Ends with exactly one line
@@ -174,6 +177,18 @@ if [[ -x tests/fuzz/run.sh ]]; then
 		tests/fuzz/run.sh wire "$FUZZ_SECONDS"
 	step "fuzz the engine with live QPs (${FUZZ_SECONDS} s)" \
 		"$LOGS/fuzz-engine.log" tests/fuzz/run.sh engine "$FUZZ_SECONDS"
+fi
+
+# 5. interoperability with the kernel's rxe, the CI subset (the guest image
+# is built once per machine, 3 to 5 minutes, into /var/tmp/rxe-vm);
+# UROCE_RXE=0 leaves it out, counted and listed as skipped.
+if [[ ${UROCE_RXE:-1} == 0 ]]; then
+	skipped=$((skipped + 1))
+	skip_notes+=("rxe interop step: skipped (UROCE_RXE=0)")
+	echo "=== skipped: rxe interop step (UROCE_RXE=0)"
+else
+	step "interop with Linux rxe (run_rxe.sh --ci)" "$LOGS/rxe.log" \
+		timeout 1500 tests/interop/run_rxe.sh --ci build/lib
 fi
 
 summary

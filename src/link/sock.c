@@ -83,6 +83,10 @@ static int sock_options(int fd, int family)
 		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
 		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
 		rc = rc ?: setopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
+		/* Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum
+		 * (allowed for tunnels, RFC 6936); the ICRC covers the
+		 * packet, and without this the kernel drops them all */
+		rc = rc ?: setopt(fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
 	}
 	if (rc)
 		ur_err("link: socket options: %d", rc);

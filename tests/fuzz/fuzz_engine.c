@@ -191,9 +191,26 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 	return 9000;
 }
 
-void ur_link_local_addr(const struct ur_link *l, union ur_sockaddr *out)
+/* One address: the fuzzer's devices have GID 0 only. */
+int ur_link_local_addr(const struct ur_link *l, unsigned int i,
+		       union ur_sockaddr *out)
 {
+	if (i)
+		return -ENOENT;
 	*out = l->addr;
+	return 0;
+}
+
+/* No multicast groups on the fuzzer's link (attach then fails, as on a
+ * link that cannot join). */
+int ur_link_join(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -EOPNOTSUPP;
+}
+
+int ur_link_leave(struct ur_link *l, const union ur_sockaddr *group)
+{
+	return -ENOENT;
 }
 
 int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Cross-check RoCEv2 captures (classic pcap, Ethernet, IPv4).
+"""Cross-check RoCEv2 captures (classic pcap, Ethernet, IPv4 or IPv6).
 
   pcap_xcheck.py pair A_IP A.pcap B_IP B.pcap
       A.pcap / B.pcap are what two uroce devices recorded (UROCE_PCAP): every
@@ -8,14 +8,15 @@
       among what A sent (and the other way round), and little may be missing
       (the last ACK can arrive after the peer closed its capture).
 
-  pcap_xcheck.py wire KIND WIRE.pcap IP:FILE [IP:FILE...]
+  pcap_xcheck.py wire KIND WIRE.pcap IP=FILE [IP=FILE...]
       WIRE.pcap is what the kernel carried (tshark on lo, tcpdump on a
-      bridge or tap). Each IP:FILE is a uroce device's own capture: the
+      bridge or tap). Each IP=FILE (IPv4 also IP:FILE) is a uroce device's
+      own capture (several files of one IP: one process's tries): the
       frames it sent (source IP) must all be on the wire, and every wire
       frame from that IP must be exactly one or more of them back to back
       (a UDP GSO train captured before segmentation; each segment's ICRC
       must be right for the IPv4 ID software segmentation gives it, train
-      ID + i, as a device without UDP segmentation offload, e.g. a tap to
+      ID + i (IPv6: no ID), as a device without UDP segmentation offload, e.g. a tap to
       a VM, puts it on the wire). Wire frames from
       addresses without a FILE are counted only. For every wire frame that
       is a single RoCE packet the ICRC is checked with the real IP header
@@ -68,18 +69,30 @@ def frames(path):
         if incl != orig or len(fr) < 14 + 20 + 8:
             yield None
             continue
-        if struct.unpack(">H", fr[12:14])[0] != 0x0800 or fr[23] != 17:
+        etype = struct.unpack(">H", fr[12:14])[0]
+        if etype == 0x0800 and fr[23] == 17:
+            ihl = (fr[14] & 15) * 4
+            ip = fr[14:14 + ihl]
+            src = socket.inet_ntoa(ip[12:16])
+            dst = socket.inet_ntoa(ip[16:20])
+            ipid = struct.unpack(">H", ip[4:6])[0]
+            df = bool(ip[6] & 0x40)
+        elif etype == 0x86DD and len(fr) >= 14 + 40 + 8 and fr[20] == 17:
+            ihl = 40
+            src = socket.inet_ntop(socket.AF_INET6, fr[22:38])
+            dst = socket.inet_ntop(socket.AF_INET6, fr[38:54])
+            ipid = None
+            df = True
+        else:
             yield None
             continue
-        ihl = (fr[14] & 15) * 4
-        ip = fr[14:14 + ihl]
         udp = fr[14 + ihl:14 + ihl + 8]
         ulen = struct.unpack(">H", udp[4:6])[0]
         yield {
-            "src": socket.inet_ntoa(ip[12:16]),
-            "dst": socket.inet_ntoa(ip[16:20]),
-            "ipid": struct.unpack(">H", ip[4:6])[0],
-            "df": bool(ip[6] & 0x40),
+            "src": src,
+            "dst": dst,
+            "ipid": ipid,
+            "df": df,
             "dport": struct.unpack(">H", udp[2:4])[0],
             "payload": bytes(fr[14 + ihl + 8:14 + ihl + ulen]),
             "frame": bytes(fr),
@@ -117,9 +130,9 @@ def pair(a, fa, b, fb):
     return 1 if bad else 0
 
 
-def peel(payload, rem):
-    """Split payload into packets of the multiset rem (consumed), or None."""
-    lens = sorted({len(p) for p in rem if rem[p] > 0}, reverse=True)
+def peel(payload, rem, lens):
+    """Split payload into packets of the multiset rem (consumed), or None;
+    lens: the lengths rem's packets have, longest first."""
     pos, parts = 0, []
     while pos < len(payload):
         for ln in lens:
@@ -141,10 +154,15 @@ def segment_frame(fr, seg, i):
     the train's IP/UDP headers with the lengths of this segment and, for
     IPv4, ID + i."""
     f = fr["frame"]
-    ihl = (f[14] & 15) * 4
-    ip = bytearray(f[14:14 + ihl])
-    ip[2:4] = struct.pack(">H", ihl + 8 + len(seg))
-    ip[4:6] = struct.pack(">H", (fr["ipid"] + i) & 0xffff)
+    if fr["ipid"] is None:
+        ip = bytearray(f[14:14 + 40])
+        ip[4:6] = struct.pack(">H", 8 + len(seg))
+    else:
+        ihl = (f[14] & 15) * 4
+        ip = bytearray(f[14:14 + ihl])
+        ip[2:4] = struct.pack(">H", ihl + 8 + len(seg))
+        ip[4:6] = struct.pack(">H", (fr["ipid"] + i) & 0xffff)
+    ihl = len(ip)
     udp = bytearray(f[14 + ihl:14 + ihl + 8])
     udp[4:6] = struct.pack(">H", 8 + len(seg))
     return f[:14] + bytes(ip) + bytes(udp) + seg
@@ -155,13 +173,14 @@ def wire(kind, wpath, specs):
     bad = 0
     own = {}
     for spec in specs:
-        ip, path = spec.split(":", 1)
-        c = collections.Counter()
+        ip, path = spec.split("=" if "=" in spec else ":", 1)
+        c = own.setdefault(ip, collections.Counter())
         for fr in frames(path):
             if fr is not None and fr["src"] == ip:
                 c[fr["payload"]] += 1
-        own[ip] = c
     ntx = {ip: sum(c.values()) for ip, c in own.items()}
+    lens = {ip: sorted({len(p) for p in c}, reverse=True)
+            for ip, c in own.items()}
     stats = collections.Counter()
     n = 0
     for fr in frames(wpath):
@@ -172,7 +191,7 @@ def wire(kind, wpath, specs):
         src = fr["src"]
         stats["from " + src] += 1
         if src in own:
-            parts = peel(fr["payload"], own[src])
+            parts = peel(fr["payload"], own[src], lens[src])
             if parts is None:
                 bad += 1
                 print(f"  {wpath} frame {n} ({src}, {len(fr['payload'])} B):"
@@ -188,8 +207,9 @@ def wire(kind, wpath, specs):
                         stats["train segments ICRC bad"] += 1
                         if stats["train segments ICRC bad"] <= 5:
                             print(f"  {wpath} frame {n}: train segment {i}"
-                                  f" ICRC wrong for IPv4 ID "
-                                  f"{(fr['ipid'] + i) & 0xffff}")
+                                  " ICRC wrong" + ("" if fr["ipid"] is None
+                                  else " for IPv4 ID "
+                                  f"{(fr['ipid'] + i) & 0xffff}"))
                 continue
         r = chk.icrc_of(fr["frame"])
         if r is None:

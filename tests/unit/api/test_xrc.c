@@ -205,7 +205,9 @@ static void bad_srqn(uint32_t (*pick)(const struct xrc_side *, uint32_t))
 
 	assert_int_equal(ibv_get_srq_num(osrq, &on), 0);
 	side_new(&s);
-	post_recv_buf(NULL, osrq, 200, mr, buf, 64);
+	/* receive into the upper half, send from the lower: one buffer for
+	 * both would be the NIC writing what it is still reading */
+	post_recv_buf(NULL, osrq, 200, mr, buf + 32, 32);
 	post_xrc(s.send, 5, IBV_WR_SEND, mr, buf, 16, 0, pick(&s, on));
 	assert_int_equal(wait_wr(5).status, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(qp_state(s.recv), IBV_QPS_ERR);
@@ -436,7 +438,7 @@ static void test_xrc_open_qp(void **state)
 	rc_to_rts(send, op->qp_num, &gid, &rc_conn_default);
 	assert_int_equal(ibv_query_qp(op, &a, IBV_QP_STATE, &ia), 0);
 	assert_int_equal(a.qp_state, IBV_QPS_RTS);
-	post_recv_buf(NULL, srq, 300, mr, buf, 64);
+	post_recv_buf(NULL, srq, 300, mr, buf + 32, 32);
 	post_xrc(send, 6, IBV_WR_SEND, mr, buf, 16, 0, srqn);
 	assert_int_equal(wait_wr(6).status, IBV_WC_SUCCESS);
 	assert_int_equal(wait_wr(300).qp_num, op->qp_num);

@@ -317,7 +317,11 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 			size_t s = len - off < seg ? len - off : seg;
 
 			fe_deliver(l, d[i].dst, buf + off, (uint32_t)s);
+			/* the posting thread and the progress thread both
+			 * send: the counters are fe_net_lock's */
+			pthread_mutex_lock(&fe_net_lock);
 			l->st.tx_pkts++;
+			pthread_mutex_unlock(&fe_net_lock);
 		}
 	}
 	return (int)n;
@@ -350,13 +354,17 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 		r = write(l->efd, &one, sizeof(one));
 	}
 	pthread_mutex_unlock(&l->lock);
+	pthread_mutex_lock(&fe_net_lock);
 	l->st.rx_pkts += n;
+	pthread_mutex_unlock(&fe_net_lock);
 	return (int)n;
 }
 
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
 {
+	pthread_mutex_lock(&fe_net_lock);
 	*st = l->st;
+	pthread_mutex_unlock(&fe_net_lock);
 }
 
 /* ------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -197,6 +198,42 @@ static void test_exchange_v6(void **state)
 	assert_int_equal(d[0].tos, tc);
 	assert_int_equal(d[0].ttl, hl);
 	ur_link_close(a);
+	ur_link_close(b);
+}
+
+/*
+ * Linux rxe sends RoCEv2 over IPv6 with a UDP checksum of 0 (RFC 6935/6936
+ * allow it for tunnels), which a plain IPv6 UDP socket drops
+ * (Udp6InCsumErrors): every rxe packet to an IPv6 GID was lost, and RC
+ * died of retries (tests/interop/run_rxe.sh, the _v6 cases). Fixed by
+ * UDP_NO_CHECK6_RX on the link's IPv6 socket, in the commit that added
+ * this test. The sender here asks for zero checksums as rxe does.
+ */
+static void test_regress_v6_zero_udp_checksum(void **state)
+{
+	union ur_sockaddr s, ba;
+	struct ur_link *b;
+	struct ur_rxd d[2];
+	char msg[100];
+	int fd, one = 1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.in6.sin6_family = AF_INET6;
+	s.in6.sin6_addr = in6addr_loopback;
+	assert_int_equal(open_on(&s, 0, 0, &b), 0);
+	ur_link_local_addr(b, 0, &ba);
+	fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_UDP, UDP_NO_CHECK6_TX, &one,
+				    sizeof(one)), 0);
+	memset(msg, 0x5a, sizeof(msg));
+	assert_int_equal(sendto(fd, msg, sizeof(msg), 0, &ba.sa,
+				sizeof(ba.in6)), (ssize_t)sizeof(msg));
+	assert_int_equal(recv_wait(b, d, 2, 1000), 1);
+	assert_int_equal(d[0].len, sizeof(msg));
+	assert_memory_equal(d[0].data, msg, sizeof(msg));
+	close(fd);
 	ur_link_close(b);
 }
 
@@ -626,6 +663,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exchange_v4),
 		cmocka_unit_test(test_exchange_v6),
+		cmocka_unit_test(test_regress_v6_zero_udp_checksum),
 		cmocka_unit_test(test_batch64),
 		cmocka_unit_test(test_gso_gro_on),
 		cmocka_unit_test(test_gso_gro_off),
