@@ -20,6 +20,8 @@
 #include <cmocka.h>
 #include <rdma/rdma_cma.h>
 
+#include "ta_cm.h"
+
 #define TMO_MS 5000
 #define LEN 64
 
@@ -35,16 +37,7 @@ static struct sockaddr_in v4(const char *ip)
 
 static struct rdma_cm_event *expect(enum rdma_cm_event_type t)
 {
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *ev = NULL;
-
-	assert_int_equal(poll(&p, 1, TMO_MS), 1);
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != t)
-		fail_msg("got %s (status %d), wanted %s",
-			 rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(t));
-	return ev;
+	return ta_event(ch, t, TMO_MS);
 }
 
 /* A UD id bound to the device (127.0.0.1 binds the first one). */
