@@ -10,7 +10,7 @@
 #    with -T v;
 #  - rcopy: a random file copied, compared byte for byte;
 #  - Debian's librspreload.so turning plain TCP programs into rsockets
-#    ones: iperf3 (10 MB; its receiver may stop counting before the last
+#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may stop counting before the last
 #    bytes, as iperf3 ends the test through its control connection) and a
 #    Python echo (2 MB of random bytes sent, echoed back and compared); no
 #    kernel TCP listener exists on the port and the client's uroce
@@ -34,6 +34,7 @@ RV_DIR=${XDG_RUNTIME_DIR:-/tmp}/uroce-$(id -u)/cm
 [[ -d ${XDG_RUNTIME_DIR:-} && -w ${XDG_RUNTIME_DIR:-} ]] ||
 	RV_DIR=/tmp/uroce-$(id -u)/cm
 PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+UROCE="$(cd ../.. && pwd)/tools/uroce"	# (the script runs in tests/e2e)
 
 # wait_listen PORT: until a listener published 127.0.0.1/any:PORT (10 s)
 wait_listen() {
@@ -162,13 +163,16 @@ if [[ ! -e $PRELOAD ]]; then
 else
 	if command -v iperf3 >/dev/null; then
 		P=$((P + 1))
-		(LD_PRELOAD=$PRELOAD exec timeout 60 iperf3 -s -1 -B 127.0.0.1 \
-			-p $P) >"$E2E_TMP/iperf.srv" 2>&1 &
+		# through the launcher's --rsocket (the echo below preloads
+		# librspreload by hand)
+		UROCE_LIBDIR=$LIBDIR timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -s -1 -B 127.0.0.1 -p $P >"$E2E_TMP/iperf.srv" 2>&1 &
 		sp=$!
 		wait_listen $P || echo "  iperf3 server did not listen on $P"
 		no_kernel_listener $P preload_iperf3
-		if LD_PRELOAD=$PRELOAD UROCE_STATS=$E2E_TMP/iperf.stats \
-		   timeout 60 iperf3 -c 127.0.0.1 -p $P -n 10M \
+		if UROCE_LIBDIR=$LIBDIR UROCE_STATS=$E2E_TMP/iperf.stats \
+		   timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -c 127.0.0.1 -p $P -n 10M \
 			>"$E2E_TMP/iperf.cli" 2>&1 && wait $sp &&
 		   grep -qE '[0-9.]+ MBytes .* receiver' "$E2E_TMP/iperf.srv"; then
 			e2e_pass "preload_iperf3: $(grep -E 'receiver' \
