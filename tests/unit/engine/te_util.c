@@ -136,6 +136,15 @@ void te_pair_close(struct te_pair *p)
 	memset(p, 0, sizeof(*p));
 }
 
+int te_pair_teardown(void **state)
+{
+	struct te_pair *p = *state;
+
+	te_pair_close(p);
+	free(p);
+	return 0;
+}
+
 int te_qp_to_reset(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };

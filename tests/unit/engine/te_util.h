@@ -43,6 +43,9 @@ int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
 /* The same with ibv_create_qp_ex and these IBV_QP_EX_WITH_* (0: none). */
 int te_pair_open_ex(struct te_pair *p, enum ibv_qp_type t, uint64_t send_ops);
 void te_pair_close(struct te_pair *p);
+/* A cmocka teardown for a pair its setup calloc'ed into *state: closes
+ * and frees it. */
+int te_pair_teardown(void **state);
 /* Closes both devices (UROCE_STATS then dumps the engine counters). */
 void te_close_devices(void);
 /* RESET -> INIT -> RTR -> RTS on both sides, each aimed at the other. */

@@ -57,15 +57,6 @@ static int setup_rc_noflush(void **state)
 	return open_rc(state, 0);
 }
 
-static int teardown(void **state)
-{
-	struct te_pair *p = *state;
-
-	te_pair_close(p);
-	free(p);
-	return 0;
-}
-
 static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 		      enum ibv_wc_status st, int op, uint32_t byte_len)
 {
@@ -361,25 +352,28 @@ int main(void)
 	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_atomic_write, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_write_after_data,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_write_post_errors,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_write_misaligned,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_write_out_of_range,
-						setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(test_flush, setup_rc, teardown),
+						setup_rc, te_pair_teardown),
+		cmocka_unit_test_setup_teardown(test_flush, setup_rc,
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_no_access, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_qp_no_access,
-						setup_rc_noflush, teardown),
+						setup_rc_noflush,
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_persistent,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_post_errors,
-						setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(test_caps, setup_rc, teardown),
+						setup_rc, te_pair_teardown),
+		cmocka_unit_test_setup_teardown(test_caps, setup_rc,
+						te_pair_teardown),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);

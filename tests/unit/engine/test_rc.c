@@ -37,15 +37,6 @@ static int setup_rc(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct te_pair *p = *state;
-
-	te_pair_close(p);
-	free(p);
-	return 0;
-}
-
 static void expect_wc(struct ibv_cq *cq, uint64_t wr_id,
 		      enum ibv_wc_status st, enum ibv_wc_opcode op)
 {
@@ -542,26 +533,29 @@ int main(void)
 	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_send_multi_sge, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_send_imm_inline_zero,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_imm, setup_rc,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_read, setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(test_atomics, setup_rc, teardown),
-		cmocka_unit_test_setup_teardown(test_stream, setup_rc, teardown),
+						te_pair_teardown),
+		cmocka_unit_test_setup_teardown(test_read, setup_rc,
+						te_pair_teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup_rc,
+						te_pair_teardown),
+		cmocka_unit_test_setup_teardown(test_stream, setup_rc,
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mw_send_inv, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mw_type1, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_rkey_flush_reset,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_retry_exceeded,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_then_recv, setup_rc,
-						teardown),
+						te_pair_teardown),
 		cmocka_unit_test_setup_teardown(test_dead_peer_retry_exceeded,
-						setup_rc, teardown),
+						setup_rc, te_pair_teardown),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
