@@ -42,6 +42,13 @@ static bool state_accepts(const struct ur_qp *qp, bool request)
 	}
 }
 
+/* The P_Key is our table's one entry on its 15 key bits; the top bit
+ * (full or limited membership) may be either. */
+static bool pkey_accepts(const struct ur_pkt *pkt)
+{
+	return (ur_bth_pkey(pkt->bth) & 0x7fff) == (UR_PKEY_DEFAULT & 0x7fff);
+}
+
 static uint16_t sockaddr_port(const union ur_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET ? a->in.sin_port : a->in6.sin6_port;
@@ -132,7 +139,7 @@ static enum ur_drop_reason rx_mcast_classify(struct ur_nic *nic,
 		return r;
 	if (!ur_addr_is_multicast(&d->dst))
 		return UR_DROP_MCAST_DEST;
-	if ((ur_bth_pkey(pkt->bth) & 0x7fff) != 0x7fff)
+	if (!pkey_accepts(pkt))
 		return UR_DROP_BAD_PKEY;
 	ur_sockaddr_to_gid(&d->dst, gid);
 	*out = ur_mcast_find(nic, gid);
@@ -225,7 +232,7 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	if (qp->type != IBV_QPT_UD &&
 	    !ur_sockaddr_same_host(&d->src, &qp->av.dest))
 		return UR_DROP_WRONG_PEER;
-	if ((ur_bth_pkey(pkt->bth) & 0x7fff) != 0x7fff)
+	if (!pkey_accepts(pkt))
 		return UR_DROP_BAD_PKEY;
 	if (qp->type == IBV_QPT_UD && pkt->deth &&
 	    ur_deth_qkey(pkt->deth) != (pkt->qpn == UR_QPN_GSI ?
