@@ -118,7 +118,13 @@ static unsigned int expire(struct t_timers *t, uint64_t now)
 		for (i = 0; i < n; i++) {
 			unsigned int idx = (unsigned int)(due[i] - t->xp);
 
-			assert_true(idx < NQP && t->attached[idx]);
+			/* cmocka's fail() returns as far as GCC knows: the
+			 * return keeps -O3 from seeing seen[] overrun */
+			if (idx >= NQP) {
+				fail_msg("popped a QP that is not ours");
+				return total;
+			}
+			assert_true(t->attached[idx]);
 			assert_int_equal(seen[idx], 0);
 			seen[idx] = 1;
 		}
