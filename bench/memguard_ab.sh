@@ -115,7 +115,14 @@ for k in bw lat; do
 		esac
 		echo "| $name | $s | ${v% } | ${m[$s]} |"
 	done
-	echo "| | guarded / plain | | $(ratio "${m[guarded]}" "${m[plain]}") |"
+	# each round's own ratio too: both sides of a round saw the same load
+	read -ra g <<<"${res[$k,guarded]}"
+	read -ra p <<<"${res[$k,plain]}"
+	pr=""
+	for ((i = 0; i < ${#g[@]}; i++)); do
+		pr+="$(ratio "${g[i]}" "${p[i]:-}") "
+	done
+	echo "| | guarded / plain | ${pr% } (per round) | $(ratio "${m[guarded]}" "${m[plain]}") (of the medians), $(median <<<"$pr") (median of the rounds') |"
 done
 echo
 echo "Bound (issue 8): guarded costs at most 2 %: bandwidth ratio >= 0.98," \
