@@ -9,7 +9,8 @@
 /*
  * IPv4-ID solvers cached per thread, direct-mapped by UDP length: the ICRC
  * of a received IPv4 packet is checked through a solver built for its
- * length (wire/icrc.c), and one flow's ACKs and data packets alternate
+ * length (wire/icrc.c), and a sent GSO train's segments get their ICRC
+ * adjusted through the same; one flow's ACKs and data packets alternate
  * between a few lengths. A peer alternating more lengths than this costs
  * a rebuild (about 1.5 us) per packet.
  */
