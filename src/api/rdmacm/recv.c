@@ -57,7 +57,10 @@ static bool listener_on(const struct cma_id *l, struct cma_dev *dev,
 	       (!l->dev || l->dev == dev);
 }
 
-/* ... that listens on dst: its address, or the wildcard. */
+/* ... that listens on dst: its address, or the wildcard. An AF_IB
+ * listener on a loopback address (reached through the rendezvous) takes
+ * what comes to its device: with no rdma_cm header, the REQ names only the
+ * device's GID it was sent to, not the loopback address. */
 static bool listener_takes(const struct cma_id *l,
 			   const union ur_sockaddr *dst)
 {
@@ -65,6 +68,8 @@ static bool listener_takes(const struct cma_id *l,
 
 	if (cma_addr_is_any(la))
 		return !(l->afonly && la->sa.sa_family != dst->sa.sa_family);
+	if (l->af_ib && ur_addr_is_loopback(la))
+		return true;
 	return ur_sockaddr_same_host(la, dst);
 }
 

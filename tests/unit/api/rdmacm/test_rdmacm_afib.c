@@ -262,6 +262,50 @@ static void test_connect(void **state)
 	assert_int_equal(rdma_destroy_id(l), 0);
 }
 
+/* An AF_IB listener on ::1 (the loopback GID), reached through the
+ * rendezvous: its REQ names only the device GID it went to, which must
+ * still find the listener. */
+static void test_loopback_gid(void **state)
+{
+	struct rdma_cm_id *l, *c, *child;
+	struct rdma_cm_event *ev;
+	struct sockaddr_ib a;
+	uint16_t p = next_port++;
+	int i;
+
+	(void)state;
+	a = ib(NULL, PS_TCP_SID | p, ~0ULL);
+	a.sib_addr.sib_raw[15] = 1;				/* ::1 */
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 4), 0);
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a,
+					   EV_MS), 0);
+	ack(RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(c, EV_MS), 0);
+	ack(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(ta_rc_qp(c), 0);
+	assert_int_equal(rdma_connect(c, NULL), 0);
+	ev = ta_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, EV_MS);
+	assert_ptr_equal(ev->listen_id, l);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	assert_int_equal(ta_rc_qp(child), 0);
+	assert_int_equal(rdma_accept(child, NULL), 0);
+	for (i = 0; i < 2; i++)
+		ack(RDMA_CM_EVENT_ESTABLISHED);
+	send_one(c, child);
+	assert_int_equal(rdma_disconnect(c), 0);
+	for (i = 0; i < 2; i++)
+		ack(RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(child);
+	assert_int_equal(rdma_destroy_id(child), 0);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
 /* A UD id over SIDR to an AF_IB listener on address B. */
 static void test_ud(void **state)
 {
@@ -381,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bind),
 		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_loopback_gid),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_family_mix),
 		cmocka_unit_test(test_getaddrinfo),
