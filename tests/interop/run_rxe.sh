@@ -62,7 +62,7 @@ command -v qemu-system-x86_64 >/dev/null ||
 [[ -x $VM && -r $ICRC_CHECK ]] ||
 	die "rxe-vm harness missing: $RXE_VM (shared/ must sit beside the repo, or set RXE_VM)"
 for c in tcpdump tshark nft python3 flock ibv_rc_pingpong ib_write_bw \
-	rping ucmatose rstream; do
+	rping ucmatose rstream mckey; do
 	command -v "$c" >/dev/null ||
 		die "missing $c: run scripts/install-deps.sh"
 done
@@ -218,6 +218,9 @@ guest_server() {
 	local probe="ss -Hltn 'sport = :$1' | grep -q ."
 	[[ $2 =~ (rping|ucmatose|rstream|\ -R) ]] &&
 		probe="rdma res show cm_id | grep -q 'state LISTEN .*:$1 '"
+	# a multicast receiver: joined once the kernel joined the IP group
+	[[ $2 =~ ^mckey\ .*-m\ ([^ ]+) ]] &&
+		probe="ip maddr show dev eth0 | grep -qw '${BASH_REMATCH[1]}'"
 	echo "timeout $TMO $2 & sp=\$!
 		for i in \$(seq 300); do $probe && break; sleep 0.1; done
 		echo '== listening'
@@ -612,6 +615,19 @@ run_case ucmatose_gs gs "ucmatose -p $p $uopts -s" \
 p=$(port)
 run_case ucmatose_hs hs "ucmatose -b $HOST_IP -p $p $uopts" \
 	"ucmatose -p $p $uopts -s" "100 4 17" "data transfers complete"
+
+# Multicast: both ends join the group with rdma_cm (the kernel's join on
+# RoCE is local and joins the IP group), the sender as a send-only full
+# member (-o: not attached, so a uroce sender does not hear its own copies,
+# which UROCE_PCAP would record beside the sent ones), and sends 10 UD
+# SENDs with immediate (opcode 101) to QPN 0xFFFFFF and the group address;
+# the receiver gets every one; both directions.
+mopts="-C 10 -S 100"
+ONEWAY=1 run_case mckey_gs gs "mckey -m 239.1.2.3 -b $HOST_IP -s -o $mopts" \
+	"mckey -m 239.1.2.3 -b $GUEST_IP $mopts" "101" "data transfers complete"
+ONEWAY=1 run_case mckey_hs hs "mckey -m 239.1.2.4 -b $HOST_IP $mopts" \
+	"mckey -m 239.1.2.4 -b $GUEST_IP -s -o $mopts" "101" \
+	"data transfers complete"
 
 # rsockets: uroce's rsocket against rdma-core's (the guest's librdmacm on
 # the kernel rdma_cm), both directions: the connect private data, credits
