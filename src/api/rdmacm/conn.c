@@ -223,7 +223,8 @@ static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 	struct ur_cm_msg m;
 	unsigned int off;
 
-	if (p->private_data_len > req_user_pdata(&cid->id, UR_CM_SIDR_REQ_PDATA))
+	if (p->private_data_len >
+	    req_user_pdata(&cid->id, UR_CM_SIDR_REQ_PDATA))
 		return EINVAL;
 	if (cid->loop_dst) {
 		int ret = cma_route_dst(cid, &cid->dst);

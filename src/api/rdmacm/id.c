@@ -332,7 +332,8 @@ static int resolve_bind(struct cma_id *cid, const struct sockaddr *src,
 		if (dst->sa_family == AF_IB)
 			((struct sockaddr_ib *)&any)->sib_pkey =
 				((const struct sockaddr_ib *)dst)->sib_pkey;
-		ret = bind_locked(cid, src && cma_addr_len(src) ? src : &any.sa);
+		ret = bind_locked(cid, src && cma_addr_len(src) ? src :
+								 &any.sa);
 	} else if (cid->state != CMA_BOUND) {
 		ret = EINVAL;
 	}

@@ -30,7 +30,7 @@
 #define EV_MS 15000
 #define PS_TCP_SID 0x0000000001060000ULL	/* RDMA_IB_IP_PS_TCP */
 #define PS_UDP_SID 0x0000000001110000ULL	/* RDMA_IB_IP_PS_UDP */
-#define PS_IB_SID 0x00000000013F0000ULL		/* the kernel's RDMA_IB_IP_PS_IB */
+#define PS_IB_SID 0x00000000013F0000ULL	/* the kernel's RDMA_IB_IP_PS_IB */
 
 static struct rdma_event_channel *ch;
 static uint16_t next_port;
