@@ -138,6 +138,11 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return;
 	}
 	flow.tos = ah->av.traffic_class;
+	/* A group's datagram leaves with the AH's hop limit as its TTL (as
+	 * rxe sends it): it decides how far the group reaches. Unicast keeps
+	 * the socket's, since applications put 0 or 1 there for one link. */
+	if (ur_addr_is_multicast(&ah->av.dest))
+		flow.ttl = ah->av.hop_limit;
 	if (wqe->length > xp->mtu) {
 		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
 		 * "lost in the fabric": completed, not sent. */

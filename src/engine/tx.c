@@ -78,6 +78,7 @@ static void txb_send_gso(struct ur_txb *b)
 				len = txd_bytes(d);
 				if (d->iovcnt > UR_GSO_MAX_IOV ||
 				    d->tos != b->txd[i].tos ||
+				    d->ttl != b->txd[i].ttl ||
 				    d->via != b->txd[i].via ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
@@ -99,6 +100,7 @@ static void txb_send_gso(struct ur_txb *b)
 		txb_train_set_ids(b, i, j);
 		t->dst = b->txd[i].dst;
 		t->tos = b->txd[i].tos;
+		t->ttl = b->txd[i].ttl;
 		t->via = b->txd[i].via;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
@@ -230,6 +232,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	d->iovcnt = n;
 	d->gso_size = 0;
 	d->tos = flow->tos;
+	d->ttl = flow->ttl;
 	d->via = txb_via(b->nic, flow);
 	return 0;
 }

@@ -55,6 +55,10 @@ struct ur_txd {
 					 * of the AH or QP, per datagram) */
 	uint8_t via;			/* index of the local address it
 					 * leaves from (0 = cfg.bind) */
+	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit; 0 =
+					 * the socket's (the engine sets it
+					 * for multicast only: the AH's hop
+					 * limit) */
 };
 
 /* One received datagram. */

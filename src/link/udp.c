@@ -361,34 +361,47 @@ static void tx_backoff(int fd, int err)
 		nanosleep(&ts, NULL);
 }
 
-/* Room for the UDP_SEGMENT and the traffic class cmsgs of one message. */
-#define UR_TX_CMSG_SPACE (CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int)))
+/* Room for the UDP_SEGMENT, traffic class and TTL cmsgs of one message. */
+#define UR_TX_CMSG_SPACE (CMSG_SPACE(sizeof(uint16_t)) + \
+			  2 * CMSG_SPACE(sizeof(int)))
 
-/*
- * Appends an IP_TOS (IPv4) or IPV6_TCLASS cmsg to m when tos is not 0, so
- * the datagram carries the GRH traffic class its AH or QP asked for
- * without a setsockopt per peer. cbuf has UR_TX_CMSG_SPACE bytes.
- */
-static void tx_add_tclass(struct msghdr *m, char *cbuf,
-			  const union ur_sockaddr *dst, uint8_t tos)
+/* Appends one int cmsg (IPv4 type v4, IPv6 type v6) to m; cbuf has
+ * UR_TX_CMSG_SPACE bytes. */
+static void tx_add_int(struct msghdr *m, char *cbuf,
+		       const union ur_sockaddr *dst, int v4, int v6, int v)
 {
 	struct cmsghdr *c;
-	int v = tos;
 
-	if (!tos)
-		return;
 	m->msg_control = cbuf;
 	c = (struct cmsghdr *)(void *)(cbuf + m->msg_controllen);
 	m->msg_controllen += CMSG_SPACE(sizeof(int));
 	c->cmsg_level = dst->sa.sa_family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-	c->cmsg_type = dst->sa.sa_family == AF_INET ? IP_TOS : IPV6_TCLASS;
+	c->cmsg_type = dst->sa.sa_family == AF_INET ? v4 : v6;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &v, sizeof(v));
 }
 
+/*
+ * The per-datagram IP fields as cmsgs, so that no setsockopt is needed per
+ * peer: IP_TOS/IPV6_TCLASS when tos is not 0 (the GRH traffic class its AH
+ * or QP asked for), IP_TTL/IPV6_HOPLIMIT when ttl is not 0 (a multicast
+ * AH's hop limit; Linux takes either for multicast too, over the socket's
+ * IP_MULTICAST_TTL). Unicast with the default class pays two tests.
+ */
+static void tx_add_ip_fields(struct msghdr *m, char *cbuf,
+			     const union ur_sockaddr *dst, uint8_t tos,
+			     uint8_t ttl)
+{
+	if (tos)
+		tx_add_int(m, cbuf, dst, IP_TOS, IPV6_TCLASS, tos);
+	if (ttl)
+		tx_add_int(m, cbuf, dst, IP_TTL, IPV6_HOPLIMIT, ttl);
+}
+
 /* Sends one datagram built from the iovecs; retries transient errors. */
 static int send_one(int fd, const union ur_sockaddr *dst,
-		    struct iovec *iov, unsigned int iovcnt, uint8_t tos)
+		    struct iovec *iov, unsigned int iovcnt, uint8_t tos,
+		    uint8_t ttl)
 {
 	union {
 		char buf[UR_TX_CMSG_SPACE];
@@ -402,7 +415,7 @@ static int send_one(int fd, const union ur_sockaddr *dst,
 	};
 	int tries;
 
-	tx_add_tclass(&m, cb.buf, dst, tos);
+	tx_add_ip_fields(&m, cb.buf, dst, tos, ttl);
 
 	for (tries = 0; tries <= UR_LINK_TX_RETRIES; tries++) {
 		if (sendmsg(fd, &m, 0) >= 0)
@@ -440,7 +453,8 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(tx_fd(u, d->via), d->dst, seg, n, d->tos);
+		rc = send_one(tx_fd(u, d->via), d->dst, seg, n, d->tos,
+			      d->ttl);
 		if (rc)
 			return rc;
 	}
@@ -448,7 +462,7 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 }
 
 /* Builds the message for descriptor d; cbuf (UR_TX_CMSG_SPACE bytes) gets
- * the UDP_SEGMENT and traffic class cmsgs. */
+ * the UDP_SEGMENT, traffic class and TTL cmsgs. */
 static void tx_msg(struct ur_udp *u, const struct ur_txd *d, size_t len,
 		   struct msghdr *m, char *cbuf)
 {
@@ -468,7 +482,7 @@ static void tx_msg(struct ur_udp *u, const struct ur_txd *d, size_t len,
 		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 		memcpy(CMSG_DATA(c), &d->gso_size, sizeof(uint16_t));
 	}
-	tx_add_tclass(m, cbuf, d->dst, d->tos);
+	tx_add_ip_fields(m, cbuf, d->dst, d->tos, d->ttl);
 }
 
 /*
@@ -560,7 +574,7 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	/* fault stage: class lost */
-	int rc = send_one(tx_fd(u, via), dst, &iov, 1, 0);
+	int rc = send_one(tx_fd(u, via), dst, &iov, 1, 0, 0);
 
 	if (rc) {
 		udp_count(&u->tx_errors, 1);

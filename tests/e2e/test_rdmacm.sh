@@ -12,6 +12,7 @@
 #    XRC_RECV QPs, an XRC SRQ), the XRC handshake decoded by tshark;
 #  - udaddy (UD ids: SIDR_REQ/SIDR_REP, then UD messages both ways);
 #  - rping and ucmatose to ::1;
+#  - ucmatose and udaddy with AF_IB addresses ("-f gid");
 #  - cmtime (50 connections, every step timed; its server is stopped);
 #  - perftest -R: ib_send_bw, ib_write_lat, ib_read_bw, ib_atomic_lat;
 #  - rping under UROCE_FAULT (drops and duplicates on both sides, MADs
@@ -141,6 +142,37 @@ P=$((P + 1))
 pair ucmatose_ipv6 60 $P "ucmatose -b ::1 -p $P -c 2 -C 5" \
 	"ucmatose -s ::1 -p $P -c 2 -C 5" "data transfers complete" \
 	"test complete"
+
+# AF_IB ("-f gid": rdma_getaddrinfo gives sockaddr_ib, a GID and a service
+# ID): the server a wildcard AF_IB listener, the client resolving the GID
+# ::ffff:127.0.0.1; RC in the TCP and the IB port space, UD over SIDR.
+P=$((P + 1))
+pair ucmatose_af_ib 60 $P "ucmatose -f gid -p $P -c 2 -C 5" \
+	"UROCE_PCAP=$E2E_TMP/afib.pcap ucmatose -f gid -s ::ffff:127.0.0.1 -p $P -c 2 -C 5" \
+	"data transfers complete" "test complete"
+# on the wire: the service ID a kernel CM routes by (0x0000000001 06 port),
+# and no rdma_cm header (IP version 0), as the kernel's AF_IB REQ
+if command -v tshark >/dev/null; then
+	req=$(tshark -n -r "$E2E_TMP/afib.pcap" -Y 'infiniband.mad.attributeid == 0x0010' \
+		-T fields -E separator='|' -e infiniband.cm.req.serviceid \
+		-e infiniband.cm.req.ip_cm.ipv 2>/dev/null | sort -u)
+	want=$(printf '0x000000000106%04x|0x00' "$P")
+	if [[ $req == "$want" ]]; then
+		check_pass "ucmatose_af_ib capture: REQ service ID/IP version $req"
+	else
+		check_fail "ucmatose_af_ib capture: REQ '$req', wanted '$want'"
+	fi
+else
+	echo "SKIP ucmatose_af_ib capture: no tshark"
+fi
+P=$((P + 1))
+PAIR_PS=013f pair ucmatose_af_ib_ps_ib 60 $P \
+	"ucmatose -f gid -P ib -p $P -c 1 -C 5" \
+	"ucmatose -f gid -P ib -s ::ffff:127.0.0.1 -p $P -c 1 -C 5" \
+	"data transfers complete" "test complete"
+PAIR_PS=0111 pair udaddy_af_ib 30 7174 "udaddy -f gid -c 1 -C 5" \
+	"udaddy -f gid -s ::ffff:127.0.0.1 -c 1 -C 5" \
+	"data transfers complete" "return status 0"
 
 # cmtime: the client sets up and tears down 50 connections one step at a
 # time and prints each step's timing. Debian 44's server never exits on

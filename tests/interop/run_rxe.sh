@@ -62,7 +62,7 @@ command -v qemu-system-x86_64 >/dev/null ||
 [[ -x $VM && -r $ICRC_CHECK ]] ||
 	die "rxe-vm harness missing: $RXE_VM (shared/ must sit beside the repo, or set RXE_VM)"
 for c in tcpdump tshark nft python3 flock ibv_rc_pingpong ib_write_bw \
-	rping ucmatose rstream; do
+	rping ucmatose rstream mckey; do
 	command -v "$c" >/dev/null ||
 		die "missing $c: run scripts/install-deps.sh"
 done
@@ -218,6 +218,9 @@ guest_server() {
 	local probe="ss -Hltn 'sport = :$1' | grep -q ."
 	[[ $2 =~ (rping|ucmatose|rstream|\ -R) ]] &&
 		probe="rdma res show cm_id | grep -q 'state LISTEN .*:$1 '"
+	# a multicast receiver: joined once the kernel joined the IP group
+	[[ $2 =~ ^mckey\ .*-m\ ([^ ]+) ]] &&
+		probe="ip maddr show dev eth0 | grep -qw '${BASH_REMATCH[1]}'"
 	echo "timeout $TMO $2 & sp=\$!
 		for i in \$(seq 300); do $probe && break; sleep 0.1; done
 		echo '== listening'
@@ -275,7 +278,7 @@ rxe_delta() {
 # run_case NAME WHO "host args" "guest args" "must opcodes" REGEX
 # WHO: gs = guest server / host client, hs = host server / guest client.
 # Args are given without the server address; the client gets the IPv4 one
-# appended. H_ADDR: uroce's address (UROCE_ADDRS; an IPv6 one makes the
+# appended (the IPv6 one with CM6=1). H_ADDR: uroce's address (UROCE_ADDRS; an IPv6 one makes the
 # guest's fd99::11 the peer on the wire). LOSS, DROP_REJ: rules on the
 # bridge (wire_on); NEED="side:counter..." lists counters (uroce:NAME from
 # UROCE_STATS, rxe:NAME from hw_counters) that must have grown; ONEWAY=1:
@@ -284,7 +287,11 @@ run_case() {
 	local name=$1 who=$2 hargs=$3 gargs=$4 must=$5 re=$6
 	local d="$OUT/$name" ok=1 hrc grc job i o seen hc p t0=$SECONDS
 	local pcaps=() notes="" hw=${H_ADDR:-$HOST_IP} gw=$GUEST_IP
+	local to_g=$GUEST_IP to_h=$HOST_IP
 	[[ $hw == *:* ]] && gw=$GUEST_IP6
+	# CM6=1: the client is given the server's IPv6 address (rdma_cm over
+	# IPv6); otherwise the programs' own handshake stays on IPv4
+	[[ -n ${CM6:-} ]] && to_g=$GUEST_IP6 to_h=$HOST_IP6
 	selected "$name" || return
 	mkdir -p "$d"
 	rm -f "$d"/*
@@ -309,7 +316,7 @@ run_case() {
 		# UROCE_PCAP is kept for the cross-check
 		for i in $(seq 10); do
 			pcaps+=("$d/host.$i.pcap")
-			hc=$(host_cmd "$d/host.$i.pcap" "$d/host.stats" "$hargs $GUEST_IP")
+			hc=$(host_cmd "$d/host.$i.pcap" "$d/host.stats" "$hargs $to_g")
 			bash -c "$hc" >"$d/host.out" 2>&1
 			hrc=$?
 			grep -qiE "$refused" "$d/host.out" || break
@@ -328,7 +335,7 @@ run_case() {
 		sleep 1
 		"$VM" exec 1 -t $((TMO + 30)) \
 			"for i in 1 2 3 4 5 6 7 8 9 10; do
-				timeout $TMO $gargs $HOST_IP >/tmp/c.out 2>&1; rc=\$?
+				timeout $TMO $gargs $to_h >/tmp/c.out 2>&1; rc=\$?
 				grep -qiE \"$refused\" /tmp/c.out || break
 				echo \"== refused, again\"; sleep 1
 			done; cat /tmp/c.out; exit \$rc" >"$d/guest.out" 2>&1
@@ -515,9 +522,15 @@ perf atomic_lat_cas ib_atomic_lat "-n 20 -A CMP_AND_SWAP" "19 18" "$lat_line"
 GS_DROP_REJ=1 perf write_lat_R ib_write_lat "-R -n 20 -s 64" "100 10 17" "$lat_line"
 GS_DROP_REJ=1 perf read_bw_R ib_read_bw "-R -n 20 -s 16384" "100 12 13 14 15" "$bw_line"
 
+# rping: 5 pings of 100 B, -V checks every byte; ucmatose: 2 connections,
+# 10 messages of 1000 B each way on each (IPv4 below, IPv6 in v6)
+ropts="-C 5 -S 100 -V -v"
+uopts="-c 2 -C 10 -S 1000"
+
 # IPv6 GIDs: uroce on fd99::1 (GID 0), rxe on fd99::11 (the GID the
-# guest's kernel adds for that address); the programs' own handshake stays
-# on IPv4. The bridge gets IPv6 back inside this namespace.
+# guest's kernel adds for that address); the verbs programs' own handshake
+# stays on IPv4, rping and ucmatose connect to the IPv6 address. The bridge
+# gets IPv6 back inside this namespace.
 v6() {
 	local who p g
 	sysctl -qw net.ipv6.conf.rxebr0.disable_ipv6=0 &&
@@ -546,11 +559,34 @@ v6() {
 			"ib_read_lat -d rxe0 -x $g -F -p $p -m 1024 -n 10 -s 2500" \
 			"12 13 14 15" "$lat_line"
 	done
+	# rdma_cm over IPv6: the CM MADs, the rdma_cm header (IP version 6)
+	# and the connection on the IPv6 GIDs, both directions
+	p=$(port)
+	H_ADDR=$HOST_IP6 CM6=1 run_case rping_v6_gs gs \
+		"rping -c -p $p $ropts -a" \
+		"rping -s -a $GUEST_IP6 -p $p $ropts" \
+		"100 4 12 16 10 17" "ping data: rdma-ping-4"
+	p=$(port)
+	H_ADDR=$HOST_IP6 CM6=1 run_case rping_v6_hs hs \
+		"rping -s -a $HOST_IP6 -p $p $ropts" \
+		"rping -c -p $p $ropts -a" \
+		"100 4 12 16 10 17" "ping data: rdma-ping-4"
+	p=$(port)
+	H_ADDR=$HOST_IP6 CM6=1 run_case ucmatose_v6_gs gs \
+		"ucmatose -p $p $uopts -s" \
+		"ucmatose -b $GUEST_IP6 -p $p $uopts" \
+		"100 4 17" "data transfers complete"
+	p=$(port)
+	H_ADDR=$HOST_IP6 CM6=1 run_case ucmatose_v6_hs hs \
+		"ucmatose -b $HOST_IP6 -p $p $uopts" \
+		"ucmatose -p $p $uopts -s" \
+		"100 4 17" "data transfers complete"
 	return 0
 }
 want_v6() {
 	local n
-	for n in rc_pingpong_4096_v6 ud_pingpong_512_v6 read_lat_2500_v6; do
+	for n in rc_pingpong_4096_v6 ud_pingpong_512_v6 read_lat_2500_v6 \
+		rping_v6 ucmatose_v6; do
 		selected ${n}_gs || selected ${n}_hs && return 0
 	done
 	return 1
@@ -563,7 +599,6 @@ fi
 # against uroce's librdmacm, then rping's SEND / RDMA READ / RDMA WRITE
 # exchange on the QP the CMs set up; -V checks every byte. The client's
 # "-a" takes the server address run_case appends.
-ropts="-C 5 -S 100 -V -v"
 p=$(port)
 run_case rping_gs gs "rping -c -p $p $ropts -a" \
 	"rping -s -a $GUEST_IP -p $p $ropts" \
@@ -574,13 +609,25 @@ run_case rping_hs hs "rping -s -a $HOST_IP -p $p $ropts" \
 	"100 4 12 16 10 17" "ping data: rdma-ping-4"
 
 # ucmatose: 2 connections, 10 messages of 1000 B each way on each.
-uopts="-c 2 -C 10 -S 1000"
 p=$(port)
 run_case ucmatose_gs gs "ucmatose -p $p $uopts -s" \
 	"ucmatose -b $GUEST_IP -p $p $uopts" "100 4 17" "data transfers complete"
 p=$(port)
 run_case ucmatose_hs hs "ucmatose -b $HOST_IP -p $p $uopts" \
 	"ucmatose -p $p $uopts -s" "100 4 17" "data transfers complete"
+
+# Multicast: both ends join the group with rdma_cm (the kernel's join on
+# RoCE is local and joins the IP group), the sender as a send-only full
+# member (-o: not attached, so a uroce sender does not hear its own copies,
+# which UROCE_PCAP would record beside the sent ones), and sends 10 UD
+# SENDs with immediate (opcode 101) to QPN 0xFFFFFF and the group address;
+# the receiver gets every one; both directions.
+mopts="-C 10 -S 100"
+ONEWAY=1 run_case mckey_gs gs "mckey -m 239.1.2.3 -b $HOST_IP -s -o $mopts" \
+	"mckey -m 239.1.2.3 -b $GUEST_IP $mopts" "101" "data transfers complete"
+ONEWAY=1 run_case mckey_hs hs "mckey -m 239.1.2.4 -b $HOST_IP $mopts" \
+	"mckey -m 239.1.2.4 -b $GUEST_IP -s -o $mopts" "101" \
+	"data transfers complete"
 
 # rsockets: uroce's rsocket against rdma-core's (the guest's librdmacm on
 # the kernel rdma_cm), both directions: the connect private data, credits

@@ -16,8 +16,6 @@
 #include "util/random.h"
 #include "util/time.h"
 
-#define CMA_REQ_USER_PDATA (UR_CM_REQ_PDATA - UR_CMA_HDR_SIZE)
-
 /*
  * rdma-core's rule: 0xFF (RDMA_MAX_*), or no conn_param, means "the
  * default": the device's maximum when connecting, what the REQ offered
@@ -44,6 +42,33 @@ static void addr_to16(const struct sockaddr *sa, uint8_t out[16])
 }
 
 static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p);
+
+/*
+ * The private data of a REQ or SIDR_REQ: rdma_cm's header (the IP version,
+ * source port, both addresses), then the user's bytes. An AF_IB id sends
+ * no header, as the kernel's rdma_cm: its user data starts at byte 0 (the
+ * listener, AF_IB too, expects none). Returns the user data's offset.
+ */
+static unsigned int put_cma_hdr(const struct cma_id *cid, uint8_t *pdata)
+{
+	struct ur_cma_hdr h;
+
+	if (cid->af_ib)
+		return 0;
+	memset(&h, 0, sizeof(h));
+	h.ip_version = cid->src.sa.sa_family == AF_INET6 ? 6 : 4;
+	h.src_port = cma_addr_port(&cid->src.sa);
+	addr_to16(&cid->src.sa, h.src_addr);
+	addr_to16(&cid->dst.sa, h.dst_addr);
+	ur_cma_hdr_encode(&h, pdata);
+	return UR_CMA_HDR_SIZE;
+}
+
+/* The most user private data a REQ (or SIDR_REQ) of cid carries. */
+static unsigned int req_user_pdata(struct rdma_cm_id *id, unsigned int room)
+{
+	return id && to_cma_id(id)->af_ib ? room : room - UR_CMA_HDR_SIZE;
+}
 
 /*
  * What rdma_connect and rdma_accept do first: check the arguments (*p
@@ -101,13 +126,14 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	const struct rdma_conn_param none = { .retry_count = 7,
 					      .rnr_retry_count = 7 };
 	const struct rdma_conn_param *p;
-	struct ur_cma_hdr h;
 	struct ur_cm_msg m;
 	struct ur_cm_req *r = &m.req;
 	struct cma_id *cid;
+	unsigned int off;
 	int ret;
 
-	ret = conn_prologue(id, given, &none, &p, CMA_REQ_USER_PDATA,
+	ret = conn_prologue(id, given, &none, &p,
+			    req_user_pdata(id, UR_CM_REQ_PDATA),
 			    CMA_ROUTE_RESOLVED);
 	if (ret)
 		return cma_err(ret);
@@ -117,8 +143,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		goto out;
 	}
 	if (cid->loop_dst) {	/* a listener may have appeared since */
-		ret = cma_route_dst(cid, (union ur_sockaddr *)
-				    &id->route.addr.dst_storage);
+		ret = cma_route_dst(cid, &cid->dst);
 		if (ret)
 			goto out;
 		cma_fill_path(cid);
@@ -141,8 +166,8 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	memset(&m, 0, sizeof(m));
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_REQ, cid->tid);
 	r->local_comm_id = cid->local_comm_id;
-	r->service_id = ur_cm_service_id((uint16_t)id->ps,
-					 cma_addr_port(&id->route.addr.dst_addr));
+	r->service_id = ur_cm_service_id(cma_id_ps(cid),
+					 cma_addr_port(&cid->dst.sa));
 	r->local_ca_guid = cid->dev->guid;
 	r->local_qpn = cid->qp_num & UR_QPN_MASK;
 	r->responder_resources = cid->resp_res;
@@ -178,14 +203,9 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	r->primary.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	r->primary.local_ack_timeout = cid->ack_timeout;
 
-	memset(&h, 0, sizeof(h));
-	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET6 ? 6 : 4;
-	h.src_port = cma_addr_port(&id->route.addr.src_addr);
-	addr_to16(&id->route.addr.src_addr, h.src_addr);
-	addr_to16(&id->route.addr.dst_addr, h.dst_addr);
-	ur_cma_hdr_encode(&h, r->private_data);
+	off = put_cma_hdr(cid, r->private_data);
 	if (p->private_data_len)
-		memcpy(r->private_data + UR_CMA_HDR_SIZE, p->private_data,
+		memcpy(r->private_data + off, p->private_data,
 		       p->private_data_len);
 	cid->state = CMA_REQ_SENT;
 	ret = cma_send_req(cid, &m);
@@ -200,15 +220,14 @@ out:
  */
 static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 {
-	struct rdma_cm_id *id = &cid->id;
-	struct ur_cma_hdr h;
 	struct ur_cm_msg m;
+	unsigned int off;
 
-	if (p->private_data_len > UR_CM_SIDR_REQ_PDATA - UR_CMA_HDR_SIZE)
+	if (p->private_data_len >
+	    req_user_pdata(&cid->id, UR_CM_SIDR_REQ_PDATA))
 		return EINVAL;
 	if (cid->loop_dst) {
-		int ret = cma_route_dst(cid, (union ur_sockaddr *)
-					&id->route.addr.dst_storage);
+		int ret = cma_route_dst(cid, &cid->dst);
 
 		if (ret)
 			return ret;
@@ -222,17 +241,12 @@ static int sidr_connect(struct cma_id *cid, const struct rdma_conn_param *p)
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_SIDR_REQ, cid->tid);
 	m.sidr_req.request_id = cid->local_comm_id;
 	m.sidr_req.pkey = UR_PKEY_DEFAULT;
-	m.sidr_req.service_id = ur_cm_service_id(
-		(uint16_t)id->ps, cma_addr_port(&id->route.addr.dst_addr));
-	memset(&h, 0, sizeof(h));
-	h.ip_version = id->route.addr.src_addr.sa_family == AF_INET6 ? 6 : 4;
-	h.src_port = cma_addr_port(&id->route.addr.src_addr);
-	addr_to16(&id->route.addr.src_addr, h.src_addr);
-	addr_to16(&id->route.addr.dst_addr, h.dst_addr);
-	ur_cma_hdr_encode(&h, m.sidr_req.private_data);
+	m.sidr_req.service_id = ur_cm_service_id(cma_id_ps(cid),
+						 cma_addr_port(&cid->dst.sa));
+	off = put_cma_hdr(cid, m.sidr_req.private_data);
 	if (p->private_data_len)
-		memcpy(m.sidr_req.private_data + UR_CMA_HDR_SIZE,
-		       p->private_data, p->private_data_len);
+		memcpy(m.sidr_req.private_data + off, p->private_data,
+		       p->private_data_len);
 	cid->state = CMA_REQ_SENT;
 	return cma_send_req(cid, &m);
 }

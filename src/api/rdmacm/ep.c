@@ -4,6 +4,7 @@
  * (rdma_create_ep/rdma_destroy_ep on synchronous ids), rdma_get_request,
  * and the id's SRQ.
  */
+#include <endian.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -67,6 +68,64 @@ static int addrinfo_from_hints(const struct rdma_addrinfo *hints,
 	return 0;
 }
 
+/* Hints asking for AF_IB answers: rdma-core gives them only for numeric
+ * hosts (RAI_FAMILY and RAI_NUMERICHOST both); else an IP answer. */
+static bool wants_ib(const struct rdma_addrinfo *hints)
+{
+	const int both = RAI_FAMILY | RAI_NUMERICHOST;
+
+	return hints && hints->ai_family == AF_IB &&
+	       (hints->ai_flags & both) == both;
+}
+
+/*
+ * An AF_IB answer: the address's GID (IPv4-mapped for IPv4, as RoCEv2
+ * writes it; the wildcard the zero GID), the default P_Key, and the service
+ * ID of port space ps and the port, its mask covering the port space when
+ * there is one and the port when there is one (rdma-core's rule). NULL: no
+ * memory.
+ */
+static struct sockaddr *ib_answer(const struct addrinfo *ai, int ps)
+{
+	struct sockaddr_ib *sib = calloc(1, sizeof(*sib));
+	union ur_sockaddr ip;
+	uint64_t mask = 0;
+
+	if (!sib)
+		return NULL;
+	memset(&ip, 0, sizeof(ip));
+	memcpy(&ip, ai->ai_addr, ai->ai_addrlen);
+	cma_addr_to_ib(&ip, (uint16_t)ps, sib);
+	if (ip.sa.sa_family == AF_INET6) {
+		sib->sib_flowinfo = ip.in6.sin6_flowinfo;
+		sib->sib_scope_id = ip.in6.sin6_scope_id;
+	}
+	if (ps)
+		mask |= RDMA_IB_IP_PS_MASK;
+	if (cma_addr_port(&ip.sa))
+		mask |= RDMA_IB_IP_PORT_MASK;
+	sib->sib_sid_mask = htobe64(mask);
+	return (struct sockaddr *)sib;
+}
+
+/* The answer's address: a copy of getaddrinfo's, or its AF_IB form. */
+static struct sockaddr *answer_addr(const struct addrinfo *ai,
+				    const struct rdma_addrinfo *hints, int ps,
+				    socklen_t *len)
+{
+	struct sockaddr *sa;
+
+	if (wants_ib(hints)) {
+		*len = sizeof(struct sockaddr_ib);
+		return ib_answer(ai, ps);
+	}
+	sa = calloc(1, sizeof(struct sockaddr_storage));
+	if (sa)
+		memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	return sa;
+}
+
 UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints,
 			       struct rdma_addrinfo **res)
@@ -74,16 +133,18 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct addrinfo h = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	struct rdma_addrinfo *r;
 	struct sockaddr *sa;
+	socklen_t len;
 	int e;
 
 	if (!res || (!node && !service && !hints))
 		return cma_err(EINVAL);
 	if (hints) {
-		if (hints->ai_family == AF_IB)
-			return cma_err(EAFNOSUPPORT);
 		if (!node && !service)
 			return addrinfo_from_hints(hints, res);
-		h.ai_family = hints->ai_family;
+		/* AF_IB: any IP address, which the answer then turns into a
+		 * GID */
+		h.ai_family = hints->ai_family == AF_IB ? AF_UNSPEC :
+							  hints->ai_family;
 		if (hints->ai_flags & RAI_PASSIVE)
 			h.ai_flags |= AI_PASSIVE;
 		if (hints->ai_flags & RAI_NUMERICHOST)
@@ -96,15 +157,11 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	if (e)
 		return cma_err(gai_errno(e));
 	r = calloc(1, sizeof(*r));
-	sa = calloc(1, sizeof(struct sockaddr_storage));
-	if (!r || !sa) {
-		free(r);
-		free(sa);
+	if (!r) {
 		freeaddrinfo(ai);
 		return cma_err(ENOMEM);
 	}
-	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
-	r->ai_family = ai->ai_family;
+	r->ai_family = wants_ib(hints) ? AF_IB : ai->ai_family;
 	r->ai_flags = hints ? hints->ai_flags : 0;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
 						      IBV_QPT_RC;
@@ -112,12 +169,18 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				   hints->ai_port_space :
 				   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP :
 								  RDMA_PS_TCP);
+	sa = answer_addr(ai, hints, r->ai_port_space, &len);
+	if (!sa) {
+		free(r);
+		freeaddrinfo(ai);
+		return cma_err(ENOMEM);
+	}
 	if (r->ai_flags & RAI_PASSIVE) {
 		r->ai_src_addr = sa;
-		r->ai_src_len = ai->ai_addrlen;
+		r->ai_src_len = len;
 	} else {
 		r->ai_dst_addr = sa;
-		r->ai_dst_len = ai->ai_addrlen;
+		r->ai_dst_len = len;
 		if (hints && hints->ai_src_addr && hints->ai_src_len) {
 			r->ai_src_addr = malloc(hints->ai_src_len);
 			if (r->ai_src_addr) {

@@ -4,6 +4,7 @@
  * options and migration between channels. The id's QP is qp.c's.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,31 @@ void cma_ud_av(const struct cma_id *id, const uint8_t gid[16],
 	ah->grh.sgid_index = id->sgid;
 	ah->grh.hop_limit = UR_DEFAULT_HOP_LIMIT;
 	ah->grh.traffic_class = id->tos;
+}
+
+/* What the application reads of an address: the IP address, or for an
+ * AF_IB id its sockaddr_ib. */
+static void show_addr(const struct cma_id *id, const union ur_sockaddr *ip,
+		      struct sockaddr_storage *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (id->af_ib)
+		cma_addr_to_ib(ip, id->sid_ps, (struct sockaddr_ib *)out);
+	else
+		memcpy(out, ip, cma_addr_len(&ip->sa));
+}
+
+void cma_id_set_addrs(struct cma_id *id, const union ur_sockaddr *src,
+		      const union ur_sockaddr *dst)
+{
+	if (src) {
+		id->src = *src;
+		show_addr(id, src, &id->id.route.addr.src_storage);
+	}
+	if (dst) {
+		id->dst = *dst;
+		show_addr(id, dst, &id->id.route.addr.dst_storage);
+	}
 }
 
 static bool ps_valid(enum rdma_port_space ps)
@@ -93,10 +119,9 @@ static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
 
 	ur_list_for_each(pos, &cma.ids) {
 		struct cma_id *o = ur_list_entry(pos, struct cma_id, node);
-		const union ur_sockaddr *oa =
-			(const union ur_sockaddr *)&o->id.route.addr.src_storage;
+		const union ur_sockaddr *oa = &o->src;
 
-		if (o == self || !o->bound || o->id.ps != ps ||
+		if (o == self || !o->bound || cma_id_ps(o) != ps ||
 		    cma_addr_port(&oa->sa) != port)
 			continue;
 		if (cma_addr_is_any(oa) || cma_addr_is_any(sa) ||
@@ -110,24 +135,52 @@ static bool port_taken(const struct cma_id *self, enum rdma_port_space ps,
 	return false;
 }
 
+/*
+ * The port space an AF_IB bind's service ID puts the id in, by the kernel
+ * rdma_cm's rules: the masked port-space bits must be those of the id's
+ * own port space, or of TCP or UDP for an RDMA_PS_IB id (no mask: the
+ * id's). EPROTONOSUPPORT when they name none of them.
+ */
+static int ib_bind_ps(const struct cma_id *id, const struct sockaddr_ib *sib,
+		      uint16_t *ps)
+{
+	static const uint16_t choices[] = { RDMA_PS_IB, RDMA_PS_TCP,
+					    RDMA_PS_UDP };
+	uint64_t mask = be64toh(sib->sib_sid_mask) & RDMA_IB_IP_PS_MASK;
+	uint64_t sid = be64toh(sib->sib_sid) & mask;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+		uint16_t p = choices[i];
+
+		if ((p == id->id.ps || id->id.ps == RDMA_PS_IB) &&
+		    sid == (((uint64_t)p << 16) & mask)) {
+			*ps = p;
+			return 0;
+		}
+	}
+	return EPROTONOSUPPORT;
+}
+
 /* Binds id to addr (port 0: an ephemeral one). Lock held. */
 static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 {
 	union ur_sockaddr sa;
 	struct cma_dev *dev = NULL;
+	uint16_t port, ps = (uint16_t)id->id.ps;
 	uint8_t sgid = 0;
-	uint16_t port;
-	socklen_t len = cma_addr_len(addr);
-	int tries;
+	int tries, ret;
 
-	if (addr->sa_family == AF_IB)
-		return EAFNOSUPPORT;
-	if (!len)
+	if (!cma_addr_len(addr))
 		return EAFNOSUPPORT;
 	if (id->state != CMA_IDLE)
 		return EINVAL;
-	memset(&sa, 0, sizeof(sa));
-	memcpy(&sa, addr, len);
+	if (addr->sa_family == AF_IB) {
+		ret = ib_bind_ps(id, (const struct sockaddr_ib *)addr, &ps);
+		if (ret)
+			return ret;
+	}
+	cma_addr_to_ip(addr, &sa);
 	if (!cma_addr_is_any(&sa)) {
 		dev = cma_dev_by_addr(&sa, &sgid);
 		if (!dev && ur_addr_is_loopback(&sa) && cma.ndev) {
@@ -139,22 +192,22 @@ static int bind_locked(struct cma_id *id, const struct sockaddr *addr)
 	}
 	port = cma_addr_port(&sa.sa);
 	if (port) {
-		if (port_taken(id, id->id.ps, &sa, port))
+		if (port_taken(id, ps, &sa, port))
 			return EADDRINUSE;
 	} else {
 		for (tries = 0; tries < 1000; tries++) {
 			port = (uint16_t)(EPHEMERAL_LO + ur_random_u32() %
 				(EPHEMERAL_HI - EPHEMERAL_LO + 1));
-			if (!port_taken(id, id->id.ps, &sa, port))
+			if (!port_taken(id, ps, &sa, port))
 				break;
 		}
 		if (tries == 1000)
 			return EADDRINUSE;
 		cma_addr_set_port(&sa.sa, port);
 	}
-	memset(&id->id.route.addr.src_storage, 0,
-	       sizeof(id->id.route.addr.src_storage));
-	memcpy(&id->id.route.addr.src_storage, &sa, len);
+	id->af_ib = addr->sa_family == AF_IB;
+	id->sid_ps = ps;
+	cma_id_set_addrs(id, &sa, NULL);
 	id->bound = true;
 	id->state = CMA_BOUND;
 	id->sgid = sgid;
@@ -228,7 +281,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst)
 	}
 	if (ur_addr_is_loopback(dst)) {
 		id->loop_dst = true;
-		if (!cma_rv_lookup(id->id.ps, dst, self, id->dgid))
+		if (!cma_rv_lookup(cma_id_ps(id), dst, self, id->dgid))
 			return 0;
 		id->rv_miss = true;
 		memcpy(id->dgid, self, 16);
@@ -262,6 +315,39 @@ static struct cma_dev *wildcard_dev(const union ur_sockaddr *dst)
 	return d;
 }
 
+/*
+ * An id not bound yet is bound to src, or to the wildcard of dst's family
+ * (AF_IB: the zero GID, in the id's port space). Then, as the kernel's
+ * rdma_cm wants, the id and dst must both be AF_IB or both IP. Lock held.
+ */
+static int resolve_bind(struct cma_id *cid, const struct sockaddr *src,
+			const struct sockaddr *dst)
+{
+	union ur_sockaddr any;
+	int ret = 0;
+
+	if (cid->state == CMA_IDLE) {
+		memset(&any, 0, sizeof(any));
+		any.sa.sa_family = dst->sa_family;
+		if (dst->sa_family == AF_IB)
+			((struct sockaddr_ib *)&any)->sib_pkey =
+				((const struct sockaddr_ib *)dst)->sib_pkey;
+		ret = bind_locked(cid, src && cma_addr_len(src) ? src :
+								 &any.sa);
+	} else if (cid->state != CMA_BOUND) {
+		ret = EINVAL;
+	}
+	if (!ret && cid->af_ib != (dst->sa_family == AF_IB))
+		ret = EINVAL;
+	/* an AF_IB destination's service ID names the port space the REQ
+	 * goes to */
+	if (!ret && dst->sa_family == AF_IB &&
+	    cma_addr_ib_ps_given((const struct sockaddr_ib *)dst))
+		cid->sid_ps =
+			cma_addr_ib_ps((const struct sockaddr_ib *)dst);
+	return ret;
+}
+
 UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 				struct sockaddr *dst, int timeout_ms)
 {
@@ -270,25 +356,11 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 	int ret = 0;
 
 	if (!id || !dst || !cma_addr_len(dst))
-		return cma_err(dst && dst->sa_family == AF_IB ? EAFNOSUPPORT :
-								 EINVAL);
+		return cma_err(EINVAL);
 	cid = to_cma_id(id);
-	memset(&d, 0, sizeof(d));
-	memcpy(&d, dst, cma_addr_len(dst));
+	cma_addr_to_ip(dst, &d);
 	pthread_mutex_lock(&cma.lock);
-	if (cid->state == CMA_IDLE) {
-		union ur_sockaddr s;
-
-		memset(&s, 0, sizeof(s));
-		if (src && cma_addr_len(src)) {
-			memcpy(&s, src, cma_addr_len(src));
-		} else {
-			s.sa.sa_family = d.sa.sa_family;
-		}
-		ret = bind_locked(cid, &s.sa);
-	} else if (cid->state != CMA_BOUND) {
-		ret = EINVAL;
-	}
+	ret = resolve_bind(cid, src, dst);
 	if (ret)
 		goto out;
 	if (!cid->dev) {
@@ -304,19 +376,16 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src,
 		id->port_num = 1;
 	}
 	/* an unspecified source becomes one of the device's addresses */
-	if (cma_addr_is_any((union ur_sockaddr *)&id->route.addr.src_storage)) {
-		uint16_t port = cma_addr_port(&id->route.addr.src_addr);
+	if (cma_addr_is_any(&cid->src)) {
+		uint16_t port = cma_addr_port(&cid->src.sa);
 		union ur_sockaddr s;
 
 		cid->src_any = true;
 		cid->sgid = cma_dev_sgid_for(cid->dev, &d);
 		cma_addr_src_for(cid->dev->gids[cid->sgid], port, &d, &s);
-		memset(&id->route.addr.src_storage, 0,
-		       sizeof(id->route.addr.src_storage));
-		memcpy(&id->route.addr.src_storage, &s, cma_addr_len(&s.sa));
+		cma_id_set_addrs(cid, &s, NULL);
 	}
-	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
-	memcpy(&id->route.addr.dst_storage, &d, cma_addr_len(&d.sa));
+	cma_id_set_addrs(cid, NULL, &d);
 	ret = cma_route_dst(cid, &d);
 	if (ret) {
 		cma_event_post(cid, RDMA_CM_EVENT_ADDR_ERROR, -ret, NULL, 0,
@@ -455,12 +524,12 @@ UR_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 
 UR_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 {
-	return htons(cma_addr_port(&id->route.addr.src_addr));
+	return htons(cma_addr_port(&to_cma_id(id)->src.sa));
 }
 
 UR_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	return htons(cma_addr_port(&id->route.addr.dst_addr));
+	return htons(cma_addr_port(&to_cma_id(id)->dst.sa));
 }
 
 UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,

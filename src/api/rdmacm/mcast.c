@@ -60,8 +60,7 @@ static int mc_join(struct cma_id *id, const struct sockaddr *sa,
 	struct cma_mc *mc;
 	int err = 0;
 
-	memset(&addr, 0, sizeof(addr));
-	memcpy(&addr, sa, cma_addr_len(sa));
+	cma_addr_to_ip(sa, &addr);	/* AF_IB: the group's GID */
 	if (id->id.qp_type != IBV_QPT_UD || !id->dev ||
 	    (id->state != CMA_BOUND && id->state != CMA_ADDR_RESOLVED &&
 	     id->state != CMA_ROUTE_RESOLVED))
@@ -150,8 +149,7 @@ UR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 	if (!id || !addr || !cma_addr_len(addr))
 		return cma_err(EINVAL);
 	cid = to_cma_id(id);
-	memset(&a, 0, sizeof(a));
-	memcpy(&a, addr, cma_addr_len(addr));
+	cma_addr_to_ip(addr, &a);
 	pthread_mutex_lock(&cma.lock);
 	mc = cma_mc_find(cid, &a);
 	if (mc)

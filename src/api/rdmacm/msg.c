@@ -212,8 +212,7 @@ void cma_send_sidr_rep(struct cma_dev *dev, uint8_t sgid,
 
 uint64_t cma_id_service_id(const struct cma_id *id)
 {
-	return ur_cm_service_id((uint16_t)id->id.ps,
-				cma_addr_port(&id->id.route.addr.src_addr));
+	return ur_cm_service_id(cma_id_ps(id), cma_addr_port(&id->src.sa));
 }
 
 void cma_established(struct cma_id *id)

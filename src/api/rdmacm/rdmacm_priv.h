@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
 #include "api/rdmacm/params.h"
@@ -121,7 +122,12 @@ struct cma_id {
 	int events_out;			/* queued or not yet acked */
 	bool destroying;
 
-	/* addressing (id.c) */
+	/* addressing (id.c). src and dst are the IP addresses (an AF_IB
+	 * address's GID as its IP address); id.route.addr shows them to the
+	 * application, as sockaddr_ib when af_ib (cma_id_set_addrs). */
+	union ur_sockaddr src, dst;
+	bool af_ib;			/* bound (or resolved) with AF_IB */
+	uint16_t sid_ps;		/* AF_IB: the service ID's port space */
 	bool bound;			/* src address and port set */
 	uint8_t sgid;			/* GID index of the source address */
 	bool src_any;			/* resolved from a wildcard bind */
@@ -194,6 +200,13 @@ static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
 	return container_of(id, struct cma_id, id);
 }
 
+/* The port space the id's ports and service IDs live in: an AF_IB id's
+ * is its service ID's, else the id's. */
+static inline uint16_t cma_id_ps(const struct cma_id *id)
+{
+	return id->af_ib ? id->sid_ps : (uint16_t)id->id.ps;
+}
+
 static inline struct cma_chan *to_cma_chan(struct rdma_event_channel *ch)
 {
 	return container_of(ch, struct cma_chan, ch);
@@ -215,7 +228,18 @@ uint8_t cma_dev_sgid_for(const struct cma_dev *d, const union ur_sockaddr *dst);
 
 /* addr.c */
 bool cma_addr_is_any(const union ur_sockaddr *sa);
+/* The port: an AF_IB address's is the low 16 bits of its service ID. */
 uint16_t cma_addr_port(const struct sockaddr *sa);
+/* An AF_IB address's port space (service ID bits 16..31, masked), and
+ * whether its mask gives one at all. */
+uint16_t cma_addr_ib_ps(const struct sockaddr_ib *sib);
+bool cma_addr_ib_ps_given(const struct sockaddr_ib *sib);
+/* sa as an IP address (AF_IB: its GID's; the zero GID the IPv6
+ * wildcard): 0 or EAFNOSUPPORT. */
+int cma_addr_to_ip(const struct sockaddr *sa, union ur_sockaddr *out);
+/* ip as an AF_IB address with the service ID of ps and ip's port. */
+void cma_addr_to_ib(const union ur_sockaddr *ip, uint16_t ps,
+		    struct sockaddr_ib *sib);
 void cma_addr_set_port(struct sockaddr *sa, uint16_t port);
 socklen_t cma_addr_len(const struct sockaddr *sa);
 /* An unspecified source: the device's address in dst's family. */
@@ -254,6 +278,10 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to);
 /* id.c */
 struct cma_id *cma_id_new(struct cma_chan *chan, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qpt);
+/* Sets the id's addresses (NULL: unchanged) and what id.route.addr shows
+ * of them. */
+void cma_id_set_addrs(struct cma_id *id, const union ur_sockaddr *src,
+		      const union ur_sockaddr *dst);
 void cma_fill_path(struct cma_id *id);
 /* The address vector a UD id reports for gid (ESTABLISHED, multicast):
  * global, the id's GID index, hop limit 64, the id's TOS. */

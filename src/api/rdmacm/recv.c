@@ -32,8 +32,6 @@
 #include "util/random.h"
 #include "util/time.h"
 
-#define CMA_REQ_USER_PDATA (UR_CM_REQ_PDATA - UR_CMA_HDR_SIZE)
-
 static struct cma_id *find_by_local(struct cma_dev *dev, uint32_t comm_id)
 {
 	struct ur_list *pos;
@@ -50,26 +48,44 @@ static struct cma_id *find_by_local(struct cma_dev *dev, uint32_t comm_id)
 	return NULL;
 }
 
-static bool listener_matches(const struct cma_id *l, struct cma_dev *dev,
-			     uint16_t ps, uint16_t port,
-			     const union ur_sockaddr *dst)
+/* A listener of dev on (ps, port). */
+static bool listener_on(const struct cma_id *l, struct cma_dev *dev,
+			uint16_t ps, uint16_t port)
 {
-	const union ur_sockaddr *la =
-		(const union ur_sockaddr *)&l->id.route.addr.src_storage;
+	return l->state == CMA_LISTEN && !l->destroying &&
+	       cma_id_ps(l) == ps && cma_addr_port(&l->src.sa) == port &&
+	       (!l->dev || l->dev == dev);
+}
 
-	if (l->state != CMA_LISTEN || l->destroying || l->id.ps != ps ||
-	    cma_addr_port(&la->sa) != port)
-		return false;
-	if (l->dev && l->dev != dev)
-		return false;
+/* ... that listens on dst: its address, or the wildcard. An AF_IB
+ * listener on a loopback address (reached through the rendezvous) takes
+ * what comes to its device: with no rdma_cm header, the REQ names only the
+ * device's GID it was sent to, not the loopback address. */
+static bool listener_takes(const struct cma_id *l,
+			   const union ur_sockaddr *dst)
+{
+	const union ur_sockaddr *la = &l->src;
+
 	if (cma_addr_is_any(la))
 		return !(l->afonly && la->sa.sa_family != dst->sa.sa_family);
+	if (l->af_ib && ur_addr_is_loopback(la))
+		return true;
 	return ur_sockaddr_same_host(la, dst);
 }
 
-static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
-				   const uint8_t *hdr, union ur_sockaddr *src,
-				   union ur_sockaddr *dst);
+/* What a REQ or SIDR_REQ tells the id it makes: the peer's address (src)
+ * and ours (dst), and where the user's private data starts. */
+struct req_view {
+	union ur_sockaddr src, dst;
+	unsigned int pdata_off;
+};
+
+static struct cma_id *req_listener(struct cma_dev *dev, uint8_t sgid,
+				   const uint8_t src_gid[16], uint64_t sid,
+				   const uint8_t *pdata, struct req_view *v);
+static void conn_id_init(struct cma_id *c, struct cma_id *l,
+			 struct cma_dev *dev, uint8_t sgid,
+			 const struct req_view *v);
 
 static void handle_req(struct cma_dev *dev, uint8_t sgid,
 		       const uint8_t src_gid[16], const struct ur_cm_msg *m)
@@ -77,7 +93,7 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 	const struct ur_cm_req *r = &m->req;
 	struct cma_id *l, *c;
 	struct rdma_conn_param cp;
-	union ur_sockaddr src, dst;
+	struct req_view v;
 	struct ur_list *pos;
 	int pending = 0;
 
@@ -120,7 +136,8 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 		dev->stats[CMA_STAT_DROP]++;
 		return;
 	}
-	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
+	l = req_listener(dev, sgid, src_gid, r->service_id, r->private_data,
+			 &v);
 	if (!l) {
 		cma_send_rej(dev, sgid, src_gid, m->hdr.tid, 0,
 			     r->local_comm_id, UR_CM_MSG_REQ,
@@ -145,14 +162,7 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 	if (!c)
 		return;
 	c->sync = false;	/* rdma_get_request gives it its own channel */
-	c->listener = l;
-	c->dev = dev;
-	c->id.verbs = dev->verbs;
-	c->id.pd = dev->pd;
-	c->id.port_num = 1;
-	c->sgid = sgid;
-	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
-	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
+	conn_id_init(c, l, dev, sgid, &v);
 	memcpy(c->dgid, src_gid, 16);
 	memcpy(c->peer_gid, src_gid, 16);
 	c->tos = r->primary.traffic_class;
@@ -178,40 +188,92 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 		      r->flow_control, r->retry_count, r->rnr_retry_count,
 		      r->srq, r->local_qpn);
 	cma_event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
-		       r->private_data + UR_CMA_HDR_SIZE, CMA_REQ_USER_PDATA,
-		       &cp, l);
+		       r->private_data + v.pdata_off,
+		       UR_CM_REQ_PDATA - v.pdata_off, &cp, l);
 }
 
-/* Finds the listener for (ps, port) of a REQ/SIDR_REQ and its addresses. */
-static struct cma_id *req_listener(struct cma_dev *dev, uint64_t sid,
-				   const uint8_t *hdr, union ur_sockaddr *src,
-				   union ur_sockaddr *dst)
+/*
+ * The view of a REQ for a listener that is not AF_IB: rdma_cm's header in
+ * front of the private data names both IP addresses. false when it is not
+ * there.
+ */
+static bool req_view_ip(const uint8_t *pdata, uint16_t port,
+			struct req_view *v)
 {
-	uint16_t ps = (uint16_t)(sid >> 16), port = (uint16_t)sid;
 	struct ur_cma_hdr h;
-	struct ur_list *pos;
 	uint8_t g[16];
 
-	if ((sid >> 32) || ur_cma_hdr_decode(hdr, &h))
-		return NULL;
-	memset(src, 0, sizeof(*src));
-	memset(dst, 0, sizeof(*dst));
+	if (ur_cma_hdr_decode(pdata, &h))
+		return false;
+	memset(v, 0, sizeof(*v));
 	if (h.ip_version == 4) {
 		ur_gid_from_ipv4(h.src_addr + 12, g);
-		ur_gid_to_sockaddr(g, h.src_port, src);
+		ur_gid_to_sockaddr(g, h.src_port, &v->src);
 		ur_gid_from_ipv4(h.dst_addr + 12, g);
-		ur_gid_to_sockaddr(g, port, dst);
+		ur_gid_to_sockaddr(g, port, &v->dst);
 	} else {
-		ur_gid_to_sockaddr(h.src_addr, h.src_port, src);
-		ur_gid_to_sockaddr(h.dst_addr, port, dst);
+		ur_gid_to_sockaddr(h.src_addr, h.src_port, &v->src);
+		ur_gid_to_sockaddr(h.dst_addr, port, &v->dst);
 	}
+	v->pdata_off = UR_CMA_HDR_SIZE;
+	return true;
+}
+
+/* ... for an AF_IB listener: no header (the kernel's rdma_cm sends none
+ * between AF_IB ids); the addresses are the GIDs of the datagram, the
+ * peer's port unknown (0, as the kernel reports it). */
+static void req_view_ib(const uint8_t our_gid[16], const uint8_t src_gid[16],
+			uint16_t port, struct req_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	ur_gid_to_sockaddr(src_gid, 0, &v->src);
+	ur_gid_to_sockaddr(our_gid, port, &v->dst);
+	v->pdata_off = 0;
+}
+
+/* Finds the listener for (ps, port) of a REQ/SIDR_REQ that arrived at our
+ * GID sgid from src_gid, and the new id's view of it. */
+static struct cma_id *req_listener(struct cma_dev *dev, uint8_t sgid,
+				   const uint8_t src_gid[16], uint64_t sid,
+				   const uint8_t *pdata, struct req_view *v)
+{
+	uint16_t ps = (uint16_t)(sid >> 16), port = (uint16_t)sid;
+	struct req_view ip, ib;
+	bool has_ip;
+	struct ur_list *pos;
+
+	if (sid >> 32)
+		return NULL;
+	has_ip = req_view_ip(pdata, port, &ip);
+	req_view_ib(dev->gids[sgid], src_gid, port, &ib);
 	ur_list_for_each(pos, &cma.ids) {
 		struct cma_id *c = ur_list_entry(pos, struct cma_id, node);
+		const struct req_view *cv = c->af_ib ? &ib : &ip;
 
-		if (listener_matches(c, dev, ps, port, dst))
-			return c;
+		if (!listener_on(c, dev, ps, port) || (!c->af_ib && !has_ip) ||
+		    !listener_takes(c, &cv->dst))
+			continue;
+		*v = *cv;
+		return c;
 	}
 	return NULL;
+}
+
+/* A passive id's place: its listener's, the device and GID its REQ came
+ * to, and the addresses the REQ gave. */
+static void conn_id_init(struct cma_id *c, struct cma_id *l,
+			 struct cma_dev *dev, uint8_t sgid,
+			 const struct req_view *v)
+{
+	c->listener = l;
+	c->dev = dev;
+	c->id.verbs = dev->verbs;
+	c->id.pd = dev->pd;
+	c->id.port_num = 1;
+	c->sgid = sgid;
+	c->af_ib = l->af_ib;
+	c->sid_ps = l->sid_ps;
+	cma_id_set_addrs(c, &v->dst, &v->src);
 }
 
 static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
@@ -219,7 +281,7 @@ static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
 			    const struct ur_cm_msg *m)
 {
 	const struct ur_cm_sidr_req *r = &m->sidr_req;
-	union ur_sockaddr src, dst;
+	struct req_view v;
 	struct rdma_ud_param ud;
 	struct ur_list *pos;
 	struct cma_id *l, *c;
@@ -234,7 +296,8 @@ static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
 			cma_agent_send(dev, c->sgid, c->peer_gid, c->mad);
 		return;
 	}
-	l = req_listener(dev, r->service_id, r->private_data, &src, &dst);
+	l = req_listener(dev, sgid, src_gid, r->service_id, r->private_data,
+			 &v);
 	if (!l) {
 		cma_send_sidr_rep(dev, sgid, src_gid, m->hdr.tid,
 				  r->request_id,
@@ -246,14 +309,7 @@ static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
 	if (!c)
 		return;
 	c->sync = false;
-	c->listener = l;
-	c->dev = dev;
-	c->id.verbs = dev->verbs;
-	c->id.pd = dev->pd;
-	c->id.port_num = 1;
-	c->sgid = sgid;
-	memcpy(&c->id.route.addr.src_storage, &dst, cma_addr_len(&dst.sa));
-	memcpy(&c->id.route.addr.dst_storage, &src, cma_addr_len(&src.sa));
+	conn_id_init(c, l, dev, sgid, &v);
 	memcpy(c->dgid, src_gid, 16);
 	memcpy(c->peer_gid, src_gid, 16);
 	cma_fill_path(c);
@@ -263,8 +319,8 @@ static void handle_sidr_req(struct cma_dev *dev, uint8_t sgid,
 	c->tid = m->hdr.tid;
 	memset(&ud, 0, sizeof(ud));
 	cma_event_post_ud(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
-			  r->private_data + UR_CMA_HDR_SIZE,
-			  UR_CM_SIDR_REQ_PDATA - UR_CMA_HDR_SIZE, &ud, l);
+			  r->private_data + v.pdata_off,
+			  UR_CM_SIDR_REQ_PDATA - v.pdata_off, &ud, l);
 }
 
 static void handle_sidr_rep(struct cma_dev *dev, const struct ur_cm_msg *m)
@@ -491,10 +547,8 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 /* A REQ held for a loopback listener (rdma_connect): look again. */
 static void rv_retry(struct cma_id *id, uint64_t now)
 {
-	const union ur_sockaddr *dst =
-		(const union ur_sockaddr *)&id->id.route.addr.dst_storage;
-	bool found = !cma_rv_lookup(id->id.ps, dst, id->dev->gids[id->sgid],
-				    id->dgid);
+	bool found = !cma_rv_lookup(cma_id_ps(id), &id->dst,
+				    id->dev->gids[id->sgid], id->dgid);
 
 	if (!found && now < id->rv_until_ns) {
 		id->deadline_ns = now + UR_CM_RV_POLL_NS;

@@ -129,8 +129,7 @@ static void entry_line(const struct cma_id *id, const union ur_sockaddr *sa,
 
 int cma_rv_publish(struct cma_id *id)
 {
-	const union ur_sockaddr *sa =
-		(const union ur_sockaddr *)&id->id.route.addr.src_storage;
+	const union ur_sockaddr *sa = &id->src;
 	char dir[PATH_MAX], path[PATH_MAX + 100], line[RV_LINE_MAX];
 	uint8_t g[16] = { 0 };
 	int fd, ret, tries;
@@ -142,7 +141,7 @@ int cma_rv_publish(struct cma_id *id)
 	ret = rv_dir(dir, sizeof(dir));
 	if (ret)
 		return ret;
-	entry_name(id->rv_name, sizeof(id->rv_name), id->id.ps,
+	entry_name(id->rv_name, sizeof(id->rv_name), cma_id_ps(id),
 		   cma_addr_port(&sa->sa), sa);
 	snprintf(path, sizeof(path), "%s/%s", dir, id->rv_name);
 	entry_line(id, sa, line, sizeof(line));

@@ -89,10 +89,10 @@ static int post_recv(struct te_side *s, struct ibv_qp *qp, uint64_t id,
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
-/* Sends T_LEN bytes of byte v from s's QP to the group; waits for the
- * send completion. */
-static void send_to_group(struct te_side *s, const union ibv_gid *g,
-			  uint8_t v)
+/* Sends T_LEN bytes of byte v from s's QP to the group through an AH of
+ * hop limit hops; waits for the send completion. */
+static void send_to_group_hops(struct te_side *s, const union ibv_gid *g,
+			       uint8_t v, uint8_t hops)
 {
 	struct ibv_ah_attr aa;
 	struct ibv_send_wr wr, *bad;
@@ -103,7 +103,7 @@ static void send_to_group(struct te_side *s, const union ibv_gid *g,
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
 	aa.grh.dgid = *g;
-	aa.grh.hop_limit = 64;
+	aa.grh.hop_limit = hops;
 	aa.port_num = 1;
 	ah = ibv_create_ah(s->pd, &aa);
 	assert_non_null(ah);
@@ -121,6 +121,12 @@ static void send_to_group(struct te_side *s, const union ibv_gid *g,
 	assert_int_equal(te_poll(s->scq, &wc, T_TMO), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	ibv_destroy_ah(ah);
+}
+
+static void send_to_group(struct te_side *s, const union ibv_gid *g,
+			  uint8_t v)
+{
+	send_to_group_hops(s, g, v, 64);
 }
 
 /* Collects what arrives on cq for ms: a bit per receiving QP in *mask
@@ -316,6 +322,41 @@ static void test_self_copy(void **state)
 	te_pair_close(&p);
 }
 
+/* The TTL a received IPv4 datagram carried: byte 8 of the IPv4 header,
+ * which the GRH image holds in its last 20 bytes. */
+static uint8_t grh_ttl(const struct te_side *s, uint32_t off)
+{
+	return s->buf[off + 20 + 8];
+}
+
+/* A datagram to a group leaves with the AH's hop limit as its IP TTL (as
+ * rxe sends it), not the socket's multicast TTL; hop limit 0 leaves the
+ * socket's (64). */
+static void test_hop_limit_is_ttl(void **state)
+{
+	union ibv_gid g = group_gid(5);
+	struct ibv_qp *qb[1];
+	struct te_side *a, *b;
+	struct te_pair p;
+
+	assert_int_equal(te_pair_open(&p, IBV_QPT_UD), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	qb[0] = b->qp;
+	assert_int_equal(ibv_attach_mcast(b->qp, &g, 0), 0);
+	assert_int_equal(post_recv(b, b->qp, 0, 0), 0);
+	send_to_group_hops(a, &g, 0x91, 5);
+	assert_int_equal(collect(b, qb, 1, 0x91, 300), 1);
+	assert_int_equal(grh_ttl(b, 0), 5);
+
+	assert_int_equal(post_recv(b, b->qp, 0, 0), 0);
+	send_to_group_hops(a, &g, 0x92, 0);
+	assert_int_equal(collect(b, qb, 1, 0x92, 300), 1);
+	assert_int_equal(grh_ttl(b, 0), 64);
+	te_pair_close(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_create_flag_rules),
 		cmocka_unit_test(test_two_qps_qkey_detach),
 		cmocka_unit_test(test_self_copy),
+		cmocka_unit_test(test_hop_limit_is_ttl),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
