@@ -102,16 +102,22 @@ if [[ ! -e /dev/infiniband/rdma_cm ]]; then
 		grep -q "UROCE_INTERPOSE=maybe: want" "$1"' "$PRE" "$E2E_TMP/bad_value.err"
 fi
 # an unusable XDG_RUNTIME_DIR: the library and the interposer both fall
-# back to /tmp/uroce-<uid> (one function, util/rundir.c), so they agree
-check sys_tree_xdg_fallback env XDG_RUNTIME_DIR=$E2E_TMP/missing LD_PRELOAD=$PRE python3 - <<'PY'
-import ctypes, os
+# back to /dev/shm/uroce-<uid> (one function, util/rundir.c), so they
+# agree, and `uroce rundir` says the same
+check sys_tree_xdg_fallback env XDG_RUNTIME_DIR=$E2E_TMP/missing \
+	U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce" \
+	LD_PRELOAD=$PRE python3 - <<'PY'
+import ctypes, os, subprocess
 lib = ctypes.CDLL("libibverbs.so.1")
 lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
 lib.ibv_get_sysfs_path.restype = ctypes.c_char_p
 n = ctypes.c_int()
 assert lib.ibv_get_device_list(ctypes.byref(n)) and n.value >= 1
 tree = lib.ibv_get_sysfs_path().decode()
-assert tree == "/tmp/uroce-%d/%d/sys" % (os.getuid(), os.getpid()), tree
+want = subprocess.run([os.environ["U"], "rundir"], capture_output=True,
+                      text=True, check=True).stdout.strip()
+assert want.startswith("/dev/shm/") or not os.path.isdir("/dev/shm"), want
+assert tree == "%s/%d/sys" % (want, os.getpid()), tree
 assert os.listdir("/sys/class/infiniband") == ["uroce0"]
 print("ok")
 PY

@@ -33,9 +33,7 @@ for p in rping ucmatose cmtime rdma_server rdma_client rdma_xserver ib_send_bw; 
 	fi
 done
 
-RV_DIR=${XDG_RUNTIME_DIR:-/tmp}/uroce-$(id -u)/cm
-[[ -d ${XDG_RUNTIME_DIR:-} && -w ${XDG_RUNTIME_DIR:-} ]] ||
-	RV_DIR=/tmp/uroce-$(id -u)/cm
+RV_DIR=$("$(dirname "$0")/../../tools/uroce" rundir)/cm
 
 check_pass() {
 	E2E_PASS=$((E2E_PASS + 1))

@@ -30,9 +30,7 @@ for p in rstream riostream rcopy; do
 	fi
 done
 
-RV_DIR=${XDG_RUNTIME_DIR:-/tmp}/uroce-$(id -u)/cm
-[[ -d ${XDG_RUNTIME_DIR:-} && -w ${XDG_RUNTIME_DIR:-} ]] ||
-	RV_DIR=/tmp/uroce-$(id -u)/cm
+RV_DIR=$("$(dirname "$0")/../../tools/uroce" rundir)/cm
 PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 UROCE="$(cd ../.. && pwd)/tools/uroce"	# (the script runs in tests/e2e)
 
