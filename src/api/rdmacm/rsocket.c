@@ -28,9 +28,13 @@ UR_EXPORT int rsocket(int domain, int type, int protocol)
 	if (domain != AF_INET && domain != AF_INET6)
 		return rsk_err(EAFNOSUPPORT);
 	if (kind == SOCK_DGRAM) {
-		if (protocol && protocol != IPPROTO_UDP)
+		/* No type flags, as rdma-core: librspreload hands glibc's
+		 * resolver sockets (SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC)
+		 * to rsocket and keeps a kernel socket only when refused; a
+		 * datagram rsocket cannot talk to a DNS server. */
+		if (type != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
 			return rsk_err(ENOTSUP);
-		return rsd_socket(domain, type);
+		return rsd_socket(domain);
 	}
 	if (kind != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
 		return rsk_err(ENOTSUP);	/* rdma-core's errno here */

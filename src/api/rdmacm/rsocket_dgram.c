@@ -20,9 +20,9 @@
 #include "api/rdmacm/rsocket_dgram.h"
 #include "util/compiler.h"
 
-int rsd_socket(int domain, int type)
+int rsd_socket(int domain)
 {
-	int udp = socket(domain, SOCK_DGRAM | (type & SOCK_CLOEXEC), 0);
+	int udp = socket(domain, SOCK_DGRAM, 0);
 	struct rsk *rs;
 
 	if (udp < 0)
@@ -40,8 +40,6 @@ int rsd_socket(int domain, int type)
 	rs->dg->conn = -1;
 	rs->readable = rs->writable = true;
 	rs->domain = domain;
-	rs->fs_flags = (type & SOCK_NONBLOCK) ? O_NONBLOCK : 0;
-	rs->fd_flags = (type & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
 	return rs->fd;
 }
 

@@ -240,7 +240,7 @@ void rsk_keepalive_forget(struct rsk *rs);	/* before freeing it */
 
 /* rsocket_dgram.c: SOCK_DGRAM behind the exported calls (the lock taken
  * inside, but rsd_revents's) */
-int rsd_socket(int domain, int type);
+int rsd_socket(int domain);
 int rsd_bind(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
 int rsd_connect(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
 ssize_t rsd_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt,
