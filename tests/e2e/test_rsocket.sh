@@ -16,14 +16,20 @@
 #    kernel TCP listener exists on the port and the client's uroce
 #    counters carry the bytes, so TCP was not used;
 #  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
-#    every byte right, and the counters show drops and retransmissions.
-# Takes 30 to 50 s on a loaded 2-core machine.
+#    every byte right, and the counters show drops and retransmissions;
+#  - udpong (SOCK_DGRAM: UD QPs, peers introduced over UDP): echo runs
+#    (-T e: every message comes back, or the client sends it again)
+#    non-blocking, blocking and async, over IPv4 and IPv6; bandwidth runs
+#    (the server counts what arrived: UD may drop, so only "some") up to
+#    the largest datagram, 2040 bytes; the client's uroce counters carry
+#    at least every byte it sent, so the data did not go by kernel UDP.
+# Takes 40 to 70 s on a loaded 2-core machine.
 set -u
 cd "$(dirname "$0")"
 . ./lib.sh
 e2e_libdir "${1:-}"
 
-for p in rstream riostream rcopy; do
+for p in rstream riostream rcopy udpong; do
 	if ! command -v $p >/dev/null; then
 		echo "FAIL: $p missing (apt-get install rdmacm-utils)"
 		exit 1
@@ -263,5 +269,49 @@ if ((drops > 0 && retx + naks > 0)); then
 else
 	e2e_fail "rstream_faults: counters drops=$drops retransmits=$retx naks=$naks"
 fi
+
+# udpong_case NAME "server options" "client options" REGEX BYTES: the server
+# runs until killed; the client exits 0 with REGEX in its output and its
+# uroce counters show at least BYTES sent.
+udpong_case() {
+	local name=$1 so=$2 co=$3 re=$4 bytes=$5 ip=${UDPONG_IP:-127.0.0.1}
+	local t0=$SECONDS sp rc i
+	P=$((P + 1))
+	timeout 90 udpong -b $ip -p $P $so >"$E2E_TMP/$name.srv" 2>&1 &
+	sp=$!
+	for i in $(seq 100); do	# its UDP socket bound
+		ss -Huln "sport = :$P" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	UROCE_STATS=$E2E_TMP/$name.stats timeout 60 udpong -s $ip -p $P $co \
+		>"$E2E_TMP/$name.cli" 2>&1
+	rc=$?
+	kill $sp 2>/dev/null
+	wait $sp 2>/dev/null
+	if ((rc == 0)) && grep -qE -- "$re" "$E2E_TMP/$name.cli"; then
+		e2e_pass "$name: $(grep -E -- "$re" "$E2E_TMP/$name.cli" |
+			tr -s ' ') ($((SECONDS - t0)) s)"
+		sent_over_uroce "$name" "$E2E_TMP/$name.stats" "$bytes"
+	else
+		e2e_fail "$name (client rc=$rc, want /$re/)"
+		echo "--- server:"; tail -n 5 "$E2E_TMP/$name.srv"
+		echo "--- client:"; tail -n 5 "$E2E_TMP/$name.cli"
+	fi
+}
+
+# echo: "xfers" is twice -C only once every message came back
+udpong_case udpong_echo_nonblock "" "-C 500 -S 1000 -T e" \
+	"^custom +1000 +1k " 500000
+udpong_case udpong_echo_blocking "-T b" "-C 200 -S 1000 -T e -T b" \
+	"^custom +1000 +400 " 200000
+udpong_case udpong_echo_async "-T a" "-C 500 -S 100 -T e -T a" \
+	"^custom +100 +1k " 50000
+UDPONG_IP=::1 udpong_case udpong_echo_ipv6 "" "-C 100 -S 1000 -T e" \
+	"^custom +1000 +200 " 100000
+# bandwidth: "xfers" is what the server counted
+udpong_case udpong_bw_nonblock "" "-C 2000 -S 1400" \
+	"^custom +1\.3k +[1-9][0-9.k]* " 2800000
+udpong_case udpong_bw_blocking_2040 "-T b" "-C 2000 -S 2040 -T b" \
+	"^custom +1\.9k +[1-9][0-9.k]* " 4080000
 
 e2e_summary
