@@ -8,8 +8,8 @@
  * write fails after its retries and the idle socket shows the error
  * (POLLERR, EIO), where it would otherwise wait forever.
  *
- * One thread for the process, started with the first listed socket; it
- * also drains the socket's CQ, so that an application that does not call
+ * One thread for the process, started with the first listed socket and
+ * ending when none is left; it also drains the socket's CQ, so that an application that does not call
  * in still gets its control slots back and sees the failure. rdma-core
  * sends every keepalive_time whether or not the socket is busy; here a
  * socket that sends needs none. Calls rsocket_wire.c and rsocket_table.c.
@@ -91,7 +91,8 @@ static void *ka_run(void *arg)
 
 	(void)arg;
 	pthread_mutex_lock(&ka_lock);
-	for (;;) {
+	/* gone with the last socket: no thread outlives the library's use */
+	while (ka_n) {
 		now = rsk_now_ms();
 		next = now + KA_MAX_SLEEP_MS;
 		for (i = 0; i < ka_n; i++)
@@ -100,6 +101,8 @@ static void *ka_run(void *arg)
 		ts.tv_nsec = (long)(next % 1000) * 1000000;
 		pthread_cond_timedwait(&ka_cond, &ka_lock, &ts);
 	}
+	ka_started = false;
+	pthread_mutex_unlock(&ka_lock);
 	return NULL;
 }
 

@@ -12,7 +12,9 @@
  *    data still flows both ways afterwards;
  *  - the same socket sending every 100 ms for 2.6 s: none (a busy socket
  *    needs no keepalive);
- *  - SO_KEEPALIVE off again, 2.2 s idle: none.
+ *  - SO_KEEPALIVE off again, 2.2 s idle: none;
+ *  - an accepted socket inherits SO_KEEPALIVE and TCP_KEEPIDLE from its
+ *    listener and sends them while its client has none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +63,10 @@ static int keepalives(void)
 	return n;
 }
 
-static int listener(uint16_t *port)
+static void set_keepalive(int s, int on, int idle);
+
+/* A listener; its SO_KEEPALIVE (and TCP_KEEPIDLE 1) if keepalive. */
+static int listener(uint16_t *port, bool keepalive)
 {
 	struct sockaddr_in a;
 	int l, one = 1, tries;
@@ -72,6 +77,8 @@ static int listener(uint16_t *port)
 		assert_true(l >= 0);
 		assert_int_equal(rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one,
 					     sizeof(one)), 0);
+		if (keepalive)
+			set_keepalive(l, 1, 1);
 		if (!rbind(l, (struct sockaddr *)&a, sizeof(a)) &&
 		    !rlisten(l, 4))
 			return l;
@@ -81,10 +88,10 @@ static int listener(uint16_t *port)
 	return -1;
 }
 
-static void connect_pair(int *c, int *s)
+static void connect_pair(int *c, int *s, bool listener_keepalive)
 {
 	uint16_t port = next_port++;
-	int l = listener(&port);
+	int l = listener(&port, listener_keepalive);
 	struct sockaddr_in a = ta_lo(port);
 	struct pollfd p;
 
@@ -151,7 +158,7 @@ static void test_keepalive(void **state)
 	int c, s, before, after, i;
 
 	(void)state;
-	connect_pair(&c, &s);
+	connect_pair(&c, &s, false);
 	both_ways(c, s, 1);
 
 	/* off: an idle connection stays silent */
@@ -194,10 +201,34 @@ static void test_keepalive(void **state)
 	assert_int_equal(rclose(s), 0);
 }
 
+/* An accepted socket takes SO_KEEPALIVE and TCP_KEEPIDLE from its
+ * listener: keepalives come from it while the client has none. */
+static void test_inherited(void **state)
+{
+	int c, s, before, v;
+	socklen_t len = sizeof(v);
+
+	(void)state;
+	connect_pair(&c, &s, true);
+	assert_int_equal(rgetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(rgetsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
+	assert_int_equal(v, 0);
+	both_ways(c, s, 30);
+	before = keepalives();
+	sleep(2);
+	usleep(600 * 1000);
+	assert_true(keepalives() - before >= 2);
+	both_ways(c, s, 40);
+	assert_int_equal(rclose(c), 0);
+	assert_int_equal(rclose(s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keepalive),
+		cmocka_unit_test(test_inherited),
 	};
 	char path[512];
 	int ret;
