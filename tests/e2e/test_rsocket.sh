@@ -10,11 +10,13 @@
 #    with -T v;
 #  - rcopy: a random file copied, compared byte for byte;
 #  - Debian's librspreload.so turning plain TCP programs into rsockets
-#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may stop counting before the last
-#    bytes, as iperf3 ends the test through its control connection) and a
-#    Python echo (2 MB of random bytes sent, echoed back and compared); no
-#    kernel TCP listener exists on the port and the client's uroce
-#    counters carry the bytes, so TCP was not used;
+#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may
+#    stop counting before the last bytes, as iperf3 ends the test through
+#    its control connection), iperf3 -u (its datagram socket becomes a
+#    SOCK_DGRAM rsocket; 2 s at 10 Mb/s) and a Python echo (2 MB of random
+#    bytes sent, echoed back and compared); no kernel TCP listener exists
+#    on the port and the client's uroce counters carry the bytes, so
+#    kernel TCP and UDP were not used;
 #  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
 #    every byte right, and the counters show drops and retransmissions;
 #  - udpong (SOCK_DGRAM: UD QPs, peers introduced over UDP): echo runs
@@ -189,6 +191,27 @@ else
 		fi
 		kill $sp 2>/dev/null
 		sent_over_uroce preload_iperf3 "$E2E_TMP/iperf.stats" 10000000
+
+		# UDP: iperf3's datagram socket becomes a SOCK_DGRAM rsocket
+		P=$((P + 1))
+		UROCE_LIBDIR=$LIBDIR timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -s -1 -B 127.0.0.1 -p $P >"$E2E_TMP/iperfu.srv" 2>&1 &
+		sp=$!
+		wait_listen $P || echo "  iperf3 server did not listen on $P"
+		if UROCE_LIBDIR=$LIBDIR UROCE_STATS=$E2E_TMP/iperfu.stats \
+		   timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -u -c 127.0.0.1 -p $P -b 10M -t 2 -l 1400 \
+			>"$E2E_TMP/iperfu.cli" 2>&1 && wait $sp &&
+		   grep -qE ' [1-9][0-9.]* MBytes .* receiver' "$E2E_TMP/iperfu.srv"; then
+			e2e_pass "preload_iperf3_udp: $(grep -E 'receiver' \
+				"$E2E_TMP/iperfu.srv" | tail -n 1 | tr -s ' ')"
+		else
+			e2e_fail preload_iperf3_udp
+			tail -n 5 "$E2E_TMP/iperfu.srv" "$E2E_TMP/iperfu.cli"
+		fi
+		kill $sp 2>/dev/null
+		# 2.5 MB of datagrams at 10 Mb/s for 2 s
+		sent_over_uroce preload_iperf3_udp "$E2E_TMP/iperfu.stats" 2000000
 	else
 		e2e_skip preload_iperf3 "no iperf3"
 	fi
