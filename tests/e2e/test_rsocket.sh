@@ -4,7 +4,8 @@
 # librdmacm.so.1 (server and client in two processes, 127.0.0.1):
 #  - rstream, several sizes, blocking (-T b), non-blocking (the default),
 #    async (-T a: rpoll), small buffers (-B: many buffer halves offered)
-#    addresses from rdma_getaddrinfo (-T r) and IPv6 (::1), each with
+#    addresses from rdma_getaddrinfo (-T r), IPv6 (::1) and keepalive
+#    (-k 1: SO_KEEPALIVE, TCP_KEEPIDLE 1 set and read back), each with
 #    -T v: every byte of every transfer checked by the receiver;
 #  - riostream: riomap/riowrite (zero copy into the peer's mapped buffer),
 #    with -T v;
@@ -114,6 +115,13 @@ rstream_case rstream_3000_async "-S 3000 -C 300 -T a -T v"
 rstream_case rstream_small_buffers "-S 100000 -C 10 -B 8192 -i 0 -T v"
 rstream_case rstream_resolve "-S 10000 -C 20 -T r -T v"
 RSTREAM_IP=::1 rstream_case rstream_ipv6 "-S 100000 -C 20 -T v"
+# -k 1: SO_KEEPALIVE and TCP_KEEPIDLE 1 through rstream's own calls (the
+# keepalive frames themselves: tests/unit/api/rdmacm/test_rsocket_keepalive.c)
+P=$((P + 1))
+pair rstream_keepalive 60 $P \
+	"rstream -b 127.0.0.1 -p $P -S 100000 -C 50 -k 1 -T v" \
+	"rstream -s 127.0.0.1 -p $P -S 100000 -C 50 -k 1 -T v" \
+	"^custom +[0-9.kmg]+ +50 " "^Keepalive: ON" "^ +time: 1$"
 
 # rcopy: the server runs until killed; the copy is checked byte for byte.
 P=$((P + 1))
