@@ -269,9 +269,13 @@ int rsd_dest_get(struct rsk *rs, const struct sockaddr *addr, socklen_t len)
 	union rsd_addr src;
 	int i;
 
-	if (!addr || (addr->sa_family != AF_INET &&
-		      addr->sa_family != AF_INET6) || len < addr_len(addr))
-		return rsk_err(addr ? EAFNOSUPPORT : EDESTADDRREQ);
+	/* the UDP socket's family only (an IPv6 socket sees IPv4 peers as
+	 * mapped addresses), as its sendto would say */
+	if (!addr)
+		return rsk_err(EDESTADDRREQ);
+	if (addr->sa_family != rs->domain || len < addr_len(addr))
+		return rsk_err(addr->sa_family != rs->domain ? EAFNOSUPPORT :
+			       EINVAL);
 	for (i = 0; i < dg->ndests; i++)
 		if (same_addr(&dg->dests[i].addr, addr))
 			return i;

@@ -134,6 +134,14 @@ static void test_bad_input(void **state)
 	assert_int_equal(rsendto(s, b, sizeof(b), 0, (struct sockaddr *)&a,
 				 sizeof(a)), -1);
 	assert_int_equal(errno, EAFNOSUPPORT);
+	a.sin_family = AF_INET6;	/* not the socket's family */
+	assert_int_equal(rsendto(s, b, sizeof(b), 0, (struct sockaddr *)&a,
+				 sizeof(a)), -1);
+	assert_int_equal(errno, EAFNOSUPPORT);
+	a.sin_family = AF_INET;	/* too short */
+	assert_int_equal(rsendto(s, b, sizeof(b), 0, (struct sockaddr *)&a,
+				 sizeof(a) - 4), -1);
+	assert_int_equal(errno, EINVAL);
 	assert_int_equal(rrecv(s, b, sizeof(b), MSG_DONTWAIT), -1);
 	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
 	assert_int_equal(rclose(s), 0);
