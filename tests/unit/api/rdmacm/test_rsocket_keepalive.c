@@ -14,7 +14,10 @@
  *    needs no keepalive);
  *  - SO_KEEPALIVE off again, 2.2 s idle: none;
  *  - an accepted socket inherits SO_KEEPALIVE and TCP_KEEPIDLE from its
- *    listener and sends them while its client has none.
+ *    listener and sends them while its client has none;
+ *  - a peer process killed (no disconnect): the idle connection with
+ *    SO_KEEPALIVE shows POLLERR and SO_ERROR EIO within seconds, the one
+ *    without notices nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <cmocka.h>
@@ -224,9 +229,107 @@ static void test_inherited(void **state)
 	assert_int_equal(rclose(s), 0);
 }
 
+/* The child: a listener, two connections accepted and echoed until it
+ * is killed (SIGKILL: no DREQ, no disconnect). */
+static void dead_peer_child(int wfd)
+{
+	uint16_t port = next_port++;
+	int l = listener(&port, false);
+	struct pollfd p[2];
+	char buf[256], ok = 1;
+	ssize_t n;
+	int i;
+
+	if (write(wfd, &port, sizeof(port)) != sizeof(port))
+		_exit(1);
+	p[0] = (struct pollfd){ .fd = raccept(l, NULL, NULL), .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = raccept(l, NULL, NULL), .events = POLLIN };
+	if (p[0].fd < 0 || p[1].fd < 0 || write(wfd, &ok, 1) != 1)
+		_exit(1);
+	for (;;) {
+		if (rpoll(p, 2, 1000) < 0)
+			_exit(1);
+		for (i = 0; i < 2; i++)
+			if (p[i].revents & POLLIN) {
+				n = rrecv(p[i].fd, buf, sizeof(buf), 0);
+				if (n > 0 && rsend(p[i].fd, buf, (size_t)n, 0) != n)
+					_exit(1);
+			}
+	}
+}
+
+/* 100 bytes to the child and back, so that nothing (credits, buffer
+ * offers) is left to send on the connection when it goes idle. */
+static void echo_once(int c)
+{
+	uint8_t out[100], in[100];
+
+	memset(out, c, sizeof(out));
+	assert_int_equal(rsend(c, out, sizeof(out), 0), sizeof(out));
+	assert_int_equal(rrecv(c, in, sizeof(in), MSG_WAITALL), sizeof(in));
+	assert_memory_equal(in, out, sizeof(out));
+}
+
+/*
+ * What a keepalive is for: the peer process dies without a word (SIGKILL:
+ * its NIC answers nothing). The idle connection with SO_KEEPALIVE (1 s)
+ * fails within seconds (its keepalive's RC retries run out: POLLERR,
+ * SO_ERROR EIO); the one without stays silent all the same time.
+ * First in the program: forked before this process used any verbs.
+ */
+static void test_dead_peer(void **state)
+{
+	struct sockaddr_in a;
+	struct pollfd p[2];
+	int fds[2], c1, c2, v, i;
+	socklen_t len = sizeof(v);
+	uint16_t port;
+	pid_t pid;
+	char ok;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(fds[0]);
+		dead_peer_child(fds[1]);
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &port, sizeof(port)), sizeof(port));
+	a = ta_lo(port);
+	c1 = rsocket(AF_INET, SOCK_STREAM, 0);
+	c2 = rsocket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c1 >= 0 && c2 >= 0);
+	assert_int_equal(rconnect(c1, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(rconnect(c2, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(read(fds[0], &ok, 1), 1);
+	close(fds[0]);
+	for (i = 0; i < 3; i++) {
+		echo_once(c1);
+		echo_once(c2);
+	}
+	set_keepalive(c1, 1, 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+
+	p[0] = (struct pollfd){ .fd = c1, .events = POLLIN };
+	for (i = 0; i < 80 && !(p[0].revents & POLLERR); i++)
+		assert_true(rpoll(&p[0], 1, 100) >= 0);
+	assert_true(p[0].revents & POLLERR);
+	assert_int_equal(rgetsockopt(c1, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+	assert_int_equal(v, EIO);
+	p[1] = (struct pollfd){ .fd = c2, .events = POLLIN | POLLOUT };
+	assert_int_equal(rpoll(&p[1], 1, 0), 1);
+	assert_int_equal(p[1].revents, POLLOUT);	/* nothing noticed */
+	assert_int_equal(rclose(c1), 0);
+	assert_int_equal(rclose(c2), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dead_peer),
 		cmocka_unit_test(test_keepalive),
 		cmocka_unit_test(test_inherited),
 	};
