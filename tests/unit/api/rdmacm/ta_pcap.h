@@ -20,8 +20,8 @@
 #define TA_ROCE_PORT 4791
 #define TA_BTH_LEN 12
 
-/* The path the library writes, with %p as our pid. */
-static inline void ta_pcap_path(char *out, size_t n)
+/* The path the library of process pid writes (%p: its pid). */
+static inline void ta_pcap_path_of(int pid, char *out, size_t n)
 {
 	const char *spec = getenv("UROCE_PCAP");
 	const char *p = spec ? strstr(spec, "%p") : NULL;
@@ -29,10 +29,16 @@ static inline void ta_pcap_path(char *out, size_t n)
 	if (!spec)
 		snprintf(out, n, "(unset)");
 	else if (p)
-		snprintf(out, n, "%.*s%d%s", (int)(p - spec), spec,
-			 (int)getpid(), p + 2);
+		snprintf(out, n, "%.*s%d%s", (int)(p - spec), spec, pid,
+			 p + 2);
 	else
 		snprintf(out, n, "%s", spec);
+}
+
+/* The path our own library writes. */
+static inline void ta_pcap_path(char *out, size_t n)
+{
+	ta_pcap_path_of((int)getpid(), out, n);
 }
 
 /* The BTH of an Ethernet/IP/UDP frame to port 4791, or NULL. */

@@ -283,9 +283,9 @@ static void test_dead_peer(void **state)
 	struct pollfd p[2];
 	int fds[2], c1, c2, v, i;
 	socklen_t len = sizeof(v);
+	char ok, path[512];
 	uint16_t port;
 	pid_t pid;
-	char ok;
 
 	(void)state;
 	assert_int_equal(pipe(fds), 0);
@@ -312,6 +312,8 @@ static void test_dead_peer(void **state)
 	set_keepalive(c1, 1, 1);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	ta_pcap_path_of(pid, path, sizeof(path));	/* the child's capture */
+	unlink(path);
 
 	p[0] = (struct pollfd){ .fd = c1, .events = POLLIN };
 	for (i = 0; i < 80 && !(p[0].revents & POLLERR); i++)
