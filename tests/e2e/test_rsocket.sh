@@ -4,26 +4,35 @@
 # librdmacm.so.1 (server and client in two processes, 127.0.0.1):
 #  - rstream, several sizes, blocking (-T b), non-blocking (the default),
 #    async (-T a: rpoll), small buffers (-B: many buffer halves offered)
-#    addresses from rdma_getaddrinfo (-T r) and IPv6 (::1), each with
+#    addresses from rdma_getaddrinfo (-T r), IPv6 (::1) and keepalive
+#    (-k 1: SO_KEEPALIVE, TCP_KEEPIDLE 1 set and read back), each with
 #    -T v: every byte of every transfer checked by the receiver;
 #  - riostream: riomap/riowrite (zero copy into the peer's mapped buffer),
 #    with -T v;
 #  - rcopy: a random file copied, compared byte for byte;
 #  - Debian's librspreload.so turning plain TCP programs into rsockets
-#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may stop counting before the last
-#    bytes, as iperf3 ends the test through its control connection) and a
-#    Python echo (2 MB of random bytes sent, echoed back and compared); no
-#    kernel TCP listener exists on the port and the client's uroce
-#    counters carry the bytes, so TCP was not used;
+#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may
+#    stop counting before the last bytes, as iperf3 ends the test through
+#    its control connection), iperf3 -u (its datagram socket becomes a
+#    SOCK_DGRAM rsocket; 2 s at 10 Mb/s) and a Python echo (2 MB of random
+#    bytes sent, echoed back and compared); no kernel TCP listener exists
+#    on the port and the client's uroce counters carry the bytes, so
+#    kernel TCP and UDP were not used;
 #  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
-#    every byte right, and the counters show drops and retransmissions.
-# Takes 30 to 50 s on a loaded 2-core machine.
+#    every byte right, and the counters show drops and retransmissions;
+#  - udpong (SOCK_DGRAM: UD QPs, peers introduced over UDP): echo runs
+#    (-T e: every message comes back, or the client sends it again)
+#    non-blocking, blocking and async, over IPv4 and IPv6; bandwidth runs
+#    (the server counts what arrived: UD may drop, so only "some") up to
+#    the largest datagram, 2040 bytes; the client's uroce counters carry
+#    at least every byte it sent, so the data did not go by kernel UDP.
+# Takes 40 to 70 s on a loaded 2-core machine.
 set -u
 cd "$(dirname "$0")"
 . ./lib.sh
 e2e_libdir "${1:-}"
 
-for p in rstream riostream rcopy; do
+for p in rstream riostream rcopy udpong; do
 	if ! command -v $p >/dev/null; then
 		echo "FAIL: $p missing (apt-get install rdmacm-utils)"
 		exit 1
@@ -104,6 +113,13 @@ rstream_case rstream_3000_async "-S 3000 -C 300 -T a -T v"
 rstream_case rstream_small_buffers "-S 100000 -C 10 -B 8192 -i 0 -T v"
 rstream_case rstream_resolve "-S 10000 -C 20 -T r -T v"
 RSTREAM_IP=::1 rstream_case rstream_ipv6 "-S 100000 -C 20 -T v"
+# -k 1: SO_KEEPALIVE and TCP_KEEPIDLE 1 through rstream's own calls (the
+# keepalive frames themselves: tests/unit/api/rdmacm/test_rsocket_keepalive.c)
+P=$((P + 1))
+pair rstream_keepalive 60 $P \
+	"rstream -b 127.0.0.1 -p $P -S 100000 -C 50 -k 1 -T v" \
+	"rstream -s 127.0.0.1 -p $P -S 100000 -C 50 -k 1 -T v" \
+	"^custom +[0-9.kmg]+ +50 " "^Keepalive: ON" "^ +time: 1$"
 
 # rcopy: the server runs until killed; the copy is checked byte for byte.
 P=$((P + 1))
@@ -181,6 +197,27 @@ else
 		fi
 		kill $sp 2>/dev/null
 		sent_over_uroce preload_iperf3 "$E2E_TMP/iperf.stats" 10000000
+
+		# UDP: iperf3's datagram socket becomes a SOCK_DGRAM rsocket
+		P=$((P + 1))
+		UROCE_LIBDIR=$LIBDIR timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -s -1 -B 127.0.0.1 -p $P >"$E2E_TMP/iperfu.srv" 2>&1 &
+		sp=$!
+		wait_listen $P || echo "  iperf3 server did not listen on $P"
+		if UROCE_LIBDIR=$LIBDIR UROCE_STATS=$E2E_TMP/iperfu.stats \
+		   timeout 60 "$UROCE" run --rsocket -- \
+			iperf3 -u -c 127.0.0.1 -p $P -b 10M -t 2 -l 1400 \
+			>"$E2E_TMP/iperfu.cli" 2>&1 && wait $sp &&
+		   grep -qE ' [1-9][0-9.]* MBytes .* receiver' "$E2E_TMP/iperfu.srv"; then
+			e2e_pass "preload_iperf3_udp: $(grep -E 'receiver' \
+				"$E2E_TMP/iperfu.srv" | tail -n 1 | tr -s ' ')"
+		else
+			e2e_fail preload_iperf3_udp
+			tail -n 5 "$E2E_TMP/iperfu.srv" "$E2E_TMP/iperfu.cli"
+		fi
+		kill $sp 2>/dev/null
+		# 2.5 MB of datagrams at 10 Mb/s for 2 s
+		sent_over_uroce preload_iperf3_udp "$E2E_TMP/iperfu.stats" 2000000
 	else
 		e2e_skip preload_iperf3 "no iperf3"
 	fi
@@ -261,5 +298,49 @@ if ((drops > 0 && retx + naks > 0)); then
 else
 	e2e_fail "rstream_faults: counters drops=$drops retransmits=$retx naks=$naks"
 fi
+
+# udpong_case NAME "server options" "client options" REGEX BYTES: the server
+# runs until killed; the client exits 0 with REGEX in its output and its
+# uroce counters show at least BYTES sent.
+udpong_case() {
+	local name=$1 so=$2 co=$3 re=$4 bytes=$5 ip=${UDPONG_IP:-127.0.0.1}
+	local t0=$SECONDS sp rc i
+	P=$((P + 1))
+	timeout 90 udpong -b $ip -p $P $so >"$E2E_TMP/$name.srv" 2>&1 &
+	sp=$!
+	for i in $(seq 100); do	# its UDP socket bound
+		ss -Huln "sport = :$P" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	UROCE_STATS=$E2E_TMP/$name.stats timeout 60 udpong -s $ip -p $P $co \
+		>"$E2E_TMP/$name.cli" 2>&1
+	rc=$?
+	kill $sp 2>/dev/null
+	wait $sp 2>/dev/null
+	if ((rc == 0)) && grep -qE -- "$re" "$E2E_TMP/$name.cli"; then
+		e2e_pass "$name: $(grep -E -- "$re" "$E2E_TMP/$name.cli" |
+			tr -s ' ') ($((SECONDS - t0)) s)"
+		sent_over_uroce "$name" "$E2E_TMP/$name.stats" "$bytes"
+	else
+		e2e_fail "$name (client rc=$rc, want /$re/)"
+		echo "--- server:"; tail -n 5 "$E2E_TMP/$name.srv"
+		echo "--- client:"; tail -n 5 "$E2E_TMP/$name.cli"
+	fi
+}
+
+# echo: "xfers" is twice -C only once every message came back
+udpong_case udpong_echo_nonblock "" "-C 500 -S 1000 -T e" \
+	"^custom +1000 +1k " 500000
+udpong_case udpong_echo_blocking "-T b" "-C 200 -S 1000 -T e -T b" \
+	"^custom +1000 +400 " 200000
+udpong_case udpong_echo_async "-T a" "-C 500 -S 100 -T e -T a" \
+	"^custom +100 +1k " 50000
+UDPONG_IP=::1 udpong_case udpong_echo_ipv6 "" "-C 100 -S 1000 -T e" \
+	"^custom +1000 +200 " 100000
+# bandwidth: "xfers" is what the server counted
+udpong_case udpong_bw_nonblock "" "-C 2000 -S 1400" \
+	"^custom +1\.3k +[1-9][0-9.k]* " 2800000
+udpong_case udpong_bw_blocking_2040 "-T b" "-C 2000 -S 2040 -T b" \
+	"^custom +1\.9k +[1-9][0-9.k]* " 4080000
 
 e2e_summary

@@ -3,8 +3,8 @@
  * rsockets (rdma/rsocket.h): rsocket, rshutdown, rclose, options and
  * rfcntl. rsocket_conn.c sets connections up, rsocket_io.c moves the data,
  * rsocket_iomap.c is riomap and riowrite, rsocket_poll.c is rpoll and
- * rselect (rsocket_priv.h has the files' order). SOCK_DGRAM is not offered
- * (README, "What works").
+ * rselect (rsocket_priv.h has the files' order); a SOCK_DGRAM socket is
+ * handed to rsocket_dgram.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +27,15 @@ UR_EXPORT int rsocket(int domain, int type, int protocol)
 
 	if (domain != AF_INET && domain != AF_INET6)
 		return rsk_err(EAFNOSUPPORT);
+	if (kind == SOCK_DGRAM) {
+		/* No type flags, as rdma-core: librspreload hands glibc's
+		 * resolver sockets (SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC)
+		 * to rsocket and keeps a kernel socket only when refused; a
+		 * datagram rsocket cannot talk to a DNS server. */
+		if (type != SOCK_DGRAM || (protocol && protocol != IPPROTO_UDP))
+			return rsk_err(ENOTSUP);
+		return rsd_socket(domain);
+	}
 	if (kind != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
 		return rsk_err(ENOTSUP);	/* rdma-core's errno here */
 	rs = rsk_new(NULL);
@@ -83,6 +92,8 @@ UR_EXPORT int rshutdown(int socket, int how)
 		return rsk_err(EBADF);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return rsk_err(EINVAL);
+	if (rs->dg)
+		return rsd_shutdown(rs, how);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state != RSK_CONNECTED && rs->state != RSK_DISCONNECTED) {
 		pthread_mutex_unlock(&rs->lock);
@@ -118,6 +129,12 @@ UR_EXPORT int rclose(int socket)
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg) {
+		rsk_unpublish(rs);	/* before its number may be reused */
+		rsd_close(rs);
+		return 0;
+	}
+	rsk_keepalive_forget(rs);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state == RSK_LISTENING)
 		refuse_pending(rs);
@@ -185,8 +202,9 @@ static int setsockopt_locked(struct rsk *rs, int level, int optname,
 				 !((const struct linger *)optval)->l_onoff);
 			return 0;
 		case SO_KEEPALIVE:
+			set_flag(&rs->so_opts, optname, v);
+			return rsk_keepalive_update(rs);
 		case SO_OOBINLINE:
-			/* an RC connection notices a dead peer by itself */
 			set_flag(&rs->so_opts, optname, v);
 			return 0;
 		}
@@ -200,7 +218,7 @@ static int setsockopt_locked(struct rsk *rs, int level, int optname,
 			if (v <= 0)
 				return rsk_err(EINVAL);
 			rs->keepalive_time = v;
-			return 0;
+			return rsk_keepalive_update(rs);
 		case TCP_KEEPCNT:
 		case TCP_KEEPINTVL:
 		case TCP_MAXSEG:
@@ -261,6 +279,8 @@ UR_EXPORT int rsetsockopt(int socket, int level, int optname,
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg)
+		return rsd_setsockopt(rs, level, optname, optval, optlen);
 	pthread_mutex_lock(&rs->lock);
 	ret = setsockopt_locked(rs, level, optname, optval, optlen);
 	pthread_mutex_unlock(&rs->lock);
@@ -367,6 +387,8 @@ UR_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 		return rsk_err(EBADF);
 	if (!optval || !optlen)
 		return rsk_err(EFAULT);
+	if (rs->dg)
+		return rsd_getsockopt(rs, level, optname, optval, optlen);
 	pthread_mutex_lock(&rs->lock);
 	ret = getsockopt_locked(rs, level, optname, optval, optlen);
 	pthread_mutex_unlock(&rs->lock);

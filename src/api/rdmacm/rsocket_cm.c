@@ -201,6 +201,8 @@ UR_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *len)
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg)
+		return rsd_name(rs, true, addr, len);
 	if (rs->state < RSK_ACCEPTING || rs->state == RSK_CONNECT_ERROR)
 		return rsk_err(ENOTCONN);
 	return copy_addr(addr, len, rdma_get_peer_addr(rs->id));
@@ -212,5 +214,7 @@ UR_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *len)
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg)
+		return rsd_name(rs, false, addr, len);
 	return copy_addr(addr, len, rdma_get_local_addr(rs->id));
 }

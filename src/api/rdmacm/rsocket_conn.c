@@ -22,6 +22,8 @@ UR_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t len)
 		return rsk_err(EBADF);
 	if (!addr || len < sizeof(struct sockaddr_in))
 		return rsk_err(EINVAL);
+	if (rs->dg)
+		return rsd_bind(rs, addr, len);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state != RSK_INIT) {
 		pthread_mutex_unlock(&rs->lock);
@@ -41,6 +43,8 @@ UR_EXPORT int rlisten(int socket, int backlog)
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg)
+		return rsk_err(EOPNOTSUPP);	/* as a UDP socket */
 	pthread_mutex_lock(&rs->lock);
 	if (rs->state == RSK_INIT || rs->state == RSK_BOUND) {
 		ret = rdma_listen(rs->id, backlog);
@@ -91,12 +95,14 @@ static int accept_request(struct rsk *l, struct rdma_cm_event *ev)
 	 * resent after a CM timeout longer than all our RC retries.
 	 */
 	rs->state = RSK_ACCEPTING;
-	if (rsk_publish(rs))
+	/* SO_KEEPALIVE came from the listener */
+	if (rsk_keepalive_update(rs) || rsk_publish(rs))
 		goto fail;
 	return rs->fd;
 
 fail:
 	rdma_reject(id, NULL, 0);
+	rsk_keepalive_forget(rs);
 	rsk_destroy(rs);	/* the id with it */
 	return -1;
 reject:
@@ -113,6 +119,8 @@ UR_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *len)
 
 	if (!l)
 		return rsk_err(EBADF);
+	if (l->dg)
+		return rsk_err(EOPNOTSUPP);
 	pthread_mutex_lock(&l->lock);
 	if (l->state != RSK_LISTENING) {
 		pthread_mutex_unlock(&l->lock);
@@ -148,6 +156,8 @@ UR_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t len)
 
 	if (!rs)
 		return rsk_err(EBADF);
+	if (rs->dg)
+		return addr ? rsd_connect(rs, addr, len) : rsk_err(EINVAL);
 	if (!addr || len < sizeof(struct sockaddr_in))
 		return rsk_err(EINVAL);
 	pthread_mutex_lock(&rs->lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rsockets' data calls: rsend/rrecv with their vector and msghdr forms.
+ * rsockets' data calls: rsend/rrecv with their vector and msghdr forms
+ * (a SOCK_DGRAM socket's go to rsocket_dgram.c).
  * A send is cut in writes of 2 KiB doubling to 64 KiB, each no larger than
  * the free send buffer and the peer's offered half; a receive copies out of
  * our buffer in order and grants credits as it frees it (rsocket_wire.c).
@@ -146,8 +147,9 @@ static ssize_t recvv_locked(struct rsk *rs, const struct iovec *iov,
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 
+/* to: rsendto's address (a stream has its peer: EISCONN) */
 static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
-			int flags)
+			int flags, const struct sockaddr *to, socklen_t tolen)
 {
 	struct rsk *rs = rsk_get(fd);
 	ssize_t ret;
@@ -156,6 +158,10 @@ static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
 		return rsk_err(EBADF);
 	if (iovcnt < 0 || (iovcnt && !iov))
 		return rsk_err(EINVAL);
+	if (rs->dg)
+		return rsd_sendv(rs, iov, iovcnt, flags, to, tolen);
+	if (to || tolen)
+		return rsk_err(EISCONN);
 	pthread_mutex_lock(&rs->lock);
 	ret = ready(rs);
 	if (!ret) {
@@ -170,8 +176,10 @@ static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
 	return ret;
 }
 
+/* from: where the data came from (a stream: its peer); *mflags: MSG_TRUNC */
 static ssize_t do_recvv(int fd, const struct iovec *iov, int iovcnt,
-			int flags)
+			int flags, struct sockaddr *from, socklen_t *fromlen,
+			int *mflags)
 {
 	struct rsk *rs = rsk_get(fd);
 	ssize_t ret;
@@ -180,11 +188,15 @@ static ssize_t do_recvv(int fd, const struct iovec *iov, int iovcnt,
 		return rsk_err(EBADF);
 	if (iovcnt < 0 || (iovcnt && !iov))
 		return rsk_err(EINVAL);
+	if (rs->dg)
+		return rsd_recvv(rs, iov, iovcnt, flags, from, fromlen, mflags);
 	pthread_mutex_lock(&rs->lock);
 	ret = ready(rs);
 	if (!ret)
 		ret = recvv_locked(rs, iov, iovcnt, flags);
 	pthread_mutex_unlock(&rs->lock);
+	if (ret >= 0 && from && fromlen)
+		rgetpeername(fd, from, fromlen);
 	return ret;
 }
 
@@ -192,15 +204,15 @@ UR_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 {
 	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
 
-	return do_sendv(socket, &v, 1, flags);
+	return do_sendv(socket, &v, 1, flags, NULL, 0);
 }
 
 UR_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 			  const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	if (dest_addr || addrlen)
-		return rsk_err(EISCONN);
-	return rsend(socket, buf, len, flags);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return do_sendv(socket, &v, 1, flags, dest_addr, addrlen);
 }
 
 UR_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
@@ -209,7 +221,8 @@ UR_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 		return rsk_err(EINVAL);
 	if (msg->msg_control && msg->msg_controllen)
 		return rsk_err(ENOTSUP);
-	return do_sendv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return do_sendv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags,
+			msg->msg_name, msg->msg_namelen);
 }
 
 UR_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
@@ -219,33 +232,35 @@ UR_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
 
 UR_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 {
-	return do_sendv(socket, iov, iovcnt, 0);
+	return do_sendv(socket, iov, iovcnt, 0, NULL, 0);
 }
 
 UR_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
 	struct iovec v = { .iov_base = buf, .iov_len = len };
 
-	return do_recvv(socket, &v, 1, flags);
+	return do_recvv(socket, &v, 1, flags, NULL, NULL, NULL);
 }
 
 UR_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 			    struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t ret = rrecv(socket, buf, len, flags);
+	struct iovec v = { .iov_base = buf, .iov_len = len };
 
-	if (ret >= 0 && src_addr && addrlen)
-		rgetpeername(socket, src_addr, addrlen);
-	return ret;
+	return do_recvv(socket, &v, 1, flags, src_addr, addrlen, NULL);
 }
 
 UR_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
+	socklen_t *namelen;
+
 	if (!msg)
 		return rsk_err(EINVAL);
 	msg->msg_controllen = 0;
 	msg->msg_flags = 0;
-	return do_recvv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	namelen = msg->msg_name ? &msg->msg_namelen : NULL;
+	return do_recvv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags,
+			msg->msg_name, namelen, &msg->msg_flags);
 }
 
 UR_EXPORT ssize_t rread(int socket, void *buf, size_t count)
@@ -255,5 +270,5 @@ UR_EXPORT ssize_t rread(int socket, void *buf, size_t count)
 
 UR_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 {
-	return do_recvv(socket, iov, iovcnt, 0);
+	return do_recvv(socket, iov, iovcnt, 0, NULL, NULL, NULL);
 }

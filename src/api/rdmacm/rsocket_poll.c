@@ -25,6 +25,10 @@ static short rsk_revents(struct rsk *rs, short events)
 	struct pollfd p;
 
 	pthread_mutex_lock(&rs->lock);
+	if (rs->dg) {
+		rev = rsd_revents(rs, events);
+		goto out;
+	}
 	if (rs->state == RSK_LISTENING) {
 		p = (struct pollfd){ .fd = rs->chan->fd, .events = POLLIN };
 		if (poll(&p, 1, 0) > 0)
@@ -113,7 +117,9 @@ static nfds_t fill(struct pollfd *w, const struct pollfd *fds, nfds_t nfds)
 						  .events = fds[i].events };
 			continue;
 		}
-		w[n++] = (struct pollfd){ .fd = rs->chan->fd, .events = POLLIN };
+		/* the CM channel, or a datagram socket's UDP socket */
+		w[n++] = (struct pollfd){ .fd = rs->chan ? rs->chan->fd : rs->fd,
+					  .events = POLLIN };
 		pthread_mutex_lock(&rs->lock);
 		w[n++] = (struct pollfd){ .fd = rs->cch ? rs->cch->fd : -1,
 					  .events = POLLIN };

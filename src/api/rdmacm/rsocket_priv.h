@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <rdma/rdma_cma.h>
 
 #include "api/rdmacm/params.h"
@@ -108,8 +110,12 @@ enum rsk_state {
 	RSK_ERROR,			/* a failed completion: err */
 };
 
+struct rsd;
+
 struct rsk {
-	int fd;				/* its number: chan->fd */
+	int fd;				/* its number: chan->fd (a UDP socket's
+					 * for SOCK_DGRAM) */
+	struct rsd *dg;			/* SOCK_DGRAM's state; NULL: a stream */
 	pthread_mutex_t lock;
 	struct rdma_event_channel *chan;
 	struct rdma_cm_id *id;
@@ -124,8 +130,9 @@ struct rsk {
 	uint32_t sbuf_size, rbuf_size;
 	uint16_t sq_size, rq_size, sq_inline;
 	uint64_t so_opts, tcp_opts, ipv6_opts;	/* 1 << optname when on */
-	int keepalive_time;
+	int keepalive_time;		/* TCP_KEEPIDLE; 0: the system's */
 	int tos;
+	int64_t last_send_ms;		/* CLOCK_MONOTONIC of our last post */
 
 	/* verbs */
 	struct ibv_comp_channel *cch;
@@ -173,6 +180,8 @@ struct rsk {
  *   rsocket_table.c  the number -> socket table, new sockets, errno
  *   rsocket_wire.c   QP and buffers, connect data, posting, completions,
  *                    credits, sleeping on the fds
+ *   rsocket_keepalive.c  the thread sending keepalives
+ *   rsocket_dgwire.c, rsocket_dgram.c  SOCK_DGRAM (rsocket_dgram.h)
  *   rsocket_cm.c     CM events, the progress loop, the ends' names
  *   rsocket_iomap.c  riomap/riounmap/riowrite
  *   rsocket_io.c     rsend/rrecv and their forms
@@ -183,8 +192,10 @@ struct rsk {
 /* rsocket_table.c */
 struct rsk *rsk_get(int fd);		/* NULL: not an rsocket */
 int rsk_err(int e);			/* -1 with errno e */
+int64_t rsk_now_ms(void);		/* CLOCK_MONOTONIC */
 /* A socket with its channel (sizes and flags from parent, if any). */
 struct rsk *rsk_new(const struct rsk *parent);
+struct rsk *rsk_new_fd(int fd);		/* numbered fd, no channel, defaults */
 int rsk_publish(struct rsk *rs);	/* enters it in the table: 0 or -1 */
 void rsk_unpublish(struct rsk *rs);
 
@@ -220,6 +231,33 @@ void rsk_cq_event(struct rsk *rs);	/* consumes a CQ channel event */
 /* Sleeps (lock dropped) until the CQ or the CM channel has something, or
  * ms elapse (-1: no bound). 0, or -1 with errno. */
 int rsk_wait(struct rsk *rs, int ms);
+
+/* rsocket_keepalive.c (lock held): lists or unlists the socket by its
+ * SO_KEEPALIVE, for the thread that sends RSK_CTRL_KEEPALIVE on it when
+ * it sent nothing for keepalive_time seconds. */
+int rsk_keepalive_update(struct rsk *rs);
+void rsk_keepalive_forget(struct rsk *rs);	/* before freeing it */
+
+/* rsocket_dgram.c: SOCK_DGRAM behind the exported calls (the lock taken
+ * inside, but rsd_revents's) */
+int rsd_socket(int domain);
+int rsd_bind(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
+int rsd_connect(struct rsk *rs, const struct sockaddr *addr, socklen_t len);
+ssize_t rsd_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt,
+		  int flags, const struct sockaddr *to, socklen_t tolen);
+/* *mflags (if not NULL) gets MSG_TRUNC when the datagram was cut */
+ssize_t rsd_recvv(struct rsk *rs, const struct iovec *iov, int iovcnt,
+		  int flags, struct sockaddr *from, socklen_t *fromlen,
+		  int *mflags);
+short rsd_revents(struct rsk *rs, short events);	/* lock held */
+int rsd_shutdown(struct rsk *rs, int how);
+void rsd_close(struct rsk *rs);		/* frees it (unpublished first) */
+int rsd_name(struct rsk *rs, bool peer, struct sockaddr *addr,
+	     socklen_t *len);
+int rsd_setsockopt(struct rsk *rs, int level, int optname,
+		   const void *optval, socklen_t optlen);
+int rsd_getsockopt(struct rsk *rs, int level, int optname, void *optval,
+		   socklen_t *optlen);
 
 /* rsocket_cm.c (lock held) */
 void rsk_conn_failed(struct rsk *rs, int err);

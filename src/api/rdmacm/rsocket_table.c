@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
@@ -19,6 +20,14 @@
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rsk **tbl;		/* indexed by fd */
 static int tbl_len;
+
+int64_t rsk_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int rsk_err(int e)
 {
@@ -68,24 +77,39 @@ void rsk_unpublish(struct rsk *rs)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
-struct rsk *rsk_new(const struct rsk *parent)
+struct rsk *rsk_new_fd(int fd)
 {
 	struct rsk *rs = calloc(1, sizeof(*rs));
 
 	if (!rs)
 		return NULL;
-	rs->chan = rdma_create_event_channel();
-	if (!rs->chan) {
-		free(rs);
-		return NULL;
-	}
-	if (fcntl(rs->chan->fd, F_SETFL, O_NONBLOCK)) {
-		rdma_destroy_event_channel(rs->chan);
-		free(rs);
-		return NULL;
-	}
 	pthread_mutex_init(&rs->lock, NULL);
-	rs->fd = rs->chan->fd;
+	rs->fd = fd;
+	rs->sbuf_size = RSK_DEF_BUF;
+	rs->rbuf_size = RSK_DEF_BUF;
+	rs->sq_size = RSK_DEF_QP;
+	rs->rq_size = RSK_DEF_QP;
+	rs->sq_inline = RSK_DEF_INLINE;
+	return rs;
+}
+
+struct rsk *rsk_new(const struct rsk *parent)
+{
+	struct rdma_event_channel *chan = rdma_create_event_channel();
+	struct rsk *rs;
+
+	if (!chan)
+		return NULL;
+	if (fcntl(chan->fd, F_SETFL, O_NONBLOCK)) {
+		rdma_destroy_event_channel(chan);
+		return NULL;
+	}
+	rs = rsk_new_fd(chan->fd);
+	if (!rs) {
+		rdma_destroy_event_channel(chan);
+		return NULL;
+	}
+	rs->chan = chan;
 	if (parent) {
 		rs->domain = parent->domain;
 		rs->sbuf_size = parent->sbuf_size;
@@ -99,12 +123,6 @@ struct rsk *rsk_new(const struct rsk *parent)
 		rs->so_opts = parent->so_opts;
 		rs->tcp_opts = parent->tcp_opts;
 		rs->keepalive_time = parent->keepalive_time;
-	} else {
-		rs->sbuf_size = RSK_DEF_BUF;
-		rs->rbuf_size = RSK_DEF_BUF;
-		rs->sq_size = RSK_DEF_QP;
-		rs->rq_size = RSK_DEF_QP;
-		rs->sq_inline = RSK_DEF_INLINE;
 	}
 	return rs;
 }

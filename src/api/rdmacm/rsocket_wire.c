@@ -246,6 +246,7 @@ int rsk_post_write(struct rsk *rs, struct ibv_sge *sgl, int n, uint32_t msg,
 		wr.imm_data = htobe32(msg);
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
+	rs->last_send_ms = rsk_now_ms();	/* keepalives wait for idleness */
 	return ibv_post_send(rs->id->qp, &wr, &bad);
 }
 
@@ -589,7 +590,8 @@ void rsk_destroy(struct rsk *rs)
 	rsk_free_ep(rs);
 	if (rs->id)
 		rdma_destroy_id(rs->id);
-	rdma_destroy_event_channel(rs->chan);
+	if (rs->chan)
+		rdma_destroy_event_channel(rs->chan);
 	pthread_mutex_destroy(&rs->lock);
 	free(rs);
 }
