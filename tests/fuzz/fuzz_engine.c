@@ -14,7 +14,9 @@
  * clock (timers), modify a QP, bind a MW, poll. After every operation and
  * at the end (every QP to ERR, CQs drained), it aborts if:
  *   - a byte outside every MR changed (guards), or an MR that nothing may
- *     write (no LOCAL_WRITE) changed;
+ *     write (no LOCAL_WRITE) was written (its pages are read-only: a write
+ *     is a fault memguard counts, or a SEGV; its bytes are compared with
+ *     their pattern at the end);
  *   - a completion names a WQE that was not posted, or one already
  *     completed, or comes out of order, or on the wrong QP; a successful
  *     completion has the wrong opcode or length, or is for an unsignaled
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,11 +44,13 @@
 
 #include <infiniband/verbs.h>
 
+#include "api/ibverbs/devtree_priv.h"
 #include "engine/engine.h"
 #include "engine/engine_priv.h"
 #include "link/link.h"
 #include "obj/obj.h"
 #include "util/compiler.h"
+#include "util/memguard.h"
 #include "wire/wire.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -122,6 +127,13 @@ static struct {
 static struct fz_dgram *net_at(unsigned int i)
 {
 	return &net.q[(net.head + i) % FZ_QLEN];
+}
+
+/* A slot holds up to 9 KiB: copy what is used, not the whole slot. */
+static void dgram_copy(struct fz_dgram *to, const struct fz_dgram *from)
+{
+	to->len = from->len;
+	memcpy(to->data, from->data, from->len);
 }
 
 static void net_push(const uint8_t *data, size_t len, bool front)
@@ -247,7 +259,7 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	unsigned int n = 0;
 
 	while (n < max && n < UR_RX_BATCH && net.budget && net.n) {
-		net.rx[n] = *net_at(0);
+		dgram_copy(&net.rx[n], net_at(0));
 		net_pop();
 		if (fz_trace && net.rx[n].len >= 12)
 			fprintf(stderr, "fz: rx opcode %#x psn %u (%u left)\n",
@@ -285,6 +297,7 @@ int ur_link_set_fault(struct ur_link *l, const char *spec)
 #define FZ_NMR 4
 #define FZ_NQP 6
 #define FZ_GUARD 64
+#define FZ_PAGE 4096		/* an MR's memory starts a page */
 #define FZ_MR_MAX 65536
 #define FZ_DEPTH 32		/* SQ and RQ depth of every QP */
 #define FZ_MAX_POSTS 1024	/* per queue per input */
@@ -309,7 +322,9 @@ static const enum ibv_qp_type fz_qp_type[FZ_NQP] = {
 struct fz_mr {
 	uint8_t *area;			/* guard | region | guard */
 	uint8_t *mem;
-	uint8_t *shadow;		/* contents of an unwritable MR */
+	/* nothing may write it: its pages are read-only, a write through
+	 * memguard is a counted fault and any other a SEGV */
+	bool readonly;
 	struct ibv_mr *mr;
 };
 
@@ -336,6 +351,7 @@ static struct {
 	union ibv_gid gid;
 	uint8_t *arena;
 	uint8_t guard[FZ_GUARD];
+	uint64_t faults;		/* ur_memguard_faults() at the start */
 	uint8_t pattern[FZ_NMR][FZ_MR_MAX];	/* initial MR contents */
 	struct ibv_pd *pd;
 	struct fz_mr mr[FZ_NMR];
@@ -404,6 +420,28 @@ static uint64_t wr_id_of(unsigned int qi, bool recv, uint32_t seq)
 /* Invariants                                                          */
 /* ------------------------------------------------------------------ */
 
+/*
+ * memcmp() for the checks after every operation: ASan's and libFuzzer's
+ * memcmp interceptors (shadow checks of both ranges, compare tracing)
+ * cost more than the compare. The buffers are this file's own, in bounds
+ * by construction.
+ */
+__attribute__((no_sanitize("address", "undefined", "coverage")))
+static bool same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint64_t x, y, diff = 0;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__builtin_memcpy(&x, a + i, 8);
+		__builtin_memcpy(&y, b + i, 8);
+		diff |= x ^ y;
+	}
+	for (; i < n; i++)
+		diff |= (uint64_t)(a[i] ^ b[i]);
+	return !diff;
+}
+
 static void check_memory(void)
 {
 	int i;
@@ -411,14 +449,29 @@ static void check_memory(void)
 	for (i = 0; i < FZ_NMR; i++) {
 		struct fz_mr *m = &w.mr[i];
 
-		CHECK(!memcmp(m->area, w.guard, FZ_GUARD),
+		CHECK(same_bytes(m->area, w.guard, FZ_GUARD),
 		      "bytes before MR %d written", i);
-		CHECK(!memcmp(m->mem + fz_mr_len[i], w.guard, FZ_GUARD),
+		CHECK(same_bytes(m->mem + fz_mr_len[i], w.guard, FZ_GUARD),
 		      "bytes after MR %d written", i);
-		if (m->shadow)
-			CHECK(!memcmp(m->mem, m->shadow, fz_mr_len[i]),
-			      "MR %d without write access was written", i);
 	}
+	/* the fuzzer's memory is all mapped, the MRs' with them: a fault is
+	 * a write into a read-only MR (or an access far outside any) */
+	CHECK(ur_memguard_faults() == w.faults,
+	      "a peer access faulted: an MR without write access was "
+	      "written");
+}
+
+/* What the read-only pages hold, once per input (they are never
+ * rewritten: a change would stay). */
+static void check_readonly(void)
+{
+	int i;
+
+	for (i = 0; i < FZ_NMR; i++)
+		if (w.mr[i].readonly)
+			CHECK(same_bytes(w.mr[i].mem, w.pattern[i],
+					 fz_mr_len[i]),
+			      "MR %d without write access was written", i);
 }
 
 static bool state_reachable(enum ibv_qp_type t, enum ibv_qp_state from,
@@ -885,6 +938,45 @@ static void world_create(void)
 	}
 }
 
+/*
+ * Zeroes what the last input used of a queue: entries from posted on were
+ * never written since they were last cleared, and 11 KiB per queue, a
+ * dozen queues, per input was most of a short input's own work.
+ */
+static void queue_clear(struct fz_queue *qu)
+{
+	uint32_t n = qu->posted;
+
+	memset(qu->signaled, 0, n * sizeof(qu->signaled[0]));
+	memset(qu->op, 0, n * sizeof(qu->op[0]));
+	memset(qu->len, 0, n * sizeof(qu->len[0]));
+	memset(qu->inv_rkey, 0, n * sizeof(qu->inv_rkey[0]));
+	memset(qu->must_fail, 0, n * sizeof(qu->must_fail[0]));
+	qu->posted = qu->next = 0;
+}
+
+/*
+ * The MRs nothing may write get their pattern once and read-only pages:
+ * a stray write is caught when it happens rather than by comparing their
+ * pages after every operation (which took more than the operation).
+ */
+static void readonly_seal(void)
+{
+	int i;
+
+	for (i = 0; i < FZ_NMR; i++) {
+		struct fz_mr *m = &w.mr[i];
+
+		if (!m->readonly)
+			continue;
+		CHECK(fz_mr_len[i] % FZ_PAGE == 0, "MR %d: not pages", i);
+		memcpy(m->mem, w.pattern[i], fz_mr_len[i]);
+		CHECK(!mprotect(m->mem, fz_mr_len[i], PROT_READ),
+		      "mprotect: %d", errno);
+	}
+	w.faults = ur_memguard_faults();
+}
+
 /* Per input: memory patterns, fresh MWs, every QP reset and connected
  * with PSNs from the input. */
 static void world_begin(void)
@@ -897,9 +989,8 @@ static void world_begin(void)
 
 		memcpy(m->area, w.guard, FZ_GUARD);
 		memcpy(m->mem + fz_mr_len[i], w.guard, FZ_GUARD);
-		memcpy(m->mem, w.pattern[i], fz_mr_len[i]);
-		if (m->shadow)
-			memcpy(m->shadow, m->mem, fz_mr_len[i]);
+		if (!m->readonly)
+			memcpy(m->mem, w.pattern[i], fz_mr_len[i]);
 	}
 	w.mw[0] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_1);
 	w.mw[1] = ibv_alloc_mw(w.pd, IBV_MW_TYPE_2);
@@ -908,21 +999,47 @@ static void world_begin(void)
 	w.dead = false;
 	w.rd.on = false;
 	for (i = 0; i < FZ_NQP; i++) {
-		memset(&w.q[i].sq, 0, sizeof(w.q[i].sq));
-		memset(&w.q[i].rq, 0, sizeof(w.q[i].rq));
+		queue_clear(&w.q[i].sq);
+		queue_clear(&w.q[i].rq);
 		psn[i] = in_u32();
 	}
 	for (i = 0; i < FZ_NQP; i++)
 		qp_connect(i, psn[i], psn[i ^ 1]);
 }
 
+/*
+ * The engine's counter and per-QP dumps (the device tree's qp/<dev> and
+ * hw_counters files) read the state an input left, as the refresher
+ * thread did at random moments before devtree_quiet(). For inputs whose
+ * length is a multiple of 8 only: at every input they cost 5% of it.
+ */
+static void dump_engine(void)
+{
+	static FILE *sink;
+	int i;
+
+	if (!sink)
+		sink = fopen("/dev/null", "w");
+	CHECK(sink, "/dev/null: %d", errno);
+	ur_engine_dump_counters(w.dev, sink);
+	for (i = 0; i < FZ_NQP; i++) {
+		struct ur_qp *qp = to_ur_qp(w.q[i].qp);
+
+		pthread_mutex_lock(&qp->sq_lock);
+		ur_engine_dump_qp(qp, sink);
+		pthread_mutex_unlock(&qp->sq_lock);
+	}
+}
+
 /* Every QP to ERR, everything flushed and checked. */
-static void world_end(void)
+static void world_end(size_t size)
 {
 	struct ibv_async_event ev;
 	int i, round;
 	uint32_t s;
 
+	if (size % 8 == 0)
+		dump_engine();
 	for (i = 0; i < FZ_NQP; i++)
 		if (w.q[i].state != IBV_QPS_RESET)
 			qp_modify(i, IBV_QPS_ERR, 0);
@@ -945,6 +1062,7 @@ static void world_end(void)
 	CHECK(!ibv_dealloc_mw(w.mw[0]) && !ibv_dealloc_mw(w.mw[1]),
 	      "dealloc_mw");
 	check_memory();
+	check_readonly();
 	while (!ibv_get_async_event(w.ctx, &ev))
 		ibv_ack_async_event(&ev);
 	net.n = 0;
@@ -1320,7 +1438,7 @@ static void op_net(void)
 			unsigned int j = arg % net.n, k;
 
 			for (k = j; k + 1 < net.n; k++)
-				*net_at(k) = *net_at(k + 1);
+				dgram_copy(net_at(k), net_at(k + 1));
 			net.n--;
 		} else {
 			net_pop();
@@ -1335,9 +1453,9 @@ static void op_net(void)
 			static struct fz_dgram tmp;
 			unsigned int j = 1 + arg % (net.n - 1);
 
-			tmp = *net_at(0);
-			*net_at(0) = *net_at(j);
-			*net_at(j) = tmp;
+			dgram_copy(&tmp, net_at(0));
+			dgram_copy(net_at(0), net_at(j));
+			dgram_copy(net_at(j), &tmp);
 		}
 		break;
 	case 3:
@@ -1456,6 +1574,22 @@ static void run_op(void)
 /* libFuzzer entry points                                              */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The device tree's refresher thread rewrites the counter and QP files
+ * every 50 ms while the device is open. Here they change with every
+ * input, so it spent a fifth of the CPU on renames and disk writes, took
+ * the device's locks under the fuzzing thread and ran instrumented code
+ * whose coverage libFuzzer charged to whatever input was running. Nothing
+ * here reads the tree: stop it once the device is open (nothing restarts
+ * it, as the device is opened once).
+ */
+static void devtree_quiet(void)
+{
+	pthread_mutex_lock(&devtree.lock);
+	refresher_stop();
+	pthread_mutex_unlock(&devtree.lock);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct ibv_device **list;
@@ -1470,19 +1604,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(list && n > 0, "no device");
 	w.ctx = ibv_open_device(list[0]);
 	CHECK(w.ctx, "open_device");
+	devtree_quiet();
 	ibv_free_device_list(list);
 	w.dev = to_ur_context(w.ctx)->dev;
 	CHECK(!ibv_query_gid(w.ctx, 1, 0, &w.gid), "query_gid");
-	w.arena = aligned_alloc(4096, (FZ_NMR * (FZ_MR_MAX + 2 * FZ_GUARD) +
-				       FZ_NMR * FZ_MR_MAX + 4095) & ~4095ul);
+	w.arena = aligned_alloc(FZ_PAGE,
+				FZ_NMR * (FZ_MR_MAX + 2 * FZ_PAGE));
 	CHECK(w.arena, "arena");
 	for (i = 0; i < FZ_NMR; i++) {
-		w.mr[i].area = w.arena + (size_t)i * (FZ_MR_MAX + 2 * FZ_GUARD);
-		w.mr[i].mem = w.mr[i].area + FZ_GUARD;
-		if (!(fz_mr_access[i] & IBV_ACCESS_LOCAL_WRITE))
-			w.mr[i].shadow = w.arena +
-					 FZ_NMR * (FZ_MR_MAX + 2 * FZ_GUARD) +
-					 (size_t)i * FZ_MR_MAX;
+		w.mr[i].mem = w.arena + (size_t)i * (FZ_MR_MAX + 2 * FZ_PAGE) +
+			      FZ_PAGE;
+		w.mr[i].area = w.mr[i].mem - FZ_GUARD;
+		w.mr[i].readonly = !(fz_mr_access[i] & IBV_ACCESS_LOCAL_WRITE);
 	}
 	memset(w.guard, FZ_GUARD_BYTE, FZ_GUARD);
 	for (i = 0; i < FZ_NMR; i++)
@@ -1493,6 +1626,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		     fcntl(w.ctx->async_fd, F_GETFL) | O_NONBLOCK),
 	      "async fd");
 	world_create();
+	readonly_seal();
 	return 0;
 }
 
@@ -1521,7 +1655,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_states();
 		check_memory();
 	}
-	world_end();
+	world_end(size);
 	if (fz_trace)
 		ur_engine_dump_counters(w.dev, stderr);
 	return 0;
