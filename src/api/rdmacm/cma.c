@@ -103,6 +103,7 @@ int cma_init(void)
 	}
 	ibv_free_device_list(list);
 	cma.inited = true;
+	cma.owner = getpid();
 	cma.init_err = cma.ndev ? 0 : (ret ? ret : ENODEV);
 	return cma.init_err;
 }
@@ -133,7 +134,7 @@ static void dump_stats(void)
 		fclose(f);
 }
 
-__attribute__((destructor)) static void cma_fini(void)
+__attribute__((destructor(UR_CM_DTOR_DEVICES))) static void cma_fini(void)
 {
 	uint64_t until = ur_now_ns() + UR_CM_LINGER_MAX_NS;
 	int i;

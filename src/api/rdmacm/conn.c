@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/rdmacm/cm_priv.h"
 #include "util/log.h"
@@ -526,6 +527,31 @@ children:
 		if (o->listener == id)
 			o->listener = NULL;
 	}
+}
+
+/*
+ * The kernel's rdma_cm destroys the ids a process leaves behind when the
+ * process ends (closing /dev/infiniband/rdma_cm does it), so its peers get
+ * a DREQ or a REJ and their DISCONNECTED or REJECTED, not silence. The
+ * same here for a process that returns from main or calls exit() with
+ * connections up (one killed by a signal sends nothing: README). A forked
+ * child that exits holds copies of its parent's ids: those stay alone.
+ */
+__attribute__((destructor(UR_CM_DTOR_IDS))) static void conn_exit(void)
+{
+	struct ur_list *pos;
+
+	pthread_mutex_lock(&cma.lock);
+	if (cma.inited && cma.owner == getpid()) {
+		ur_list_for_each(pos, &cma.ids) {
+			struct cma_id *id =
+				ur_list_entry(pos, struct cma_id, node);
+
+			if (!id->destroying)
+				conn_teardown(id);
+		}
+	}
+	pthread_mutex_unlock(&cma.lock);
 }
 
 /* ------------------------------------------------------------------ */

@@ -191,7 +191,17 @@ struct cma_global {
 	struct cma_dev *devs;
 	struct ur_list ids;
 	pthread_cond_t cond;		/* events acked (rdma_destroy_id waits) */
+	pid_t owner;			/* the process that opened the devices */
 };
+
+/*
+ * The library's destructors, in the order they run (GCC runs a larger
+ * priority first): the ids a process left behind are torn down on the
+ * wire (conn.c), then the DREQs are given time to be answered and the
+ * devices closed (cma.c).
+ */
+#define UR_CM_DTOR_IDS 202
+#define UR_CM_DTOR_DEVICES 201
 
 extern struct cma_global cma;
 

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A process that ends with connections up, as the kernel's rdma_cm treats
+ * it (it destroys the ids of a process whose rdma_cm file closes):
+ *  - a peer process that calls exit() with its connection established and
+ *    its id never destroyed: we get DISCONNECTED, and its exit does not
+ *    hang;
+ *  - a forked child of ours that calls exit(): our own connection, whose
+ *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
+ *    still goes through).
+ * The first test forks before this process opens a device (a child must
+ * not inherit an initialised library); the second forks after, on purpose.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "ta_cm.h"
+
+#define EV_MS 15000
+/* The DREQ goes out at once; a lost one is resent after about 1 s. */
+#define DISCONNECT_WITHIN_MS 5000
+/* How long a connection must stay quiet after the child's exit. */
+#define QUIET_MS 1500
+
+static uint16_t next_port;
+
+static uint16_t port(void)
+{
+	return next_port++;
+}
+
+/* The child of test_peer_exits: accepts one connection, then exit(). */
+static void exiting_server(uint16_t p, int ready_fd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ta_lo(p);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *conn;
+
+	if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(l, (struct sockaddr *)&a) || rdma_listen(l, 1))
+		_exit(1);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	if (rdma_get_cm_event(ch, &ev) ||
+	    ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		_exit(2);
+	conn = ev->id;
+	rdma_ack_cm_event(ev);
+	if (ta_rc_qp(conn) || rdma_accept(conn, NULL))
+		_exit(3);
+	if (rdma_get_cm_event(ch, &ev) ||
+	    ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		_exit(4);
+	rdma_ack_cm_event(ev);
+	exit(0);	/* not _exit: the library's destructors run */
+}
+
+static void test_peer_exits(void **state)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *c;
+	struct sockaddr_in a;
+	uint16_t p = port();
+	int pfd[2], st;
+	pid_t pid;
+	char r;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		exiting_server(p, pfd[1]);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &r, 1), 1);
+	close(pfd[0]);
+
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	a = ta_lo(p);
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, EV_MS));
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, EV_MS));
+	assert_int_equal(ta_rc_qp(c), 0);
+	assert_int_equal(rdma_connect(c, NULL), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ESTABLISHED, EV_MS));
+
+	/* the child exits as soon as it is established */
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_DISCONNECTED,
+				   DISCONNECT_WITHIN_MS));
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_forked_child_exit_leaves_ours(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *c, *s;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in a;
+	struct ibv_wc wc;
+	struct ibv_mr *smr, *rmr;
+	struct pollfd pfd;
+	char out[16] = "still here", in[16] = { 0 };
+	uint16_t p = port();
+	int st, n, tries;
+	pid_t pid;
+
+	assert_non_null(ch);
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	for (tries = 0; tries < 64; tries++) {
+		a = ta_lo(p);
+		if (!rdma_bind_addr(l, (struct sockaddr *)&a))
+			break;
+		assert_int_equal(errno, EADDRINUSE);
+		p = port();
+	}
+	assert_int_equal(rdma_listen(l, 1), 0);
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, EV_MS));
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, EV_MS));
+	assert_int_equal(ta_rc_qp(c), 0);
+	assert_int_equal(rdma_connect(c, NULL), 0);
+	ev = ta_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, EV_MS);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	assert_int_equal(ta_rc_qp(s), 0);
+	rmr = rdma_reg_msgs(s, in, sizeof(in));
+	assert_non_null(rmr);
+	assert_int_equal(rdma_post_recv(s, NULL, in, sizeof(in), rmr), 0);
+	assert_int_equal(rdma_accept(s, NULL), 0);
+	/* both ends' ESTABLISHED, in either order */
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ESTABLISHED, EV_MS));
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_ESTABLISHED, EV_MS));
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		exit(0);	/* its destructors see our ids: not its own */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, QUIET_MS), 0);	/* no DISCONNECTED */
+	smr = rdma_reg_msgs(c, out, sizeof(out));
+	assert_non_null(smr);
+	assert_int_equal(rdma_post_send(c, NULL, out, sizeof(out), smr,
+					IBV_SEND_SIGNALED), 0);
+	assert_int_equal(rdma_get_send_comp(c, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	n = rdma_get_recv_comp(s, &wc);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal(in, out);
+
+	assert_int_equal(rdma_disconnect(c), 0);
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_DISCONNECTED, EV_MS));
+	rdma_ack_cm_event(ta_event(ch, RDMA_CM_EVENT_DISCONNECTED, EV_MS));
+	rdma_dereg_mr(smr);
+	rdma_dereg_mr(rmr);
+	rdma_destroy_qp(c);
+	rdma_destroy_qp(s);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(s), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_peer_exits),
+		cmocka_unit_test(test_forked_child_exit_leaves_ours),
+	};
+
+	next_port = (uint16_t)(20000 + getpid() % 20000);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
