@@ -103,7 +103,7 @@ int cma_init(void)
 	}
 	ibv_free_device_list(list);
 	cma.inited = true;
-	cma.owner = getpid();
+	__atomic_store_n(&cma.owner, getpid(), __ATOMIC_RELEASE);
 	cma.init_err = cma.ndev ? 0 : (ret ? ret : ENODEV);
 	return cma.init_err;
 }
@@ -139,6 +139,8 @@ __attribute__((destructor(UR_CM_DTOR_DEVICES))) static void cma_fini(void)
 	uint64_t until = ur_now_ns() + UR_CM_LINGER_MAX_NS;
 	int i;
 
+	if (!cma_owned())
+		return;	/* never opened, or a forked child's copy */
 	/* let the last DREQs be answered (struct cma_linger) */
 	pthread_mutex_lock(&cma.lock);
 	while (!ur_list_empty(&cma.lingering) && ur_now_ns() < until) {

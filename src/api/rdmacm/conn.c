@@ -541,15 +541,14 @@ __attribute__((destructor(UR_CM_DTOR_IDS))) static void conn_exit(void)
 {
 	struct ur_list *pos;
 
+	if (!cma_owned())
+		return;
 	pthread_mutex_lock(&cma.lock);
-	if (cma.inited && cma.owner == getpid()) {
-		ur_list_for_each(pos, &cma.ids) {
-			struct cma_id *id =
-				ur_list_entry(pos, struct cma_id, node);
+	ur_list_for_each(pos, &cma.ids) {
+		struct cma_id *id = ur_list_entry(pos, struct cma_id, node);
 
-			if (!id->destroying)
-				conn_teardown(id);
-		}
+		if (!id->destroying)
+			conn_teardown(id);
 	}
 	pthread_mutex_unlock(&cma.lock);
 }

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 
@@ -204,6 +205,17 @@ struct cma_global {
 #define UR_CM_DTOR_DEVICES 201
 
 extern struct cma_global cma;
+
+/*
+ * True in the process that opened the devices, false before and in a
+ * forked child: a child holds copies of its parent's ids, devices and
+ * locks (one may have been held by a thread that does not exist in it),
+ * none of them its own to tear down at exit. Read without cma.lock.
+ */
+static inline bool cma_owned(void)
+{
+	return __atomic_load_n(&cma.owner, __ATOMIC_ACQUIRE) == getpid();
+}
 
 static inline struct cma_id *to_cma_id(struct rdma_cm_id *id)
 {
