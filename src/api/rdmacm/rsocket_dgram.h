@@ -59,7 +59,6 @@ _Static_assert(sizeof(struct rsd_udp_hdr) == RSD_UDP6_LEN,
 
 #define RSD_MSG_MAX RSK_SNDLOWAT	/* a UD message, header included */
 #define RSD_GRH 40			/* before every UD receive */
-#define RSD_MAX_DESTS 1024		/* peers a socket remembers */
 
 union rsd_addr {
 	struct sockaddr sa;

@@ -28,7 +28,6 @@
 #include "util/addr.h"
 #include "util/compiler.h"
 
-#define RSD_UDP_READS 64	/* datagrams one rsd_poll takes at most */
 
 static socklen_t addr_len(const struct sockaddr *sa)
 {
@@ -279,7 +278,7 @@ int rsd_dest_get(struct rsk *rs, const struct sockaddr *addr, socklen_t len)
 	for (i = 0; i < dg->ndests; i++)
 		if (same_addr(&dg->dests[i].addr, addr))
 			return i;
-	if (dg->ndests == RSD_MAX_DESTS)
+	if (dg->ndests == UR_RSD_MAX_DESTS)
 		return rsk_err(ENOBUFS);
 	if (source_for(rs, addr, &src))
 		return -1;
@@ -415,7 +414,7 @@ static void read_udp(struct rsk *rs)
 	ssize_t n;
 	int i;
 
-	for (i = 0; i < RSD_UDP_READS; i++) {
+	for (i = 0; i < UR_RSD_UDP_READS; i++) {
 		flen = sizeof(from);
 		n = recvfrom(rs->fd, buf, sizeof(buf), MSG_DONTWAIT, &from.sa,
 			     &flen);

@@ -9,14 +9,15 @@
  * (POLLERR, EIO), where it would otherwise wait forever.
  *
  * One thread for the process, started with the first listed socket and
- * ending when none is left; it also drains the socket's CQ, so that an application that does not call
- * in still gets its control slots back and sees the failure. rdma-core
+ * ending when none is left; it also drains the socket's CQ, so that an
+ * application that does not call in still gets its control slots back and
+ * sees the failure. rdma-core
  * sends every keepalive_time whether or not the socket is busy; here a
  * socket that sends needs none. Calls rsocket_wire.c and rsocket_table.c.
  *
  * Locks: a caller holds the socket's lock and takes ka_lock; the thread
  * holds ka_lock and only tries the socket's lock (busy: it comes back in
- * KA_BUSY_MS), so the two orders never wait on each other.
+ * UR_RSK_KA_BUSY_MS), so the two orders never wait on each other.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,10 +26,6 @@
 
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
-
-#define KA_BUSY_MS 100			/* a socket in use: look again */
-#define KA_DEFAULT_S 7200		/* TCP's, if /proc does not say */
-#define KA_MAX_SLEEP_MS 60000		/* a bound on the thread's sleep */
 
 static pthread_mutex_t ka_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ka_cond;
@@ -47,11 +44,11 @@ static void ka_init(void)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(&ka_cond, &a);
 	pthread_condattr_destroy(&a);
-	ka_system_s = KA_DEFAULT_S;
+	ka_system_s = UR_RSK_KA_DEFAULT_S;
 	f = fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "r");
 	if (f) {
 		if (fscanf(f, "%d", &ka_system_s) != 1 || ka_system_s <= 0)
-			ka_system_s = KA_DEFAULT_S;
+			ka_system_s = UR_RSK_KA_DEFAULT_S;
 		fclose(f);
 	}
 }
@@ -68,7 +65,7 @@ static int64_t visit(struct rsk *rs, int64_t now)
 	int64_t due;
 
 	if (pthread_mutex_trylock(&rs->lock))
-		return now + KA_BUSY_MS;
+		return now + UR_RSK_KA_BUSY_MS;
 	if (rs->state == RSK_CONNECTED)
 		rsk_poll_cq(rs);	/* control slots back; a failure seen */
 	if (!rs->last_send_ms)
@@ -94,7 +91,7 @@ static void *ka_run(void *arg)
 	/* gone with the last socket: no thread outlives the library's use */
 	while (ka_n) {
 		now = rsk_now_ms();
-		next = now + KA_MAX_SLEEP_MS;
+		next = now + UR_RSK_KA_MAX_SLEEP_MS;
 		for (i = 0; i < ka_n; i++)
 			next = UR_MIN(next, visit(ka_list[i], now));
 		ts.tv_sec = (time_t)(next / 1000);
