@@ -24,7 +24,7 @@ int ur_rundir_path(char *buf, size_t len)
 	int n;
 
 	if (!usable_base(base))
-		base = usable_base(UR_RUNDIR_SHM) ? UR_RUNDIR_SHM : "/tmp";
+		base = "/tmp";
 	n = snprintf(buf, len, "%s/uroce-%u", base, (unsigned int)getuid());
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The per-user runtime directory every uroce process shares:
- * $XDG_RUNTIME_DIR/uroce-<uid>, or when XDG_RUNTIME_DIR is unset, empty,
- * not absolute or not a directory we may write (sudo may keep another
- * user's) /dev/shm/uroce-<uid>, or /tmp/uroce-<uid> without /dev/shm. A
- * memory file system matters: a device tree's counter files are replaced
- * (write, rename) every 50 ms while traffic flows, which cost a process 7 %
- * of a core on the ext4 /tmp of the machine this was measured on and 1 % on
- * tmpfs (XDG_RUNTIME_DIR is one too, /run/user/<uid>). It holds one <pid>/ directory per process (its
+ * $XDG_RUNTIME_DIR/uroce-<uid>, or /tmp/uroce-<uid> when XDG_RUNTIME_DIR is
+ * unset, empty, not absolute or not a directory we may write (sudo may
+ * keep another user's). It holds one <pid>/ directory per process (its
  * device tree, api/ibverbs/devtree.c) and librdmacm's rendezvous files
  * (api/rdmacm/rendezvous.c); the interposer finds the trees there. All
  * three must agree on the path, so all take it from ur_rundir_path() (the
@@ -21,10 +17,6 @@
 #define UR_UTIL_RUNDIR_H
 
 #include <stddef.h>
-
-/* The fallback root's base when XDG_RUNTIME_DIR is not usable: a tmpfs
- * on Linux (POSIX shared memory lives there). */
-#define UR_RUNDIR_SHM "/dev/shm"
 
 /* Writes the root's path into buf without creating or checking it.
  * 0 or -ENAMETOOLONG. */

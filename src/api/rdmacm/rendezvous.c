@@ -6,7 +6,7 @@
  * itself in a per-user directory
  *
  *   <runtime root>/cm/  (util/rundir.h: $XDG_RUNTIME_DIR/uroce-<uid>/cm/,
- *                        else /dev/shm/uroce-<uid>/cm/)
+ *                        else /tmp/uroce-<uid>/cm/)
  *
  * as a file "<ps>-<port>-<address|any>" holding "<pid> <GID>...": the
  * listener's own address when it is bound to one of its device's, else
