@@ -40,7 +40,8 @@ static uint16_t port(void)
 	return next_port++;
 }
 
-/* The child of test_peer_exits: accepts one connection, then exit(). */
+/* The child of test_regress_exit_left_peer_waiting: accepts one
+ * connection, then exit(). */
 static void exiting_server(uint16_t p, int ready_fd)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -67,7 +68,7 @@ static void exiting_server(uint16_t p, int ready_fd)
 	exit(0);	/* not _exit: the library's destructors run */
 }
 
-static void test_peer_exits(void **state)
+static void test_regress_exit_left_peer_waiting(void **state)
 {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *c;
@@ -193,7 +194,7 @@ static void test_forked_child_exit_leaves_ours(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_peer_exits),
+		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
 
