@@ -161,7 +161,7 @@ if command -v tshark >/dev/null; then
 		check_fail "ucmatose_af_ib capture: REQ '$req', wanted '$want'"
 	fi
 else
-	echo "SKIP ucmatose_af_ib capture: no tshark"
+	e2e_skip "ucmatose_af_ib capture" "no tshark"
 fi
 P=$((P + 1))
 PAIR_PS=013f pair ucmatose_af_ib_ps_ib 60 $P \
@@ -231,7 +231,7 @@ if command -v tshark >/dev/null; then
 		head -n 5 <<<"$bad"
 	fi
 else
-	echo "SKIP rdma_xserver_xrc capture: no tshark"
+	e2e_skip "rdma_xserver_xrc capture" "no tshark"
 fi
 
 # perftest 4.5 destroys its handshake listener and listens again for the
@@ -321,7 +321,7 @@ EOF
 		check_fail "rping_pcap starting PSNs: $psn_check"
 	fi
 else
-	echo "SKIP rping_pcap: no tshark"
+	e2e_skip rping_pcap "no tshark"
 fi
 
 e2e_summary
