@@ -87,7 +87,7 @@ if command -v tshark >/dev/null; then
 		e2e_fail pcap_after_sigkill "$n packets; $(head -3 "$E2E_TMP/tshark.err")"
 	fi
 else
-	echo "SKIP pcap_after_sigkill (no tshark)"
+	e2e_skip pcap_after_sigkill "no tshark"
 fi
 if [[ -d $ROOT/$cli ]]; then
 	"$U" stat >/dev/null 2>&1

@@ -57,6 +57,6 @@ if command -v ucx_perftest >/dev/null; then
 		"env UCX_NET_DEVICES=uroce0:1 UCX_TLS=rc_verbs,ud_verbs $R ucx_perftest 127.0.0.1 -p $p -t tag_bw -s 65536 -n 200" \
 		'^Final: +200 '
 else
-	echo "SKIP ucx_tag_bw (ucx-utils not installed)"
+	e2e_skip ucx_tag_bw "ucx-utils not installed"
 fi
 e2e_summary
