@@ -23,7 +23,10 @@
  *     send;
  *   - a QP is in a state it cannot reach by itself from the one we set;
  *   - a READ or RC WRITE that ran alone (see w.rd) completed with success
- *     but its destination does not hold its source;
+ *     but its destination does not hold its source (a WRITE only while no
+ *     crafted request has reached its responder: one at the PSN the WRITE
+ *     then uses makes it a duplicate, ACKed and not executed, as a forged
+ *     packet can on a real network);
  *   - an RC operation posted after its MW key was invalidated succeeded;
  *   - at the end, a signaled send or a receive never completed.
  * Built only with -DUROCE_FUZZ=ON and clang (tests/fuzz/run.sh engine).
@@ -361,6 +364,10 @@ static struct {
 	 * operation posted later with it must not succeed */
 	bool dead;
 	uint32_t dead_rkey;
+	/* QP i's responder took a crafted request: the requests its pair
+	 * sends at the PSNs that took may be answered as duplicates, ACKed
+	 * and not executed (the hostile-peer case of README "Security") */
+	bool forged_req[FZ_NQP];
 	struct ibv_ah *ah;
 	struct fz_qp q[FZ_NQP];
 	/* from the input's header */
@@ -715,7 +722,10 @@ static void read_track(int qi, uint32_t seq, const struct ibv_send_wr *wr)
 		if (ranges_overlap(wr->sg_list[k].addr, wr->sg_list[k].length,
 				   src, len))
 			return;
-	w.rd.on = w.rd.valid = true;
+	w.rd.on = true;
+	/* a WRITE to a responder that took a crafted request may be ACKed
+	 * as a duplicate of it and never executed */
+	w.rd.valid = !(write && w.forged_req[qi ^ 1]);
 	w.rd.write = write;
 	w.rd.qi = qi;
 	w.rd.seq = seq;
@@ -998,6 +1008,7 @@ static void world_begin(void)
 	w.mw2_next_rkey = w.mw[1]->rkey;
 	w.dead = false;
 	w.rd.on = false;
+	memset(w.forged_req, 0, sizeof(w.forged_req));
 	for (i = 0; i < FZ_NQP; i++) {
 		queue_clear(&w.q[i].sq);
 		queue_clear(&w.q[i].rq);
@@ -1376,6 +1387,8 @@ static void op_inject(void)
 	 * tracked READ reads or writes */
 	if (op != UR_OPC_RC_ACK)
 		w.rd.valid = false;
+	if (ur_op_is_request(op))
+		w.forged_req[qi] = true;
 	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp_psn;
 	memset(&f, 0, sizeof(f));
 	f.opcode = op;
