@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "obj/device.h"
+#include "obj/obj_priv.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/netif.h"
@@ -103,7 +104,7 @@ static int device_init(struct ur_device *dev, unsigned int index,
 	pthread_rwlock_init(&dev->obj_lock, NULL);
 	ur_u32_map_init(&dev->mem_keys);
 	ur_u32_map_init(&dev->qpns);
-	ur_u32_map_init(&dev->issued_keys);
+	ur_key_space_init(&dev->keys);
 	ur_u32_map_init(&dev->srqns);
 
 	if (index == 0 && cfg->num_addrs) {

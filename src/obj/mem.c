@@ -2,14 +2,43 @@
 /*
  * Memory regions, memory windows and the keys that name them.
  *
- * Keys. Every key is 32 random bits from the OS CSPRNG (never 0). Its upper
- * 24 bits are its "slot": a slot is issued once per open device
- * (dev->issued_keys remembers every slot ever handed out), so no key is
- * ever reissued, and dev->mem_keys maps a live slot to its ur_mem. A window
- * keeps its slot for life: a bind changes only the low 8 bits of its rkey
- * (IBA, ibv_inc_rkey), which the map never sees. So binds and invalidates,
- * which run in the engine under dev->obj_lock held for reading, never
- * modify the map; only registration and removal do, as writers.
+ * Keys. A key is 32 bits: its upper 24 are its "slot", which
+ * dev->mem_keys maps to the live MR or MW, the low 8 its key byte. A
+ * slot is free, live or quarantined (dev->keys). A new key takes a free
+ * slot drawn at random with a random key byte (the OS CSPRNG; never 0)
+ * while fewer than UR_KEY_QUARANTINE slots are quarantined, and otherwise
+ * the slot retired longest ago with a new random key byte, never the one
+ * that slot's last key had. Either way the live slots are a random subset
+ * of the space, so a blind guess names a live key with a chance of 1 in
+ * 2^32 per live key. A deregistered MR's or deallocated MW's slot is
+ * quarantined: it goes to the back of a FIFO of retired keys and leaves
+ * it only by being reissued.
+ *
+ * Why: slots are finite (2^24) and the memory that remembers them must
+ * be bounded, so slots must come back, as a NIC reuses an MR index with
+ * a new key byte; but a peer may still hold a dead key (a retransmitted
+ * request, a peer not yet told), and while its slot is quarantined such a
+ * key names nothing: the access fails. Once reissued, the last holder's
+ * key never names the new MR or MW, an older holder's with a chance of
+ * 1/256, the key byte's, as on hardware (rxe draws a byte other than the
+ * previous one too). A reissued slot comes from the FIFO, not from the
+ * free slots, because only the FIFO remembers a slot's last key; so the
+ * taken slots are the live keys plus the quarantine (at most 1/8 of the
+ * space whenever a free one is drawn: params.h), and the FIFO holds
+ * UR_KEY_QUARANTINE keys plus at most the live keys of a burst of
+ * deregistrations. Wall-clock time plays
+ * no part: a minimum age would let memory grow with the churn rate, and
+ * the count alone gives about a second at the fastest churn, much more
+ * at any real one (params.h).
+ *
+ * A window keeps its slot for life: a bind changes only its key byte
+ * (IBA, ibv_inc_rkey), which the map never sees, and may give it any
+ * byte, that of a dead key of its slot too, as on hardware; its current
+ * key is the one retired. So binds and invalidates, which run in the
+ * engine under dev->obj_lock held for reading, never modify the map or
+ * dev->keys; only registration and removal do, as writers. Devices live
+ * until the process exits, so a slot stays quarantined across the
+ * device's close and reopen.
  *
  * An MR's fields change only under dev->obj_lock held for writing. A
  * window's fields change under its own spinlock (bind, invalidate), which
@@ -44,11 +73,14 @@
 
 #include "obj/mem_probe.h"
 #include "obj/obj_priv.h"
+#include "obj/params.h"
 #include "util/random.h"
 
-#define UR_KEY_SLOT(k) (((uint32_t)(k) >> 8) + 1)
+/* the slot's index (dev->keys.taken) and its name in dev->mem_keys,
+ * which must not be 0 */
+#define UR_KEY_IDX(k) ((uint32_t)(k) >> 8)
+#define UR_KEY_SLOT(k) (UR_KEY_IDX(k) + 1)
 #define UR_KEY_TAG_MASK 0xFFu
-#define UR_KEY_TRIES 64
 
 /* LOCAL_WRITE is accepted in a bind (rxe and mlx5 do; pyverbs' tests
  * pass it) and means nothing: a window grants remote access only. */
@@ -67,29 +99,118 @@ static struct ur_mw *mem_to_mw(const struct ur_mem *m)
 	return container_of((struct ur_mem *)m, struct ur_mw, mem);
 }
 
+void ur_key_space_init(struct ur_key_space *ks)
+{
+	*ks = (struct ur_key_space){ .slot_bits = UR_KEY_SLOT_BITS,
+				     .quarantine = UR_KEY_QUARANTINE };
+}
+
+void ur_key_space_fini(struct ur_key_space *ks)
+{
+	free(ks->taken);
+	free(ks->retired);
+	ur_key_space_init(ks);
+}
+
+static bool slot_taken(const struct ur_key_space *ks, uint32_t idx)
+{
+	return ks->taken[idx >> 3] & (1u << (idx & 7));
+}
+
 /*
- * Caller holds dev->obj_lock for writing, which is what guards
- * issued_keys (not dev->lock: close_device holds that while it joins the
- * progress thread, which may wait for obj_lock).
+ * Room for every retirement to come: the ring holds at least its keys
+ * plus one per live key and the one about to be issued, so retiring a key
+ * (dereg, dealloc) never allocates and never fails. The slot bitmap is
+ * allocated on the first key (2 MiB; pages untouched cost nothing).
  */
+static int keys_reserve(struct ur_key_space *ks)
+{
+	uint64_t need = (uint64_t)ks->len + ks->live + 1;
+	uint32_t *ring, i;
+	size_t size;
+
+	if (!ks->taken) {
+		ks->taken = calloc(((size_t)1 << ks->slot_bits) / 8 + 1, 1);
+		if (!ks->taken)
+			return -ENOMEM;
+	}
+	if (need <= ks->size)
+		return 0;
+	size = need < 64 ? 64 : need + need / 2;
+	ring = malloc(size * sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	for (i = 0; i < ks->len; i++)
+		ring[i] = ks->retired[(ks->head + i) % ks->size];
+	free(ks->retired);
+	ks->retired = ring;
+	ks->head = 0;
+	ks->size = (uint32_t)size;
+	return 0;
+}
+
+/* The oldest quarantined slot again, with a key byte its last key did not
+ * have (a stale key of its last holder must not name the new object). */
+static uint32_t key_reissue(struct ur_key_space *ks)
+{
+	uint32_t old = ks->retired[ks->head];
+
+	ks->head = (ks->head + 1) % ks->size;
+	ks->len--;
+	for (;;) {
+		uint32_t r = ur_random_u32();
+
+		for (int i = 0; i < 4; i++, r >>= 8) {
+			uint32_t k = (old & ~UR_KEY_TAG_MASK) |
+				     (r & UR_KEY_TAG_MASK);
+
+			if (k != old && k)
+				return k;
+		}
+	}
+}
+
+/* Caller holds dev->obj_lock for writing, which is what guards dev->keys
+ * (not dev->lock: close_device holds that while it joins the progress
+ * thread, which may wait for obj_lock). */
 static int key_new(struct ur_device *dev, uint32_t *key)
 {
-	int i, err;
+	struct ur_key_space *ks = &dev->keys;
+	int err = keys_reserve(ks);
 
-	for (i = 0; i < UR_KEY_TRIES; i++) {
-		uint32_t k = ur_random_u32();
+	if (err)
+		return err;
+	for (int i = 0; ks->len < ks->quarantine && i < UR_KEY_TRIES; i++) {
+		uint32_t r = ur_random_u32();
+		/* a shrunk space (tests) is the low slots */
+		uint32_t idx = UR_KEY_IDX(r) >>
+			       (UR_KEY_SLOT_BITS - ks->slot_bits);
+		uint32_t k = idx << 8 | (r & UR_KEY_TAG_MASK);
 
-		if (!k)
+		if (!k || slot_taken(ks, idx))
 			continue;
-		if (ur_u32_map_contains(&dev->issued_keys, UR_KEY_SLOT(k)))
-			continue;
-		err = ur_u32_map_insert(&dev->issued_keys, UR_KEY_SLOT(k), dev);
-		if (err)
-			return err;
+		ks->taken[idx >> 3] |= (uint8_t)(1u << (idx & 7));
+		ks->live++;
 		*key = k;
 		return 0;
 	}
-	return -ENOSPC;
+	if (!ks->len)
+		return -ENOSPC;	/* every slot is live */
+	*key = key_reissue(ks);
+	ks->live++;
+	return 0;
+}
+
+/* The key of an MR or MW gone (or never published): its slot is
+ * quarantined. keys_reserve made room. Caller holds dev->obj_lock for
+ * writing. */
+static void key_retire(struct ur_device *dev, uint32_t key)
+{
+	struct ur_key_space *ks = &dev->keys;
+
+	ks->retired[(ks->head + ks->len) % ks->size] = key;
+	ks->len++;
+	ks->live--;
 }
 
 /* Caller holds dev->obj_lock for writing. */
@@ -99,7 +220,10 @@ static int key_publish(struct ur_device *dev, struct ur_mem *m)
 
 	if (err)
 		return err;
-	return ur_u32_map_insert(&dev->mem_keys, UR_KEY_SLOT(m->key), m);
+	err = ur_u32_map_insert(&dev->mem_keys, UR_KEY_SLOT(m->key), m);
+	if (err)
+		key_retire(dev, m->key);
+	return err;
 }
 
 int ur_mr_access_ok(unsigned int access)
@@ -243,6 +367,7 @@ int ur_mr_dereg(struct ur_mr *mr)
 		return -EBUSY;
 	}
 	ur_u32_map_remove(&dev->mem_keys, UR_KEY_SLOT(mr->mem.key));
+	key_retire(dev, mr->mem.key);
 	mr->mem.valid = false;
 	pthread_rwlock_unlock(&dev->obj_lock);
 	atomic_fetch_sub(&pd->usecnt, 1);
@@ -295,6 +420,7 @@ int ur_mw_dealloc(struct ur_mw *mw)
 
 	pthread_rwlock_wrlock(&dev->obj_lock);
 	ur_u32_map_remove(&dev->mem_keys, UR_KEY_SLOT(mw->mem.key));
+	key_retire(dev, mw->mem.key);	/* a type 2's key byte as last bound */
 	if (mw->mr)
 		atomic_fetch_sub(&mw->mr->num_mw, 1);
 	mw->mr = NULL;

@@ -64,6 +64,22 @@ enum ur_obj_kind {
 	UR_OBJ_KINDS
 };
 
+/*
+ * The memory keys of a device (mem.c has the policy): every slot is free,
+ * live (dev->mem_keys names its MR or MW) or quarantined (in the ring of
+ * retired keys). dev->obj_lock held for writing guards all of it.
+ */
+struct ur_key_space {
+	uint8_t *taken;			/* bitmap by slot: live or quarantined */
+	uint32_t *retired;		/* ring of retired keys, oldest first */
+	uint32_t head, len, size;	/* ring: first entry, entries, room */
+	uint32_t live;			/* keys issued and not retired */
+	/* UR_KEY_SLOT_BITS and UR_KEY_QUARANTINE; the unit tests shrink them
+	 * (before the first key) to reach the slots' reuse quickly */
+	unsigned int slot_bits;
+	uint32_t quarantine;
+};
+
 struct ur_gid_entry {
 	union ibv_gid gid;
 	union ur_sockaddr addr;		/* the IP this GID stands for */
@@ -92,7 +108,7 @@ struct ur_device {
 	pthread_rwlock_t obj_lock;	/* see the locking note above */
 	struct ur_u32_map mem_keys;	/* lkey/rkey -> ur_mr or ur_mw */
 	struct ur_u32_map qpns;		/* qp_num -> ur_qp */
-	struct ur_u32_map issued_keys;	/* every key slot issued (obj_lock W) */
+	struct ur_key_space keys;	/* obj_lock W */
 	struct ur_u32_map srqns;	/* XRC srq_num -> ur_srq (obj_lock W) */
 
 	struct ur_nic *nic;		/* NULL while no context is open */

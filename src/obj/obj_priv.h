@@ -74,6 +74,10 @@ void ur_pd_buf_free(struct ur_pd *pd, void *buf, uint64_t type, bool custom);
 /* mem.c */
 /* ------------------------------------------------------------------ */
 
+/* A device's key space, empty; fini frees what the keys took (the device
+ * must have no MR or MW left). */
+void ur_key_space_init(struct ur_key_space *ks);
+void ur_key_space_fini(struct ur_key_space *ks);
 /* Access bits an MR may carry; the rest are EINVAL (optional ones ignored).
  * FLUSH_PERSISTENT is not among them: host memory is not persistent
  * memory, and rxe refuses it (EINVAL) for pages that are not pmem. */

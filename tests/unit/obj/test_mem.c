@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * PD, MR and MW rules: random keys never reused, access flag rules, range
+ * PD, MR and MW rules (keys: test_keys.c): access flag rules, range
  * checks with overflow, destroy ordering (EBUSY), rereg, and the window
  * bind/invalidate rules the engine relies on.
  */
@@ -26,37 +26,6 @@ static struct ur_mr *reg(struct ur_pd *pd, void *addr, size_t len,
 	assert_int_equal(ur_mr_reg(pd, addr, len, (uintptr_t)addr, access,
 				   &mr), 0);
 	return mr;
-}
-
-static void test_keys_random_never_reused(void **state)
-{
-	struct ibv_context *ctx = ut_ctx_new();
-	struct ur_pd *pd = ut_pd(ctx);
-	struct ur_u32_map seen;
-	unsigned int i, bits_or = 0, bits_and = ~0u;
-
-	ur_u32_map_init(&seen);
-	for (i = 0; i < 10000; i++) {
-		struct ur_mr *mr = reg(pd, buf, sizeof(buf),
-				       IBV_ACCESS_LOCAL_WRITE);
-		uint32_t k = mr->ibmr.lkey;
-
-		assert_int_not_equal(k, 0);
-		assert_int_equal(mr->ibmr.lkey, mr->ibmr.rkey);
-		assert_false(ur_u32_map_contains(&seen, k));
-		assert_int_equal(ur_u32_map_insert(&seen, k, pd), 0);
-		assert_ptr_equal(ur_mem_lookup(ut_dev(ctx), k), &mr->mem);
-		bits_or |= k;
-		bits_and &= k;
-		assert_int_equal(ur_mr_dereg(mr), 0);
-		assert_null(ur_mem_lookup(ut_dev(ctx), k));
-	}
-	/* every bit varies: the keys are not a counter */
-	assert_int_equal(bits_or, 0xFFFFFFFFu);
-	assert_int_equal(bits_and, 0);
-	ur_u32_map_fini(&seen);
-	assert_int_equal(ur_pd_free(pd), 0);
-	ut_ctx_free(ctx);
 }
 
 static void test_access_rules(void **state)
@@ -444,7 +413,6 @@ static void test_mw_type1(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keys_random_never_reused),
 		cmocka_unit_test(test_access_rules),
 		cmocka_unit_test(test_odp_advise),
 		cmocka_unit_test(test_pd_busy),

@@ -20,7 +20,7 @@ struct ibv_context *ut_ctx_new(void)
 	pthread_rwlock_init(&dev->obj_lock, NULL);
 	ur_u32_map_init(&dev->mem_keys);
 	ur_u32_map_init(&dev->qpns);
-	ur_u32_map_init(&dev->issued_keys);
+	ur_key_space_init(&dev->keys);
 	ur_u32_map_init(&dev->srqns);
 	g = &dev->gids[0];
 	g->addr.in.sin_family = AF_INET;
@@ -64,7 +64,7 @@ void ut_ctx_free(struct ibv_context *ctx)
 	pthread_mutex_destroy(&uctx->async_lock);
 	ur_u32_map_fini(&dev->mem_keys);
 	ur_u32_map_fini(&dev->qpns);
-	ur_u32_map_fini(&dev->issued_keys);
+	ur_key_space_fini(&dev->keys);
 	ur_u32_map_fini(&dev->srqns);
 	pthread_rwlock_destroy(&dev->obj_lock);
 	pthread_mutex_destroy(&dev->lock);
