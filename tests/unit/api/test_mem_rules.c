@@ -8,8 +8,12 @@
  *  - ibv_rereg_mr reports a permission failure as IBV_REREG_MR_ERR_CMD;
  *  - a type 2 bind takes only the key byte of the WR's rkey; LOCAL_INV and
  *    SEND_WITH_INV of a type 2B window work only on the QP it is bound to,
- *    and a bad rkey in SEND_WITH_INV fails the receive (REM_INV_REQ_ERR).
+ *    and a bad rkey in SEND_WITH_INV fails the receive (REM_INV_REQ_ERR);
+ *  - a deregistered MR's rkey is a remote access error while its slot is
+ *    quarantined and after the slot names a new MR (obj/mem.c).
  */
+#include "obj/obj.h"
+#include "obj/params.h"
 #include "rc_pair.h"
 
 static uint8_t buf_a[8192], buf_b[8192];
@@ -281,6 +285,69 @@ static void test_failed_rebind(void **state)
 	assert_int_equal(ibv_dereg_mr(mra), 0);
 }
 
+static void set_quarantine(uint32_t n)
+{
+	struct ur_device *dev = to_ur_context(ctx)->dev;
+
+	pthread_rwlock_wrlock(&dev->obj_lock);
+	dev->keys.quarantine = n;
+	pthread_rwlock_unlock(&dev->obj_lock);
+}
+
+/*
+ * A WRITE through a dead rkey fails with a remote access error, whether
+ * its slot is still quarantined or already names a new MR (reached at
+ * once by a quarantine of 1: the oldest retired slot comes back first),
+ * and the new MR's own rkey works.
+ */
+static void test_stale_rkey(void **state)
+{
+	unsigned int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *mra = ibv_reg_mr(pd, buf_a, sizeof(buf_a),
+					IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mrb = ibv_reg_mr(pd, buf_b, sizeof(buf_b), access);
+	struct ibv_qp *qps[2];
+	uint32_t dead;
+	int i;
+
+	assert_non_null(mra);
+	assert_non_null(mrb);
+	dead = mrb->rkey;
+	assert_int_equal(ibv_dereg_mr(mrb), 0);
+	memset(buf_a, 0x5A, sizeof(buf_a));
+	memset(buf_b, 0, sizeof(buf_b));
+	pair_new(qps);
+	post_rdma(qps[0], 900, IBV_WR_RDMA_WRITE, mra, buf_a, 64,
+		  (uintptr_t)buf_b, dead);
+	assert_int_equal(wait_wr(900).status, IBV_WC_REM_ACCESS_ERR);
+	destroy_qps(qps, 2);
+
+	set_quarantine(1);
+	mrb = NULL;
+	for (i = 0; i < 100000 && (!mrb || mrb->rkey >> 8 != dead >> 8); i++) {
+		if (mrb)
+			assert_int_equal(ibv_dereg_mr(mrb), 0);
+		mrb = ibv_reg_mr(pd, buf_b, sizeof(buf_b), access);
+		assert_non_null(mrb);
+	}
+	set_quarantine(UR_KEY_QUARANTINE);
+	assert_int_equal(mrb->rkey >> 8, dead >> 8);
+	assert_int_not_equal(mrb->rkey, dead);
+	pair_new(qps);
+	post_rdma(qps[0], 901, IBV_WR_RDMA_WRITE, mra, buf_a, 64,
+		  (uintptr_t)buf_b, mrb->rkey);
+	assert_int_equal(wait_wr(901).status, IBV_WC_SUCCESS);
+	assert_int_equal(buf_b[63], 0x5A);
+	memset(buf_b, 0, sizeof(buf_b));
+	post_rdma(qps[0], 902, IBV_WR_RDMA_WRITE, mra, buf_a, 64,
+		  (uintptr_t)buf_b, dead);
+	assert_int_equal(wait_wr(902).status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(buf_b[0], 0);
+	destroy_qps(qps, 2);
+	assert_int_equal(ibv_dereg_mr(mrb), 0);
+	assert_int_equal(ibv_dereg_mr(mra), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_rereg_codes),
 		cmocka_unit_test(test_type2_window_rules),
 		cmocka_unit_test(test_failed_rebind),
+		cmocka_unit_test(test_stale_rkey),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
