@@ -318,7 +318,7 @@ static struct cma_dev *wildcard_dev(const union ur_sockaddr *dst)
 /*
  * An id not bound yet is bound to src, or to the wildcard of dst's family
  * (AF_IB: the zero GID, in the id's port space). Then, as the kernel's
- * rdma_cm wants, the id and dst must both be AF_IB or both IP. Lock held.
+ * rdma_cm wants, the id and dst must be of one family. Lock held.
  */
 static int resolve_bind(struct cma_id *cid, const struct sockaddr *src,
 			const struct sockaddr *dst)
@@ -338,6 +338,10 @@ static int resolve_bind(struct cma_id *cid, const struct sockaddr *src,
 		ret = EINVAL;
 	}
 	if (!ret && cid->af_ib != (dst->sa_family == AF_IB))
+		ret = EINVAL;
+	/* and an IP id resolves only destinations of its own family (an
+	 * IPv4-mapped IPv6 one too is IPv6), as the kernel's */
+	if (!ret && !cid->af_ib && cid->src.sa.sa_family != dst->sa_family)
 		ret = EINVAL;
 	/* an AF_IB destination's service ID names the port space the REQ
 	 * goes to */

@@ -425,6 +425,39 @@ static void test_regress_ipv6_loopback(void **state)
 	family = AF_INET;
 }
 
+/*
+ * Regression: an id bound to an IPv4 address resolved an IPv6
+ * destination (and the reverse), where the kernel's rdma_cm says EINVAL;
+ * the id stays bound and resolves a destination of its own family.
+ */
+static void test_regress_family_mismatch(void **state)
+{
+	struct sockaddr_in lo4 = ta_lo(0), dst4 = ta_lo(port());
+	struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6,
+				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in6 dst6 = lo6;
+	struct rdma_cm_id *id;
+
+	dst6.sin6_port = htons(port());
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&lo4), 0);
+	errno = 0;
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst6,
+					   1000), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst4,
+					   1000), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	/* a source of the other family given to rdma_resolve_addr */
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	errno = 0;
+	assert_int_equal(rdma_resolve_addr(id, (struct sockaddr *)&lo6,
+					   (struct sockaddr *)&dst4, 1000), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
 /* Bytes the process has allocated with malloc (0 where a sanitizer
  * replaces malloc: its leak checker covers that build). */
 static size_t heap_in_use(void)
@@ -468,6 +501,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_peer_vanishes),
 		cmocka_unit_test(test_channel_fd),
+		cmocka_unit_test(test_regress_family_mismatch),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_reject_private_data),
