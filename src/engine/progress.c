@@ -123,6 +123,19 @@ static int progress_once(struct ur_nic *nic, bool thread)
 	return n;
 }
 
+/* The CPU, given up once, unless it was less than UR_POLL_YIELD_GAP_NS
+ * ago (ur_engine_poll_done() says why). */
+static void poll_yield(struct ur_nic *nic, uint64_t now)
+{
+	if (!nic->poll_yield ||
+	    now - atomic_load_explicit(&nic->last_yield,
+				       memory_order_relaxed) <
+		    UR_POLL_YIELD_GAP_NS)
+		return;
+	atomic_store_explicit(&nic->last_yield, now, memory_order_relaxed);
+	sched_yield();
+}
+
 /*
  * An application spinning on poll_cq runs the receive path itself; one
  * that polls once and then blocks for an event (ibv_get_cq_event) needs the
@@ -138,6 +151,8 @@ static void app_poll_note(struct ur_nic *nic)
 	if (now - prev > UR_APP_POLL_GAP_NS) {
 		atomic_store_explicit(&nic->poll_streak, 0,
 				      memory_order_relaxed);
+		atomic_store_explicit(&nic->spin_since, now,
+				      memory_order_relaxed);
 		return;
 	}
 	streak = atomic_fetch_add_explicit(&nic->poll_streak, 1,
@@ -145,6 +160,10 @@ static void app_poll_note(struct ur_nic *nic)
 	if (streak >= UR_APP_POLL_SPIN)
 		atomic_store_explicit(&nic->last_app_poll, now,
 				      memory_order_relaxed);
+	if (now - atomic_load_explicit(&nic->spin_since,
+				       memory_order_relaxed) >
+	    UR_POLL_SPIN_YIELD_NS)
+		poll_yield(nic, now);
 }
 
 int ur_engine_poll(struct ur_device *dev)
@@ -160,6 +179,55 @@ int ur_engine_poll(struct ur_device *dev)
 	n = progress_once(nic, false);
 	pthread_mutex_unlock(&nic->rx_lock);
 	return n;
+}
+
+/*
+ * poll_cq returned completions; own: one of them completes a request of
+ * ours (a SEND, WRITE, READ or atomic), not a receive. The spin on the CQ,
+ * if any, is over. If the application waited for this one (it spun on
+ * the CQ, or comes back after a while, e.g. from spinning on memory for
+ * the peer's WRITE in ib_write_lat), give up the CPU once; a spin on an
+ * empty CQ longer than UR_POLL_SPIN_YIELD_NS does too (app_poll_note());
+ * both at most every UR_POLL_YIELD_GAP_NS.
+ *
+ * Why: two processes that ping-pong through us on one host, each spinning
+ * while it waits, may share one core: the scheduler balances task groups
+ * (sessions, cgroups), not tasks, so while another session's task holds
+ * the other core both spinners of this session can be stacked on one,
+ * and nothing moves them apart. The thread whose turn it is then waits,
+ * runnable, until the spinner is preempted at a tick (4 ms at HZ=250),
+ * though what it waits for is already in its memory or CQ (the progress
+ * threads run at once: their wake-up preempts). The completion of our
+ * request says the peer has it, and what we do next is wait for its
+ * answer: the moment to let it run. Not on a receive completion: the
+ * answer to it is ours to send first. Not early in a spin on an empty
+ * CQ: the yield may go to the peer's spinning application rather than to
+ * the progress thread that must place our request (measured, both
+ * processes on one core: ib_write_lat 250-320 µs with a yield every 20 µs
+ * of any spin, 85-155 µs as here, 640-690 µs without; ib_send_lat, whose
+ * turns are receive completions, 30-40, 270-350 and 3500-3800 µs). The
+ * price, when the two are not stacked and another group's task shares
+ * the core: +10-12 µs typical ib_write_lat under load. Alone on
+ * its core, or in its group on it, a thread that yields runs on at once:
+ * a system call and nothing else. docs/benchmarks.md ("ib_write_lat and
+ * the runtime directory") has the evidence.
+ */
+void ur_engine_poll_done(struct ur_device *dev, bool own)
+{
+	struct ur_nic *nic = dev->nic;
+	uint64_t now, prev;
+
+	if (!nic || !nic->poll_yield)
+		return;
+	now = ur_now_ns();
+	prev = atomic_exchange_explicit(&nic->prev_poll, now,
+					memory_order_relaxed);
+	atomic_store_explicit(&nic->spin_since, now, memory_order_relaxed);
+	if (own && (now - prev > UR_APP_POLL_GAP_NS ||
+		    atomic_load_explicit(&nic->poll_streak,
+					 memory_order_relaxed) >=
+			    UR_APP_POLL_SPIN))
+		poll_yield(nic, now);
 }
 
 /*

@@ -197,6 +197,14 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
 		got = ur_cq_poll(cq, n, wc);
 	}
+	if (got > 0) {
+		bool own = false;
+
+		for (int i = 0; i < got && !own; i++)
+			own = wc[i].status == IBV_WC_SUCCESS &&
+			      !(wc[i].opcode & IBV_WC_RECV);
+		ur_engine_poll_done(ur_ctx_dev(ibcq->context), own);
+	}
 	return got;
 }
 
@@ -228,6 +236,9 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 		if (ur_cq_pop_ex(cq))
 			return ENOENT;
 	}
+	ur_engine_poll_done(ur_ctx_dev(c->context),
+			    cq->ex_cqe.wc.status == IBV_WC_SUCCESS &&
+				    !(cq->ex_cqe.wc.opcode & IBV_WC_RECV));
 	return ex_fill(cq);
 }
 
