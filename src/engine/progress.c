@@ -182,13 +182,13 @@ int ur_engine_poll(struct ur_device *dev)
 }
 
 /*
- * poll_cq returned completions; own: one of them completes a request of
- * ours (a SEND, WRITE, READ or atomic), not a receive. The spin on the CQ,
- * if any, is over. If the application waited for this one (it spun on
- * the CQ, or comes back after a while, e.g. from spinning on memory for
- * the peer's WRITE in ib_write_lat), give up the CPU once; a spin on an
- * empty CQ longer than UR_POLL_SPIN_YIELD_NS does too (app_poll_note());
- * both at most every UR_POLL_YIELD_GAP_NS.
+ * poll_cq returned completions; one_sided: one of them completes a WRITE,
+ * READ or atomic of ours. The spin on the CQ, if any, is over. If the
+ * application waited for that one (it spun on the CQ, or comes back after
+ * a while, e.g. from spinning on memory for the peer's WRITE in
+ * ib_write_lat), give up the CPU once; a spin on an empty CQ longer than
+ * UR_POLL_SPIN_YIELD_NS does too (app_poll_note()); both at most every
+ * UR_POLL_YIELD_GAP_NS.
  *
  * Why: two processes that ping-pong through us on one host, each spinning
  * while it waits, may share one core: the scheduler balances task groups
@@ -197,22 +197,24 @@ int ur_engine_poll(struct ur_device *dev)
  * and nothing moves them apart. The thread whose turn it is then waits,
  * runnable, until the spinner is preempted at a tick (4 ms at HZ=250),
  * though what it waits for is already in its memory or CQ (the progress
- * threads run at once: their wake-up preempts). The completion of our
- * request says the peer has it, and what we do next is wait for its
- * answer: the moment to let it run. Not on a receive completion: the
- * answer to it is ours to send first. Not early in a spin on an empty
- * CQ: the yield may go to the peer's spinning application rather than to
- * the progress thread that must place our request (measured, both
- * processes on one core: ib_write_lat 250-320 µs with a yield every 20 µs
- * of any spin, 85-155 µs as here, 640-690 µs without; ib_send_lat, whose
- * turns are receive completions, 30-40, 270-350 and 3500-3800 µs). The
- * price, when the two are not stacked and another group's task shares
- * the core: +10-12 µs typical ib_write_lat under load. Alone on
- * its core, or in its group on it, a thread that yields runs on at once:
- * a system call and nothing else. docs/benchmarks.md ("ib_write_lat and
- * the runtime directory") has the evidence.
+ * threads run at once: their wake-up preempts). A peer that answers
+ * one-sided requests with its own (ib_write_lat) waits on memory, outside
+ * the library, so only the requester's poll can let it in: the completion
+ * of its request says the peer has it, and what it does next is wait for
+ * the answer. A SEND's completion does not yield, nor a receive's: their
+ * peers poll a CQ, and a long empty spin there yields (measured, 64 B
+ * ib_send_lat: yielding on every completion of a request of ours cost a
+ * slow round of 190-270 µs in 3 of 10 rounds when not stacked). Nor does
+ * a short empty spin: the yield may go to the peer's spinning application
+ * rather than to the progress thread that must place our request
+ * (measured, both processes on one core: ib_write_lat 250-320 µs with a
+ * yield every 20 µs of any spin, 85-155 µs as here, 640-690 µs without).
+ * Alone on its core, or in its group on it, a thread that yields runs on
+ * at once: a system call and nothing else. docs/benchmarks.md
+ * ("ib_write_lat and the runtime directory") has the evidence and the
+ * price.
  */
-void ur_engine_poll_done(struct ur_device *dev, bool own)
+void ur_engine_poll_done(struct ur_device *dev, bool one_sided)
 {
 	struct ur_nic *nic = dev->nic;
 	uint64_t now, prev;
@@ -223,10 +225,10 @@ void ur_engine_poll_done(struct ur_device *dev, bool own)
 	prev = atomic_exchange_explicit(&nic->prev_poll, now,
 					memory_order_relaxed);
 	atomic_store_explicit(&nic->spin_since, now, memory_order_relaxed);
-	if (own && (now - prev > UR_APP_POLL_GAP_NS ||
-		    atomic_load_explicit(&nic->poll_streak,
-					 memory_order_relaxed) >=
-			    UR_APP_POLL_SPIN))
+	if (one_sided && (now - prev > UR_APP_POLL_GAP_NS ||
+			  atomic_load_explicit(&nic->poll_streak,
+					       memory_order_relaxed) >=
+				  UR_APP_POLL_SPIN))
 		poll_yield(nic, now);
 }
 
