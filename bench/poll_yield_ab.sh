@@ -128,7 +128,7 @@ done
 echo "\`bench/poll_yield_ab.sh $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit" \
 	"$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo ?)," \
 	"$(nproc) cores, load $(load) at the end. One Release build;" \
-	"on = UROCE_POLL_YIELD=1 (the default), off = 0. Every round's value, then the median."
+	"on = UROCE_POLL_YIELD=1, off = 0 (the default). Every round's value, then the median."
 echo
 echo "| test | side | per round | median |"
 echo "|---|---|---|---|"

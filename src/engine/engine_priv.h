@@ -174,7 +174,6 @@ struct ur_nic {
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
 	_Atomic uint64_t last_yield;	/* ns: ur_engine_poll_done() yielded */
-	_Atomic uint64_t spin_since;	/* ns: the current streak began */
 	/* The progress thread's wait as it published it (progress.c): a
 	 * deadline armed no earlier than sleep_until needs no wake-up. */
 	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */

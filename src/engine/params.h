@@ -106,9 +106,6 @@
  * of completions costs, long against the syscall, short against a round
  * trip. */
 #define UR_POLL_YIELD_GAP_NS 20000ull
-/* A spin on an empty CQ this long (several round trips here) yields too,
- * every UR_POLL_YIELD_GAP_NS: what it waits for needs another thread. */
-#define UR_POLL_SPIN_YIELD_NS 150000ull
 /* A WRITE, READ or atomic received this recently keeps the progress
  * thread on the socket even while the application spins on a CQ: such a
  * request makes no CQE, so the application may be waiting for the next

@@ -151,8 +151,6 @@ static void app_poll_note(struct ur_nic *nic)
 	if (now - prev > UR_APP_POLL_GAP_NS) {
 		atomic_store_explicit(&nic->poll_streak, 0,
 				      memory_order_relaxed);
-		atomic_store_explicit(&nic->spin_since, now,
-				      memory_order_relaxed);
 		return;
 	}
 	streak = atomic_fetch_add_explicit(&nic->poll_streak, 1,
@@ -160,10 +158,6 @@ static void app_poll_note(struct ur_nic *nic)
 	if (streak >= UR_APP_POLL_SPIN)
 		atomic_store_explicit(&nic->last_app_poll, now,
 				      memory_order_relaxed);
-	if (now - atomic_load_explicit(&nic->spin_since,
-				       memory_order_relaxed) >
-	    UR_POLL_SPIN_YIELD_NS)
-		poll_yield(nic, now);
 }
 
 int ur_engine_poll(struct ur_device *dev)
@@ -183,12 +177,10 @@ int ur_engine_poll(struct ur_device *dev)
 
 /*
  * poll_cq returned completions; one_sided: one of them completes a WRITE,
- * READ or atomic of ours. The spin on the CQ, if any, is over. If the
- * application waited for that one (it spun on the CQ, or comes back after
- * a while, e.g. from spinning on memory for the peer's WRITE in
- * ib_write_lat), give up the CPU once; a spin on an empty CQ longer than
- * UR_POLL_SPIN_YIELD_NS does too (app_poll_note()); both at most every
- * UR_POLL_YIELD_GAP_NS.
+ * READ or atomic of ours. If the application waited for that one (it spun
+ * on the CQ, or comes back after a while, e.g. from spinning on memory for
+ * the peer's WRITE in ib_write_lat), give up the CPU once, at most every
+ * UR_POLL_YIELD_GAP_NS. Only with UROCE_POLL_YIELD=1.
  *
  * Why: two processes that ping-pong through us on one host, each spinning
  * while it waits, may share one core: the scheduler balances task groups
@@ -196,39 +188,33 @@ int ur_engine_poll(struct ur_device *dev)
  * the other core both spinners of this session can be stacked on one,
  * and nothing moves them apart. The thread whose turn it is then waits,
  * runnable, until the spinner is preempted at a tick (4 ms at HZ=250),
- * though what it waits for is already in its memory or CQ (the progress
- * threads run at once: their wake-up preempts). A peer that answers
- * one-sided requests with its own (ib_write_lat) waits on memory, outside
- * the library, so only the requester's poll can let it in: the completion
- * of its request says the peer has it, and what it does next is wait for
- * the answer. A SEND's completion does not yield, nor a receive's: their
- * peers poll a CQ, and a long empty spin there yields (measured, 64 B
- * ib_send_lat: yielding on every completion of a request of ours cost a
- * slow round of 190-270 µs in 3 of 10 rounds when not stacked). Nor does
- * a short empty spin: the yield may go to the peer's spinning application
- * rather than to the progress thread that must place our request
- * (measured, both processes on one core: ib_write_lat 250-320 µs with a
- * yield every 20 µs of any spin, 85-155 µs as here, 640-690 µs without).
- * Alone on its core, or in its group on it, a thread that yields runs on
- * at once: a system call and nothing else. docs/benchmarks.md
- * ("ib_write_lat and the runtime directory") has the evidence and the
- * price.
+ * though what it waits for is already in its memory (the progress threads
+ * run at once: their wake-up preempts). A peer that answers one-sided
+ * requests with its own (ib_write_lat) waits on memory, outside the
+ * library, so only the requester's poll can let it in: the completion of
+ * its request says the peer has it. Measured (docs/benchmarks.md,
+ * "ib_write_lat and the runtime directory"): stacked ib_write_lat 100 µs
+ * instead of 660. Why not by default, and why not on a SEND's or a
+ * receive's completion or in a long empty spin: the same page (each of
+ * them cost ib_send_lat slow rounds of 180-270 µs when not stacked).
  */
 void ur_engine_poll_done(struct ur_device *dev, bool one_sided)
 {
 	struct ur_nic *nic = dev->nic;
 	uint64_t now, prev;
 
-	if (!nic || !nic->poll_yield)
+	if (!one_sided || !nic || !nic->poll_yield)
 		return;
+	/* prev_poll stays the last empty poll's: the streak it measures
+	 * makes the progress thread deaf (nic_deaf_until()), and only empty
+	 * polls run the receive path; counting the others too (a first
+	 * version) likely kept the thread deaf with nobody receiving:
+	 * unit_engine_rc under TSan ran out of retries in 2 of ~50 runs */
 	now = ur_now_ns();
-	prev = atomic_exchange_explicit(&nic->prev_poll, now,
-					memory_order_relaxed);
-	atomic_store_explicit(&nic->spin_since, now, memory_order_relaxed);
-	if (one_sided && (now - prev > UR_APP_POLL_GAP_NS ||
-			  atomic_load_explicit(&nic->poll_streak,
-					       memory_order_relaxed) >=
-				  UR_APP_POLL_SPIN))
+	prev = atomic_load_explicit(&nic->prev_poll, memory_order_relaxed);
+	if (now - prev > UR_APP_POLL_GAP_NS ||
+	    atomic_load_explicit(&nic->poll_streak, memory_order_relaxed) >=
+		    UR_APP_POLL_SPIN)
 		poll_yield(nic, now);
 }
 

@@ -36,7 +36,7 @@
  *                         and refuses to open on a bad spec: a fault test
  *                         that silently ran without faults would pass.
  *   UROCE_BUSY_POLL=bool  the progress thread spins (default off).
- *   UROCE_POLL_YIELD=bool poll_cq may yield the CPU (default on;
+ *   UROCE_POLL_YIELD=bool poll_cq may yield the CPU (default off;
  *                         engine/progress.c, ur_engine_poll_done(), says
  *                         when and why).
  *   UROCE_GSO=bool        send UDP GSO trains (default on).

@@ -73,7 +73,7 @@ static void defaults(void **state)
 	assert_null(c.pcap);
 	assert_null(c.fault);
 	assert_false(c.busy_poll);
-	assert_true(c.poll_yield);
+	assert_false(c.poll_yield);
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
 	assert_false(c.hardened);
@@ -93,7 +93,7 @@ static void empty_is_unset(void **state)
 	assert_string_equal(messages, "");
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
-	assert_true(c.poll_yield);
+	assert_false(c.poll_yield);
 	assert_true(c.quiet_ns == UR_CONFIG_DEFAULT);
 	assert_int_equal(c.stats, UR_STATS_OFF);
 	assert_null(c.pcap);
@@ -112,11 +112,11 @@ static void booleans(void **state)
 		setenv("UROCE_GSO", off[i], 1);
 		setenv("UROCE_LAZY_DOORBELL", off[i], 1);
 		setenv("UROCE_HARDENED", on[i], 1);
-		setenv("UROCE_POLL_YIELD", off[i], 1);
+		setenv("UROCE_POLL_YIELD", on[i], 1);
 		parse_capturing(&c);
 		assert_string_equal(messages, "");
 		assert_true(c.busy_poll);
-		assert_false(c.poll_yield);
+		assert_true(c.poll_yield);
 		assert_false(c.gso);
 		assert_false(c.lazy_doorbell);
 		assert_true(c.hardened);
