@@ -53,6 +53,9 @@ void ur_engine_rq_kick(struct ur_qp *qp);
 /* Process whatever has arrived for dev without blocking (poll_cq calls this
  * when it finds the CQ empty). Returns the number of packets handled. */
 int ur_engine_poll(struct ur_device *dev);
+/* poll_cq returned completions; one_sided: one completes a WRITE, READ or
+ * atomic of ours. progress.c says what this may do. */
+void ur_engine_poll_done(struct ur_device *dev, bool one_sided);
 
 /* Counters (drops by reason and link statistics) as text, one per line. */
 void ur_engine_dump_counters(struct ur_device *dev, FILE *out);

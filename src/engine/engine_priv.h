@@ -157,6 +157,7 @@ struct ur_nic {
 	bool thread_started;
 	atomic_bool stop;
 	bool busy_poll;
+	bool poll_yield;		/* see ur_engine_poll_done() */
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
@@ -172,6 +173,7 @@ struct ur_nic {
 	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
+	_Atomic uint64_t last_yield;	/* ns: ur_engine_poll_done() yielded */
 	/* The progress thread's wait as it published it (progress.c): a
 	 * deadline armed no earlier than sleep_until needs no wake-up. */
 	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */

@@ -131,6 +131,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
 	nic->busy_poll = cfg->busy_poll;
+	nic->poll_yield = cfg->poll_yield;
 	nic->spin_ns = cfg->spin_ns;
 	if (nic->spin_ns == UR_CONFIG_DEFAULT)
 		nic->spin_ns = UR_RX_SPIN_NS;

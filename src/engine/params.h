@@ -101,6 +101,11 @@
 /* ... and this many in a row make one: an application that polls once
  * and then blocks for an event never counts as spinning. */
 #define UR_APP_POLL_SPIN 16
+/* A poll that ends the application's wait yields the CPU at most once in
+ * this long (ur_engine_poll_done()): a bound on the system calls a stream
+ * of completions costs, long against the syscall, short against a round
+ * trip. */
+#define UR_POLL_YIELD_GAP_NS 20000ull
 /* A WRITE, READ or atomic received this recently keeps the progress
  * thread on the socket even while the application spins on a CQ: such a
  * request makes no CQE, so the application may be waiting for the next

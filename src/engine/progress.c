@@ -123,6 +123,19 @@ static int progress_once(struct ur_nic *nic, bool thread)
 	return n;
 }
 
+/* The CPU, given up once, unless it was less than UR_POLL_YIELD_GAP_NS
+ * ago (ur_engine_poll_done() says why). */
+static void poll_yield(struct ur_nic *nic, uint64_t now)
+{
+	if (!nic->poll_yield ||
+	    now - atomic_load_explicit(&nic->last_yield,
+				       memory_order_relaxed) <
+		    UR_POLL_YIELD_GAP_NS)
+		return;
+	atomic_store_explicit(&nic->last_yield, now, memory_order_relaxed);
+	sched_yield();
+}
+
 /*
  * An application spinning on poll_cq runs the receive path itself; one
  * that polls once and then blocks for an event (ibv_get_cq_event) needs the
@@ -160,6 +173,49 @@ int ur_engine_poll(struct ur_device *dev)
 	n = progress_once(nic, false);
 	pthread_mutex_unlock(&nic->rx_lock);
 	return n;
+}
+
+/*
+ * poll_cq returned completions; one_sided: one of them completes a WRITE,
+ * READ or atomic of ours. If the application waited for that one (it spun
+ * on the CQ, or comes back after a while, e.g. from spinning on memory for
+ * the peer's WRITE in ib_write_lat), give up the CPU once, at most every
+ * UR_POLL_YIELD_GAP_NS. Only with UROCE_POLL_YIELD=1.
+ *
+ * Why: two processes that ping-pong through us on one host, each spinning
+ * while it waits, may share one core: the scheduler balances task groups
+ * (sessions, cgroups), not tasks, so while another session's task holds
+ * the other core both spinners of this session can be stacked on one,
+ * and nothing moves them apart. The thread whose turn it is then waits,
+ * runnable, until the spinner is preempted at a tick (4 ms at HZ=250),
+ * though what it waits for is already in its memory (the progress threads
+ * run at once: their wake-up preempts). A peer that answers one-sided
+ * requests with its own (ib_write_lat) waits on memory, outside the
+ * library, so only the requester's poll can let it in: the completion of
+ * its request says the peer has it. Measured (docs/benchmarks.md,
+ * "ib_write_lat and the runtime directory"): stacked ib_write_lat 100 µs
+ * instead of 660. Why not by default, and why not on a SEND's or a
+ * receive's completion or in a long empty spin: the same page (each of
+ * them cost ib_send_lat slow rounds of 180-270 µs when not stacked).
+ */
+void ur_engine_poll_done(struct ur_device *dev, bool one_sided)
+{
+	struct ur_nic *nic = dev->nic;
+	uint64_t now, prev;
+
+	if (!one_sided || !nic || !nic->poll_yield)
+		return;
+	/* prev_poll stays the last empty poll's: the streak it measures
+	 * makes the progress thread deaf (nic_deaf_until()), and only empty
+	 * polls run the receive path; counting the others too (a first
+	 * version) likely kept the thread deaf with nobody receiving:
+	 * unit_engine_rc under TSan ran out of retries in 2 of ~50 runs */
+	now = ur_now_ns();
+	prev = atomic_load_explicit(&nic->prev_poll, memory_order_relaxed);
+	if (now - prev > UR_APP_POLL_GAP_NS ||
+	    atomic_load_explicit(&nic->poll_streak, memory_order_relaxed) >=
+		    UR_APP_POLL_SPIN)
+		poll_yield(nic, now);
 }
 
 /*

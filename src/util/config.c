@@ -206,6 +206,7 @@ static void parse_rest(struct ur_config *c)
 	c->pcap = env_dup("UROCE_PCAP");
 	c->fault = env_dup("UROCE_FAULT");
 	c->busy_poll = env_bool("UROCE_BUSY_POLL", false);
+	c->poll_yield = env_bool("UROCE_POLL_YIELD", false);
 	c->gso = env_bool("UROCE_GSO", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();

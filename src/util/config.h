@@ -36,6 +36,9 @@
  *                         and refuses to open on a bad spec: a fault test
  *                         that silently ran without faults would pass.
  *   UROCE_BUSY_POLL=bool  the progress thread spins (default off).
+ *   UROCE_POLL_YIELD=bool poll_cq may yield the CPU (default off;
+ *                         engine/progress.c, ur_engine_poll_done(), says
+ *                         when and why).
  *   UROCE_GSO=bool        send UDP GSO trains (default on).
  *   UROCE_LAZY_DOORBELL=bool  posts may wait for the progress thread
  *                         (default on; engine/qp.c says when).
@@ -90,6 +93,7 @@ struct ur_config {
 	char *fault;			/* NULL = off; syntax in link/fault.c */
 	/* the engine's progress thread and transmit path */
 	bool busy_poll;
+	bool poll_yield;
 	bool gso;
 	bool lazy_doorbell;
 	bool hardened;

@@ -183,6 +183,23 @@ int ur_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 /* CQ                                                                   */
 /* ------------------------------------------------------------------ */
 
+/* A successful WRITE, READ or atomic of ours (ur_engine_poll_done()). */
+static bool wc_one_sided(const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS)
+		return false;
+	switch (wc->opcode) {
+	case IBV_WC_RDMA_WRITE:
+	case IBV_WC_RDMA_READ:
+	case IBV_WC_COMP_SWAP:
+	case IBV_WC_FETCH_ADD:
+	case IBV_WC_ATOMIC_WRITE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ur_cq *cq = to_ur_cq(ibcq);
@@ -196,6 +213,13 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (!got && n) {
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
 		got = ur_cq_poll(cq, n, wc);
+	}
+	if (got > 0) {
+		bool one_sided = false;
+
+		for (int i = 0; i < got && !one_sided; i++)
+			one_sided = wc_one_sided(&wc[i]);
+		ur_engine_poll_done(ur_ctx_dev(ibcq->context), one_sided);
 	}
 	return got;
 }
@@ -228,6 +252,8 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 		if (ur_cq_pop_ex(cq))
 			return ENOENT;
 	}
+	ur_engine_poll_done(ur_ctx_dev(c->context),
+			    wc_one_sided(&cq->ex_cqe.wc));
 	return ex_fill(cq);
 }
 
