@@ -162,6 +162,24 @@ static bool flag(uint64_t opts, int optname)
 	return optname >= 0 && optname < 64 && (opts & (1ULL << optname));
 }
 
+/* SOL_RDMA's queue sizes and inline size, for sockets of either type
+ * (v >= 0, before the QP exists); false: not one of them. */
+bool rsk_set_qp_opt(struct rsk *rs, int optname, int v)
+{
+	switch (optname) {
+	case RDMA_SQSIZE:
+		rs->sq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	case RDMA_RQSIZE:
+		rs->rq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	case RDMA_INLINE:
+		rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	}
+	return false;
+}
+
 static int setsockopt_locked(struct rsk *rs, int level, int optname,
 			     const void *optval, socklen_t optlen)
 {
@@ -250,16 +268,9 @@ static int setsockopt_locked(struct rsk *rs, int level, int optname,
 			return rsk_err(EINVAL);
 		if (v < 0)
 			return rsk_err(EINVAL);
+		if (rsk_set_qp_opt(rs, optname, v))
+			return 0;
 		switch (optname) {
-		case RDMA_SQSIZE:
-			rs->sq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-			return 0;
-		case RDMA_RQSIZE:
-			rs->rq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-			return 0;
-		case RDMA_INLINE:
-			rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-			return 0;
 		case RDMA_IOMAPSIZE:
 			/* rounded to what the connect data can say */
 			rs->target_iomap_size = (uint16_t)rsk_iomap_unscale(

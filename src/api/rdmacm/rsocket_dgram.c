@@ -286,17 +286,8 @@ static int set_size(struct rsk *rs, int optname, int v)
 	case SO_SNDBUF:
 		rs->sbuf_size = UR_MAX((uint32_t)v << 1, 2u * RSD_MSG_MAX);
 		return 0;
-	case RDMA_SQSIZE:
-		rs->sq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return 0;
-	case RDMA_RQSIZE:
-		rs->rq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return 0;
-	case RDMA_INLINE:
-		rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return 0;
 	}
-	return rsk_err(ENOTSUP);
+	return rsk_set_qp_opt(rs, optname, v) ? 0 : rsk_err(ENOTSUP);
 }
 
 int rsd_setsockopt(struct rsk *rs, int level, int optname,

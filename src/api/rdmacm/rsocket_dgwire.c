@@ -199,32 +199,12 @@ static int post_recv(struct rsk *rs, int slot)
 static int create_queues(struct rsk *rs)
 {
 	struct rsd *dg = rs->dg;
-	struct ibv_qp_init_attr qa;
 	size_t rlen;
 	int i, ret;
 
 	size_queues(rs);
-	rs->cch = ibv_create_comp_channel(dg->id->verbs);
-	if (!rs->cch || fcntl(rs->cch->fd, F_SETFL, O_NONBLOCK))
+	if (rsk_create_qp(rs, dg->id, IBV_QPT_UD, 1, 2))
 		return -1;
-	rs->cq = ibv_create_cq(dg->id->verbs, rs->sq_size + rs->rq_size, rs,
-			       rs->cch, 0);
-	if (!rs->cq)
-		return -1;
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_context = rs;
-	qa.send_cq = rs->cq;
-	qa.recv_cq = rs->cq;
-	qa.qp_type = IBV_QPT_UD;
-	qa.sq_sig_all = 1;
-	qa.cap.max_send_wr = rs->sq_size;
-	qa.cap.max_recv_wr = rs->rq_size;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 2;
-	qa.cap.max_inline_data = rs->sq_inline;
-	if (rdma_create_qp(dg->id, NULL, &qa))
-		return -1;
-	rs->sq_inline = (uint16_t)UR_MIN(qa.cap.max_inline_data, 0xFFFFu);
 
 	rlen = (size_t)rs->rq_size * RSD_MSG_MAX + RSD_GRH;
 	dg->sbuf = calloc(rs->sq_size, RSD_MSG_MAX);

@@ -205,6 +205,9 @@ static inline bool rsk_nonblocking(const struct rsk *rs, int flags)
 }
 
 /* rsocket_wire.c (lock held) */
+bool rsk_set_qp_opt(struct rsk *rs, int optname, int v);
+int rsk_create_qp(struct rsk *rs, struct rdma_cm_id *id,
+		  enum ibv_qp_type type, uint32_t send_sge, uint32_t recv_sge);
 int rsk_create_ep(struct rsk *rs);
 void rsk_free_ep(struct rsk *rs);	/* QP, buffers, iomaps */
 void rsk_destroy(struct rsk *rs);	/* and the id, channel, memory */

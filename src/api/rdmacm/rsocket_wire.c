@@ -71,9 +71,42 @@ static void clamp_qp_size(uint16_t *v, uint32_t max)
 		*v = RSK_QP_MIN;
 }
 
-int rsk_create_ep(struct rsk *rs)
+/*
+ * The completion channel (non-blocking: rpoll reads it), one CQ for both
+ * queues and the QP of a socket of either type, every send signalled;
+ * sq_inline becomes what the QP grants.
+ */
+int rsk_create_qp(struct rsk *rs, struct rdma_cm_id *id,
+		  enum ibv_qp_type type, uint32_t send_sge, uint32_t recv_sge)
 {
 	struct ibv_qp_init_attr qa;
+
+	rs->cch = ibv_create_comp_channel(id->verbs);
+	if (!rs->cch || fcntl(rs->cch->fd, F_SETFL, O_NONBLOCK))
+		return -1;
+	rs->cq = ibv_create_cq(id->verbs, rs->sq_size + rs->rq_size, rs,
+			       rs->cch, 0);
+	if (!rs->cq)
+		return -1;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_context = rs;
+	qa.send_cq = rs->cq;
+	qa.recv_cq = rs->cq;
+	qa.qp_type = type;
+	qa.sq_sig_all = 1;
+	qa.cap.max_send_wr = rs->sq_size;
+	qa.cap.max_recv_wr = rs->rq_size;
+	qa.cap.max_send_sge = send_sge;
+	qa.cap.max_recv_sge = recv_sge;
+	qa.cap.max_inline_data = rs->sq_inline;
+	if (rdma_create_qp(id, NULL, &qa))
+		return -1;
+	rs->sq_inline = (uint16_t)UR_MIN(qa.cap.max_inline_data, 0xFFFFu);
+	return 0;
+}
+
+int rsk_create_ep(struct rsk *rs)
+{
 	struct ibv_device_attr da;
 	uint32_t max = RSK_QP_MAX;
 	size_t slen, tlen;
@@ -84,30 +117,8 @@ int rsk_create_ep(struct rsk *rs)
 	clamp_qp_size(&rs->sq_size, max);
 	clamp_qp_size(&rs->rq_size, max);
 
-	rs->cch = ibv_create_comp_channel(rs->id->verbs);
-	if (!rs->cch)
+	if (rsk_create_qp(rs, rs->id, IBV_QPT_RC, 2, 1))
 		return -1;
-	if (fcntl(rs->cch->fd, F_SETFL, O_NONBLOCK))
-		return -1;
-	rs->cq = ibv_create_cq(rs->id->verbs, rs->sq_size + rs->rq_size, rs,
-			       rs->cch, 0);
-	if (!rs->cq)
-		return -1;
-
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_context = rs;
-	qa.send_cq = rs->cq;
-	qa.recv_cq = rs->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.sq_sig_all = 1;
-	qa.cap.max_send_wr = rs->sq_size;
-	qa.cap.max_recv_wr = rs->rq_size;
-	qa.cap.max_send_sge = 2;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = rs->sq_inline;
-	if (rdma_create_qp(rs->id, NULL, &qa))
-		return -1;
-	rs->sq_inline = (uint16_t)UR_MIN(qa.cap.max_inline_data, 0xFFFFu);
 
 	rs->rmsg = calloc(rs->rq_size + 1u, sizeof(*rs->rmsg));
 	slen = rs->sbuf_size + sizeof(struct rsk_sge) * RSK_CTRL_SLOTS;
