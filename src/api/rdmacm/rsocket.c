@@ -162,24 +162,6 @@ static bool flag(uint64_t opts, int optname)
 	return optname >= 0 && optname < 64 && (opts & (1ULL << optname));
 }
 
-/* SOL_RDMA's queue sizes and inline size, for sockets of either type
- * (v >= 0, before the QP exists); false: not one of them. */
-bool rsk_set_qp_opt(struct rsk *rs, int optname, int v)
-{
-	switch (optname) {
-	case RDMA_SQSIZE:
-		rs->sq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return true;
-	case RDMA_RQSIZE:
-		rs->rq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return true;
-	case RDMA_INLINE:
-		rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
-		return true;
-	}
-	return false;
-}
-
 static int setsockopt_locked(struct rsk *rs, int level, int optname,
 			     const void *optval, socklen_t optlen)
 {

@@ -71,6 +71,24 @@ static void clamp_qp_size(uint16_t *v, uint32_t max)
 		*v = RSK_QP_MIN;
 }
 
+/* SOL_RDMA's queue sizes and inline size, for sockets of either type
+ * (v >= 0, before the QP exists); false: not one of them. */
+bool rsk_set_qp_opt(struct rsk *rs, int optname, int v)
+{
+	switch (optname) {
+	case RDMA_SQSIZE:
+		rs->sq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	case RDMA_RQSIZE:
+		rs->rq_size = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	case RDMA_INLINE:
+		rs->sq_inline = (uint16_t)UR_MIN(v, RSK_QP_MAX);
+		return true;
+	}
+	return false;
+}
+
 /*
  * The completion channel (non-blocking: rpoll reads it), one CQ for both
  * queues and the QP of a socket of either type, every send signalled;
