@@ -37,15 +37,16 @@ echo "openib connection methods in this build: ${cpcs:-none}"
 # Discovery: the BTL opens uroce0 and gets as far as choosing a CPC for
 # port 1 (udcm-only builds then disable the port, which is the limit).
 # The port's verdict comes through ORTE's show_help, which on a loaded
-# machine has failed once with "Out of resource" in show_help.c and lost
-# the message: then the run is repeated (at most 3 runs).
+# machine has failed in show_help.c ("Out of resource" once, "Data unpack
+# would read past end of buffer" once) and lost the message: then the run
+# is repeated (at most 3 runs).
 out=$E2E_TMP/discover.out
 for try in 1 2 3; do
 	timeout 120 "$U" run -- mpirun "${root[@]}" --oversubscribe -np 1 \
 		--mca pml ob1 --mca btl openib,self --mca btl_base_verbose 100 \
 		--mca btl_openib_warn_no_device_params_found 0 \
 		"$E2E_TMP/pingpong" >"$out" 2>&1
-	grep -q "ORTE_ERROR_LOG: Out of resource in file .*show_help.c" "$out" ||
+	grep -q "ORTE_ERROR_LOG: .* in file .*show_help.c" "$out" ||
 		break
 	echo "openib discovery run $try: ORTE's show_help failed, again"
 done
