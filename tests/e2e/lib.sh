@@ -61,6 +61,36 @@ e2e_kill_tagged() {
 # even where the program's exit status hides it).
 E2E_SANITIZER_RE='ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|ThreadSanitizer: |runtime error:|UndefinedBehaviorSanitizer'
 
+# e2e_timed TMO STACKS "cmd": runs cmd (bash -c) for at most TMO seconds
+# and returns its status, or 124 after a timeout, as timeout(1) does; but
+# before it kills a program that overstayed, the stacks of its threads go
+# to the file STACKS (gdb, where installed), so that a hang seen once in
+# CI leaves more than an exit status.
+e2e_timed() {
+	local tmo=$1 stacks=$2 pid p t=0
+	bash -c "$3" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((t >= tmo * 10)); then
+			if command -v gdb >/dev/null; then
+				for p in $pid $(pgrep -P "$pid"); do
+					echo "--- $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-100)"
+					timeout 60 gdb -p "$p" -batch \
+						-ex "thread apply all bt" 2>/dev/null |
+						grep -E '^(Thread|#)'
+				done >>"$stacks"
+			fi
+			pkill -TERM -P "$pid" 2>/dev/null
+			kill -TERM "$pid" 2>/dev/null
+			wait "$pid"
+			return 124
+		fi
+		sleep 0.1
+		t=$((t + 1))
+	done
+	wait "$pid"
+}
+
 # e2e_pair NAME TIMEOUT "server cmd" "client cmd" [REGEX...]
 # Runs both (server first), waits for both with a timeout, and passes when
 # both exit 0, neither printed a sanitizer report, and every REGEX matches
@@ -83,7 +113,7 @@ e2e_pair() {
 		cli="LD_PRELOAD=$E2E_PRELOAD $cli"
 	fi
 
-	timeout "$tmo" bash -c "$srv" >"$so" 2>&1 &
+	e2e_timed "$tmo" "$so.stacks" "$srv" >"$so" 2>&1 &
 	sp=$!
 	sleep 0.3
 	# the client retries the connect a few times while the server starts
@@ -91,7 +121,7 @@ e2e_pair() {
 	local refused="couldn't connect|connection refused|Unable to connect"
 	refused=${E2E_RETRY_RE:-$refused}
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		timeout "$tmo" bash -c "$cli" >"$co" 2>&1
+		e2e_timed "$tmo" "$co.stacks" "$cli" >"$co" 2>&1
 		rc=$?
 		grep -qiE "$refused" "$co" || break
 		sleep 0.3
@@ -115,6 +145,8 @@ e2e_pair() {
 		e2e_fail "$name (server rc=$rs, client rc=$rc)"
 		echo "--- server:"; tail -n 15 "$so"
 		echo "--- client:"; tail -n 15 "$co"
+		# a program killed at the timeout: where its threads were
+		cat "$so.stacks" "$co.stacks" 2>/dev/null | head -n 150
 	fi
 }
 
