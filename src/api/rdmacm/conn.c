@@ -549,6 +549,10 @@ __attribute__((destructor(UR_CM_DTOR_IDS))) static void conn_exit(void)
 
 		if (!id->destroying)
 			conn_teardown(id);
+		/* and the loopback rendezvous forgets our listeners: a stale
+		 * entry whose pid the system reuses looks alive, and sends a
+		 * later client's REQ to an address nobody listens on */
+		cma_rv_withdraw(id);
 	}
 	pthread_mutex_unlock(&cma.lock);
 }

@@ -5,16 +5,20 @@
  *  - a peer process that calls exit() with its connection established and
  *    its id never destroyed: we get DISCONNECTED, and its exit does not
  *    hang;
+ *  - a process that exits with a loopback listener leaves no rendezvous
+ *    entry behind;
  *  - a forked child of ours that calls exit(): our own connection, whose
  *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
  *    still goes through).
- * The first test forks before this process opens a device (a child must
- * not inherit an initialised library); the second forks after, on purpose.
+ * The first two tests fork before this process opens a device (a child
+ * must not inherit an initialised library); the third forks after, on
+ * purpose.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
@@ -26,6 +30,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include "ta_cm.h"
+#include "util/rundir.h"
 
 #define EV_MS 15000
 /* The DREQ goes out at once; a lost one is resent after about 1 s. */
@@ -66,6 +71,49 @@ static void exiting_server(uint16_t p, int ready_fd)
 		_exit(4);
 	rdma_ack_cm_event(ev);
 	exit(0);	/* not _exit: the library's destructors run */
+}
+
+/*
+ * Regression: a process that exited with a loopback listener left its
+ * rendezvous entry behind; once its pid is reused (pid_max 32768 wraps in
+ * a CI run) the entry looks alive, and a client of a new listener on the
+ * same port (qperf's per-test ports) sent its REQ to the dead process's
+ * address and got REJECTED.
+ */
+static void test_regress_exit_withdraws_rendezvous(void **state)
+{
+	char root[512], entry[700], r;
+	uint16_t p = port();
+	int pfd[2], st;
+	pid_t pid;
+
+	assert_int_equal(ur_rundir_path(root, sizeof(root)), 0);
+	snprintf(entry, sizeof(entry), "%s/cm/%04x-%u-127.0.0.1", root,
+		 RDMA_PS_TCP, p);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct rdma_cm_id *l;
+		struct sockaddr_in a = ta_lo(p);
+
+		close(pfd[0]);
+		if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+		    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+		    rdma_listen(l, 1) || access(entry, F_OK))
+			_exit(2);
+		if (write(pfd[1], "x", 1) != 1)
+			_exit(3);
+		exit(0);	/* not _exit: the library's destructors run */
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &r, 1), 1);
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(access(entry, F_OK), -1);
 }
 
 static void test_regress_exit_left_peer_waiting(void **state)
@@ -194,6 +242,7 @@ static void test_forked_child_exit_leaves_ours(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_regress_exit_withdraws_rendezvous),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
