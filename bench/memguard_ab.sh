@@ -16,6 +16,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/ab_lib.sh
+. "$here/ab_lib.sh"
 rounds=${1:-7}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 for t in ib_write_bw ib_write_lat cmake ninja; do
@@ -33,48 +35,15 @@ build() { # DIR UNGUARDED
 build "$bb/guarded" OFF || { echo "build failed: $bb/guarded" >&2; exit 1; }
 build "$bb/plain" ON || { echo "build failed: $bb/plain" >&2; exit 1; }
 
-# run SIDE NAME BINARY ARGS...: one perftest pair on 127.0.0.1 with SIDE's
-# library; prints the figure (bw: Gb/s average; lat: t_typical in us) or
-# "fail". (CPU time is no measure here: perftest spins while it waits.)
+# run SIDE NAME BINARY ARGS...: one perftest pair with SIDE's library
+# (bench/ab_lib.sh's ab_pair says what it prints)
 run() {
-	local side=$1 name=$2 bin=$3
-	shift 3
-	local port=$((20000 + RANDOM % 20000)) sp rc rs row
-	local lib=$bb/$side/lib so=$out/$name.$side.srv co=$out/$name.$side.cli
+	local side=$1 name=$2
+	shift 2
+	local -a ab_pre=(env LD_LIBRARY_PATH="$bb/$side/lib")
 
-	LD_LIBRARY_PATH=$lib timeout 120 "$bin" -d uroce0 -p "$port" "$@" \
-		>"$so" 2>&1 &
-	sp=$!
-	sleep 0.4
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		LD_LIBRARY_PATH=$lib timeout 120 "$bin" -d uroce0 -p "$port" \
-			"$@" 127.0.0.1 >"$co" 2>&1
-		rc=$?
-		grep -qiE "couldn't connect|connection refused|unable to connect" \
-			"$co" || break
-		sleep 0.3
-	done
-	wait "$sp"
-	rs=$?
-	row=$(grep -E '^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' "$co" | tail -1)
-	if ((rc || rs)) || [[ -z $row ]]; then
-		echo fail
-	elif [[ $bin == *_bw ]]; then
-		awk '{ print $4 }' <<<"$row"
-	else
-		awk '{ print $5 }' <<<"$row"	# t_typical
-	fi
+	ab_pair "$out/$name.$side.srv" "$out/$name.$side.cli" "$@"
 }
-
-median() {
-	tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END {
-			if (!NR) { print "-"; exit }
-			if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.4g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 declare -A res m
 echo "memguard A/B: $rounds rounds, raw output in $out (load $(load))" >&2
@@ -90,11 +59,6 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b;
-		else print "-" }'
-}
 
 echo "## The fault-safe path, end to end"
 echo

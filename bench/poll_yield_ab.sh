@@ -19,6 +19,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/ab_lib.sh
+. "$here/ab_lib.sh"
 rounds=${1:-7}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 for t in ib_write_lat ib_send_lat ib_read_lat ib_write_bw taskset cmake ninja; do
@@ -35,56 +37,18 @@ stack_cpu=$(($(nproc) - 1))
 cmake -S "$repo" -B "$bb" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
 	ninja -C "$bb" ibverbs >/dev/null || { echo "build failed: $bb" >&2; exit 1; }
 
-# run YIELD XDG PIN NAME BINARY ARGS...: one perftest pair on 127.0.0.1
-# (PIN: a CPU list for taskset, or - for none); prints the figure (bw:
-# Gb/s average; lat: t_typical in us) or "fail".
+# run YIELD XDG PIN NAME BINARY ARGS...: one perftest pair (PIN: a CPU
+# list for taskset, or - for none; bench/ab_lib.sh's ab_pair says what it
+# prints)
 run() {
-	local y=$1 xdg=$2 pin=$3 name=$4 bin=$5
-	shift 5
-	local port=$((20000 + RANDOM % 20000)) sp rc rs row
-	local so=$out/$name.$y.srv co=$out/$name.$y.cli
-	local -a pre=(env UROCE_POLL_YIELD="$y" XDG_RUNTIME_DIR="$xdg"
+	local y=$1 xdg=$2 pin=$3 name=$4
+	shift 4
+	local -a ab_pre=(env UROCE_POLL_YIELD="$y" XDG_RUNTIME_DIR="$xdg"
 		LD_LIBRARY_PATH="$bb/lib")
 
-	[[ $pin == - ]] || pre=(taskset -c "$pin" "${pre[@]}")
-	"${pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" >"$so" 2>&1 &
-	sp=$!
-	sleep 0.4
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		"${pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" \
-			127.0.0.1 >"$co" 2>&1
-		rc=$?
-		grep -qiE "couldn't connect|connection refused|unable to connect" \
-			"$co" || break
-		sleep 0.3
-	done
-	wait "$sp"
-	rs=$?
-	row=$(grep -E '^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' "$co" | tail -1)
-	if ((rc || rs)) || [[ -z $row ]]; then
-		echo fail
-	elif [[ $bin == *_bw ]]; then
-		awk '{ print $4 }' <<<"$row"
-	else
-		awk '{ print $5 }' <<<"$row"	# t_typical
-	fi
+	[[ $pin == - ]] || ab_pre=(taskset -c "$pin" "${ab_pre[@]}")
+	ab_pair "$out/$name.$y.srv" "$out/$name.$y.cli" "$@"
 }
-
-median() {
-	tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END {
-			if (!NR) { print "-"; exit }
-			if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.4g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b;
-		else print "-" }'
-}
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # the tests: key, label, directory, pin, binary and arguments
 tests=(wl_ext4 wl_tmpfs wl_stacked sl sl_stacked rl bw)

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=bash
+# Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh):
+# sourced, not run.
+
+# ab_pair SRV_OUT CLI_OUT BINARY ARGS...: one perftest pair on 127.0.0.1,
+# both run under the command prefix in the array ab_pre (the caller's
+# environment, library, CPU pinning); prints the figure (bw: Gb/s average;
+# lat: t_typical in us) or "fail". The client retries while the server is
+# not listening yet. (CPU time is no measure here: perftest spins while
+# it waits.)
+# shellcheck disable=SC2154 # ab_pre: the caller's, by design
+ab_pair() {
+	local so=$1 co=$2 bin=$3
+	shift 3
+	local port=$((20000 + RANDOM % 20000)) sp rc rs row
+
+	"${ab_pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" >"$so" 2>&1 &
+	sp=$!
+	sleep 0.4
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		"${ab_pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" \
+			127.0.0.1 >"$co" 2>&1
+		rc=$?
+		grep -qiE "couldn't connect|connection refused|unable to connect" \
+			"$co" || break
+		sleep 0.3
+	done
+	wait "$sp"
+	rs=$?
+	row=$(grep -E '^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' "$co" | tail -1)
+	if ((rc || rs)) || [[ -z $row ]]; then
+		echo fail
+	elif [[ $bin == *_bw ]]; then
+		awk '{ print $4 }' <<<"$row"
+	else
+		awk '{ print $5 }' <<<"$row"	# t_typical
+	fi
+}
+
+# median of the numeric words on stdin ("-" when there are none)
+median() {
+	tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
+		awk '{ v[NR] = $1 } END {
+			if (!NR) { print "-"; exit }
+			if (NR % 2) print v[(NR + 1) / 2];
+			else printf "%.4g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b;
+		else print "-" }'
+}
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
