@@ -1,38 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Asynchronous events. Each context queues its events (async_lock) and
- * counts them in its async eventfd (semaphore mode), which is the
+ * counts them in its async fd (util/evcount.h), which is the
  * ibv_context.async_fd users poll or make non-blocking. Getting an event
  * counts it as delivered on its object; acking counts it as completed in
  * the verbs object (events_completed / async_events_completed) and wakes a
  * destroy that waits for every delivered event to be acked.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "obj/obj_priv.h"
-#include "util/log.h"
+#include "util/evcount.h"
 
 void ur_async_event_post(struct ibv_context *ctx,
 			 const struct ibv_async_event *ev)
 {
 	struct ur_context *uctx = to_ur_context(ctx);
 	struct ur_async_event *e = malloc(sizeof(*e));
-	uint64_t one = 1;
 
 	if (!e)
 		return;		/* nothing better to do: the event is lost */
 	e->ev = *ev;
-	/* counted under the lock, so that while nobody holds it the eventfd
-	 * count is never below the number of queued events (purge relies
-	 * on that) */
 	pthread_mutex_lock(&uctx->async_lock);
 	ur_list_add_tail(&uctx->async_events, &e->node);
-	if (write(uctx->async_efd, &one, sizeof(one)) != sizeof(one))
-		ur_warn("async event counter write failed");
+	ur_evcount_add(uctx->async_efd);
 	pthread_mutex_unlock(&uctx->async_lock);
 }
 
@@ -99,22 +92,6 @@ static bool event_owner(const struct ibv_async_event *ev,
 	}
 }
 
-/*
- * Takes back the eventfd count of a purged event, so poll() does not
- * announce an event that is gone. Never blocks, whatever O_NONBLOCK the
- * user set: a reader in ibv_get_async_event may already have taken the
- * count, and then there is nothing to take.
- */
-static void take_count(int efd)
-{
-	struct pollfd p = { .fd = efd, .events = POLLIN };
-	uint64_t v;
-
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) &&
-	    read(efd, &v, sizeof(v)) != sizeof(v))
-		ur_warn("async event counter read failed");
-}
-
 void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 {
 	struct ur_context *uctx = to_ur_context(ctx);
@@ -129,7 +106,7 @@ void ur_async_events_purge(struct ibv_context *ctx, const void *obj)
 		if (event_owner(&e->ev, &o) && o.obj == obj) {
 			ur_list_del(pos);
 			free(e);
-			take_count(uctx->async_efd);
+			ur_evcount_take(uctx->async_efd);
 		}
 	}
 	pthread_mutex_unlock(&uctx->async_lock);
@@ -149,18 +126,21 @@ static void mark_delivered(const struct ibv_async_event *ev)
 int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev)
 {
 	struct ur_async_event *e;
-	uint64_t v;
+	int ret;
 
 	for (;;) {
-		if (read(uctx->async_efd, &v, sizeof(v)) != sizeof(v))
-			return errno ? -errno : -EIO;
 		pthread_mutex_lock(&uctx->async_lock);
 		if (!ur_list_empty(&uctx->async_events))
 			break;
 		pthread_mutex_unlock(&uctx->async_lock);
+		/* EINTR too ends the call, as a read of the kernel's fd does */
+		ret = ur_evcount_wait(uctx->async_efd);
+		if (ret)
+			return ret;
 	}
 	e = ur_list_first(&uctx->async_events, struct ur_async_event, node);
 	ur_list_del(&e->node);
+	ur_evcount_take(uctx->async_efd);
 	pthread_mutex_unlock(&uctx->async_lock);
 	*ev = e->ev;
 	free(e);

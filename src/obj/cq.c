@@ -5,19 +5,19 @@
  * A CQ is a ring of final ibv_wc entries (cq->lock). The engine adds with
  * ur_cq_push(); poll_cq copies out. An armed CQ that receives a matching
  * completion disarms and queues one event on its channel: the channel's
- * eventfd (semaphore mode) counts queued events, so the fd is readable
- * exactly while an event waits, and ibv_get_cq_event reads one count and
- * takes the oldest CQ off the channel's pending list. A CQ destroyed with
- * events still queued leaves stale counts behind; the reader skips them.
+ * fd counts queued events (util/evcount.h), so it is readable exactly
+ * while an event waits, and ibv_get_cq_event takes the oldest CQ off the
+ * channel's pending list and one count with it. A CQ destroyed with
+ * events still queued takes their counts back.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "obj/obj_priv.h"
+#include "util/evcount.h"
 #include "util/time.h"
 
 #define UR_CQ_WC_FLAGS_SUPPORTED                                               \
@@ -197,7 +197,9 @@ int ur_cq_destroy(struct ur_cq *cq)
 		pthread_mutex_lock(&ch->lock);
 		if (cq->events_queued)
 			ur_list_del(&cq->chan_node);
-		cq->events_queued = 0;
+		/* poll(2) on the channel no longer announces them */
+		for (; cq->events_queued; cq->events_queued--)
+			ur_evcount_take(ch->ibch.fd);
 		ch->ibch.refcnt--;
 		pthread_mutex_unlock(&ch->lock);
 		atomic_fetch_sub(&ch->refcnt, 1);
@@ -320,15 +322,12 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 static void channel_signal(struct ur_cq *cq)
 {
 	struct ur_comp_channel *ch = to_ur_channel(cq->ibcq.channel);
-	uint64_t one = 1;
 
 	pthread_mutex_lock(&ch->lock);
 	if (!cq->events_queued++)
 		ur_list_add_tail(&ch->pending, &cq->chan_node);
+	ur_evcount_add(ch->ibch.fd);
 	pthread_mutex_unlock(&ch->lock);
-	/* An eventfd write only fails at a count of 2^64-2. */
-	if (write(ch->ibch.fd, &one, sizeof(one)) != sizeof(one))
-		return;
 }
 
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
@@ -394,7 +393,7 @@ int ur_channel_create(struct ibv_context *ctx, struct ur_comp_channel **out)
 
 	if (!ch)
 		return -ENOMEM;
-	ch->ibch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	ch->ibch.fd = ur_evcount_open();
 	if (ch->ibch.fd < 0) {
 		int err = -errno;
 
@@ -423,19 +422,22 @@ int ur_channel_destroy(struct ur_comp_channel *ch)
 int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **out)
 {
 	struct ur_cq *cq;
-	uint64_t v;
+	int ret;
 
 	for (;;) {
-		if (read(ch->ibch.fd, &v, sizeof(v)) != sizeof(v))
-			return errno ? -errno : -EIO;
 		pthread_mutex_lock(&ch->lock);
 		if (!ur_list_empty(&ch->pending))
 			break;
-		pthread_mutex_unlock(&ch->lock);	/* stale count */
+		pthread_mutex_unlock(&ch->lock);
+		/* EINTR too ends the call, as a read of the kernel's fd does */
+		ret = ur_evcount_wait(ch->ibch.fd);
+		if (ret)
+			return ret;
 	}
 	cq = ur_list_first(&ch->pending, struct ur_cq, chan_node);
 	if (!--cq->events_queued)
 		ur_list_del(&cq->chan_node);
+	ur_evcount_take(ch->ibch.fd);
 	pthread_mutex_unlock(&ch->lock);
 
 	pthread_mutex_lock(&cq->ibcq.mutex);

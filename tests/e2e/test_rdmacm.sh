@@ -64,12 +64,12 @@ pair() {
 	local so="$E2E_TMP/$name.srv" co="$E2E_TMP/$name.cli" sp rs rc ok=1
 	local t0=$SECONDS
 
-	timeout "$tmo" bash -c "$srv" >"$so" 2>&1 &
+	e2e_timed "$tmo" "$so.stacks" "$srv" >"$so" 2>&1 &
 	sp=$!
 	if ! wait_listen "$port" "${PAIR_PS:-0106}"; then
 		echo "  server did not listen on $port"
 	fi
-	timeout "$tmo" bash -c "$cli" >"$co" 2>&1
+	e2e_timed "$tmo" "$co.stacks" "$cli" >"$co" 2>&1
 	rc=$?
 	if ((rc != 0)); then	# a failed client leaves the server waiting
 		sleep 2
@@ -96,6 +96,7 @@ pair() {
 		check_fail "$name (server rc=$rs, client rc=$rc)"
 		echo "--- server:"; tail -n 15 "$so"
 		echo "--- client:"; tail -n 15 "$co"
+		cat "$so.stacks" "$co.stacks" 2>/dev/null | head -n 150
 	fi
 }
 

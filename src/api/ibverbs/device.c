@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "obj/device.h"
 #include "obj/obj.h"
+#include "util/evcount.h"
 #include "util/log.h"
 
 #ifndef UROCE_VERSION
@@ -294,7 +295,7 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->mutex, NULL);
 	uctx->vctx.sz = sizeof(struct verbs_context);
 
-	uctx->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	uctx->async_efd = ur_evcount_open();
 	ctx->async_fd = uctx->async_efd;
 	ctx->cmd_fd = eventfd(0, EFD_CLOEXEC);
 	if (uctx->async_efd < 0 || ctx->cmd_fd < 0) {

@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Event channels. The fd is an eventfd in semaphore mode holding one count
- * per queued event: it polls readable exactly while an event waits, a
- * blocking read sleeps until one arrives, and an application that sets
- * O_NONBLOCK on it (as rdma-core documents) gets EAGAIN instead.
+ * Event channels. The fd counts the queued events (util/evcount.h): it
+ * polls readable exactly while an event waits, rdma_get_cm_event sleeps
+ * until one arrives, and an application that sets O_NONBLOCK on it (as
+ * rdma-core documents) gets EAGAIN instead. cma.lock guards the queues
+ * and their counts.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "api/rdmacm/rdmacm_priv.h"
+#include "util/evcount.h"
 
 struct cma_chan *cma_chan_new(bool internal)
 {
@@ -20,7 +20,7 @@ struct cma_chan *cma_chan_new(bool internal)
 
 	if (!c)
 		return NULL;
-	c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	c->ch.fd = ur_evcount_open();
 	if (c->ch.fd < 0) {
 		free(c);
 		return NULL;
@@ -34,14 +34,6 @@ void cma_chan_free(struct cma_chan *c)
 {
 	close(c->ch.fd);
 	free(c);
-}
-
-static void chan_signal(struct cma_chan *c)
-{
-	uint64_t one = 1;
-	ssize_t n = write(c->ch.fd, &one, sizeof(one));
-
-	(void)n;	/* cannot overflow: one count per queued event */
 }
 
 struct cma_event *cma_event_post(struct cma_id *id,
@@ -73,7 +65,7 @@ struct cma_event *cma_event_post(struct cma_id *id,
 	}
 	id->events_out++;
 	ur_list_add_tail(&id->chan->events, &e->node);
-	chan_signal(id->chan);
+	ur_evcount_add(id->chan->ch.fd);
 	return e;
 }
 
@@ -94,7 +86,6 @@ void cma_event_post_ud(struct cma_id *id, enum rdma_cm_event_type type,
 void cma_chan_drop_events(struct cma_id *id)
 {
 	struct ur_list *pos, *tmp;
-	uint64_t v;
 
 	ur_list_for_each_safe(pos, tmp, &id->chan->events) {
 		struct cma_event *e = ur_list_entry(pos, struct cma_event, node);
@@ -102,9 +93,7 @@ void cma_chan_drop_events(struct cma_id *id)
 		if (e->owner != id)
 			continue;
 		ur_list_del(&e->node);
-		/* the count is >= the queue length: this read never blocks */
-		if (read(id->chan->ch.fd, &v, sizeof(v)) < 0)
-			v = 0;
+		ur_evcount_take(id->chan->ch.fd);
 		id->events_out--;
 		free(e);
 	}
@@ -113,7 +102,6 @@ void cma_chan_drop_events(struct cma_id *id)
 void cma_event_move(struct cma_id *id, struct cma_chan *to)
 {
 	struct ur_list *pos, *tmp;
-	uint64_t v;
 
 	ur_list_for_each_safe(pos, tmp, &id->chan->events) {
 		struct cma_event *e = ur_list_entry(pos, struct cma_event, node);
@@ -121,10 +109,9 @@ void cma_event_move(struct cma_id *id, struct cma_chan *to)
 		if (e->owner != id)
 			continue;
 		ur_list_del(&e->node);
-		if (read(id->chan->ch.fd, &v, sizeof(v)) < 0)
-			v = 0;
+		ur_evcount_take(id->chan->ch.fd);
 		ur_list_add_tail(&to->events, &e->node);
-		chan_signal(to);
+		ur_evcount_add(to->ch.fd);
 	}
 	id->chan = to;
 }
@@ -180,25 +167,23 @@ UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 {
 	struct cma_chan *c;
 	struct cma_event *e;
-	uint64_t v;
+	int ret;
 
 	if (!channel || !event)
 		return cma_err(EINVAL);
 	c = to_cma_chan(channel);
 	for (;;) {
-		if (read(c->ch.fd, &v, sizeof(v)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;	/* EAGAIN on a non-blocking fd */
-		}
 		pthread_mutex_lock(&cma.lock);
 		if (!ur_list_empty(&c->events))
 			break;
-		/* an rdma_destroy_id took the event this count stood for */
 		pthread_mutex_unlock(&cma.lock);
+		ret = ur_evcount_wait(c->ch.fd);
+		if (ret && ret != -EINTR)
+			return cma_err(-ret);	/* EAGAIN on a non-blocking fd */
 	}
 	e = ur_list_first(&c->events, struct cma_event, node);
 	ur_list_del(&e->node);
+	ur_evcount_take(c->ch.fd);
 	pthread_mutex_unlock(&cma.lock);
 	*event = &e->ev;
 	return 0;

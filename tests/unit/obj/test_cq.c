@@ -279,10 +279,13 @@ static void test_destroy_waits_for_ack(void **state)
 	ur_cq_arm(cq, 0);
 	push(cq, 1, IBV_WC_SUCCESS, false);
 	assert_int_equal(ur_channel_get_event(ch, &got), 0);
-	/* an event queued but never fetched does not block destroy */
+	/* an event queued but never fetched does not block destroy, and
+	 * leaves with its CQ: the fd no longer polls readable for it */
 	ur_cq_arm(cq2, 0);
 	push(cq2, 1, IBV_WC_SUCCESS, false);
+	assert_true(ut_fd_readable(ch->ibch.fd));
 	assert_int_equal(ur_cq_destroy(cq2), 0);
+	assert_false(ut_fd_readable(ch->ibch.fd));
 
 	atomic_store(&destroyed, 0);
 	assert_int_equal(pthread_create(&t, NULL, destroy_thread, cq), 0);
@@ -291,7 +294,7 @@ static void test_destroy_waits_for_ack(void **state)
 	ur_cq_ack_events(cq, 1);
 	pthread_join(t, NULL);
 	assert_int_equal(atomic_load(&destroyed), 1);
-	/* the stale count of cq2's event is skipped: still EAGAIN */
+	/* nothing left for a reader either */
 	fcntl(ch->ibch.fd, F_SETFL, O_NONBLOCK);
 	assert_int_equal(ur_channel_get_event(ch, &got), -EAGAIN);
 	assert_int_equal(ur_channel_destroy(ch), 0);

@@ -13,12 +13,15 @@
  *    the QPs in RTS with each side's SQ PSN the other's RQ PSN, a SEND
  *    goes through byte for byte; disconnect: both DISCONNECTED, QPs in ERR;
  *  - bad input: errno as rdma-core's man pages say;
+ *  - rdma_destroy_id dropping an event that a thread blocked in
+ *    rdma_get_cm_event is waking up for: neither hangs;
  *  - 2000 connect/disconnect cycles leave no file descriptor and no
  *    allocated memory behind.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -458,6 +461,85 @@ static void test_regress_family_mismatch(void **state)
 	assert_int_equal(rdma_destroy_id(id), 0);
 }
 
+/*
+ * Regression: rdma_get_cm_event took the channel fd's count before it
+ * locked the queue, so an rdma_destroy_id that dropped the same event in
+ * between found no count to take and blocked in read() with the library's
+ * lock held, which the woken reader then waited for: an rping client hung
+ * in rdma_destroy_id (CI, 1 run in ~100). Here a thread waits for events
+ * while the main thread makes an id, lets it queue ADDR_RESOLVED and
+ * destroys it at once, many times; a watchdog fails the test on a hang.
+ */
+#define RACE_ROUNDS 3000
+#define RACE_STALL_S 20
+
+static struct rdma_event_channel *race_ch;
+static volatile int race_done;
+static volatile unsigned int race_round;
+
+static void *race_reader(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	while (!race_done)
+		if (!rdma_get_cm_event(race_ch, &ev))
+			rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static void *race_watchdog(void *arg)
+{
+	unsigned int seen = ~0u;
+	int still = 0;
+
+	(void)arg;
+	while (!race_done) {
+		sleep(1);
+		if (race_round != seen) {
+			seen = race_round;
+			still = 0;
+		} else if (++still >= RACE_STALL_S) {
+			fprintf(stderr, "hang: rdma_destroy_id against "
+				"rdma_get_cm_event, round %u\n", seen);
+			_exit(1);
+		}
+	}
+	return NULL;
+}
+
+static void test_regress_destroy_races_get_event(void **state)
+{
+	struct sockaddr_storage a = lo_addr(port());
+	pthread_t reader, dog;
+	struct rdma_cm_id *id;
+	unsigned int i;
+
+	race_ch = rdma_create_event_channel();
+	assert_non_null(race_ch);
+	race_done = 0;
+	assert_int_equal(pthread_create(&reader, NULL, race_reader, NULL), 0);
+	assert_int_equal(pthread_create(&dog, NULL, race_watchdog, NULL), 0);
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		race_round = i;
+		assert_int_equal(rdma_create_id(race_ch, &id, NULL,
+						RDMA_PS_TCP), 0);
+		assert_int_equal(rdma_resolve_addr(id, NULL,
+						   (struct sockaddr *)&a,
+						   2000), 0);
+		assert_int_equal(rdma_destroy_id(id), 0);
+	}
+	/* one last event, kept, wakes the reader to see it is done */
+	race_done = 1;
+	assert_int_equal(rdma_create_id(race_ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	assert_int_equal(pthread_join(reader, NULL), 0);
+	assert_int_equal(pthread_join(dog, NULL), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(race_ch);
+}
+
 /* Bytes the process has allocated with malloc (0 where a sanitizer
  * replaces malloc: its leak checker covers that build). */
 static size_t heap_in_use(void)
@@ -502,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_peer_vanishes),
 		cmocka_unit_test(test_channel_fd),
 		cmocka_unit_test(test_regress_family_mismatch),
+		cmocka_unit_test(test_regress_destroy_races_get_event),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_reject_private_data),
