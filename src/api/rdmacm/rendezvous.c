@@ -8,9 +8,11 @@
  *   <runtime root>/cm/  (util/rundir.h: $XDG_RUNTIME_DIR/uroce-<uid>/cm/,
  *                        else /tmp/uroce-<uid>/cm/)
  *
- * as a file "<ps>-<port>-<address|any>" holding "<pid> <GID>...": the
- * listener's own address when it is bound to one of its device's, else
- * every address of its device. rdma_resolve_addr/rdma_connect of a
+ * as a file "<ps>-<port>-<address|any>" holding "<pid>:<start> <GID>...":
+ * the listener's own address when it is bound to one of its device's, else
+ * every address of its device; <start> is the process's start time
+ * (/proc/<pid>/stat), so that an entry left by a killed process is known
+ * stale even after its pid has gone to another process. rdma_resolve_addr/rdma_connect of a
  * loopback destination reads the exact entry, then the wildcard one, and
  * sends its REQ to the GID that is the destination, else to one of its
  * own IP version (a datagram cannot change version), else to the first.
@@ -33,8 +35,35 @@
 #include "api/rdmacm/rdmacm_priv.h"
 #include "util/rundir.h"
 
-/* "<pid>" and up to UR_CM_MAX_GIDS addresses of INET6_ADDRSTRLEN */
-#define RV_LINE_MAX (24 + UR_CM_MAX_GIDS * INET6_ADDRSTRLEN)
+/* "<pid>:<start>" and up to UR_CM_MAX_GIDS addresses of INET6_ADDRSTRLEN */
+#define RV_LINE_MAX (48 + UR_CM_MAX_GIDS * INET6_ADDRSTRLEN)
+
+/* When process pid started, in clock ticks after boot (field 22 of
+ * /proc/<pid>/stat, after the command name, which may hold spaces and
+ * parentheses); 0 if there is no such process or /proc cannot say. */
+static unsigned long long proc_start_time(long pid)
+{
+	char path[48], buf[1024], *p;
+	unsigned long long start = 0;
+	size_t n;
+	int field;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	/* ") S ppid ...": field 3 (the state) follows the parenthesis */
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		start = strtoull(p + 1, NULL, 10);
+	return start;
+}
 
 /* The runtime root (util/rundir.h, which refuses someone else's) + /cm. */
 static int rv_dir(char *buf, size_t len)
@@ -78,6 +107,8 @@ static int entry_read(const char *path, const uint8_t want[16],
 	struct in6_addr a;
 	FILE *f = fopen(path, "r");
 	int n = 0, rank = 3;	/* 0 want, 1 like's version, 2 first */
+	unsigned long long start = 0;
+	char *end = NULL;
 	long pid = 0;
 
 	if (!f)
@@ -85,7 +116,9 @@ static int entry_read(const char *path, const uint8_t want[16],
 	tok = fgets(buf, sizeof(buf), f) ? strtok_r(buf, " \n", &save) : NULL;
 	fclose(f);
 	if (tok)
-		pid = strtol(tok, NULL, 10);
+		pid = strtol(tok, &end, 10);
+	if (end && *end == ':')
+		start = strtoull(end + 1, NULL, 10);
 	while (pid > 0 && (tok = strtok_r(NULL, " \n", &save)) &&
 	       inet_pton(AF_INET6, tok, &a) == 1) {
 		int r = !memcmp(&a, want, 16) ? 0 :
@@ -98,7 +131,8 @@ static int entry_read(const char *path, const uint8_t want[16],
 		}
 		n++;
 	}
-	if (!n || (kill((pid_t)pid, 0) && errno == ESRCH)) {
+	if (!n || (kill((pid_t)pid, 0) && errno == ESRCH) ||
+	    (start && proc_start_time(pid) != start)) {
 		unlink(path);
 		return -ESRCH;
 	}
@@ -115,7 +149,8 @@ static void entry_line(const struct cma_id *id, const union ur_sockaddr *sa,
 	uint8_t k;
 	int i;
 
-	n = (size_t)snprintf(line, len, "%ld", (long)getpid());
+	n = (size_t)snprintf(line, len, "%ld:%llu", (long)getpid(),
+			     proc_start_time(getpid()));
 	for (i = 0; i < d->ngids && n < len; i++) {
 		if (ur_gid_is_zero(d->gids[i]) ||
 		    (cma_dev_by_addr(sa, &k) == d && k != i))

@@ -7,14 +7,17 @@
  *    hang;
  *  - a process that exits with a loopback listener leaves no rendezvous
  *    entry behind;
+ *  - the entry of a listener that was killed (so it could not withdraw
+ *    it) is stale once its pid belongs to another process;
  *  - a forked child of ours that calls exit(): our own connection, whose
  *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
  *    still goes through).
- * The first two tests fork before this process opens a device (a child
- * must not inherit an initialised library); the third forks after, on
+ * The first three tests fork before this process opens a device (a child
+ * must not inherit an initialised library); the last forks after, on
  * purpose.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -110,6 +113,81 @@ static void test_regress_exit_withdraws_rendezvous(void **state)
 	close(pfd[1]);
 	assert_int_equal(read(pfd[0], &r, 1), 1);
 	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(access(entry, F_OK), -1);
+}
+
+/*
+ * Regression: the entry of a listener killed by a signal stays; when its
+ * pid went to another live process, the entry looked alive, a new listener
+ * on that port got EADDRINUSE and a client sent its REQ to the dead
+ * process's address. Here the killed listener's entry is made to name a
+ * live pid (ours, as a reused pid would): it must still count as stale.
+ */
+static void test_regress_killed_listener_pid_reused(void **state)
+{
+	struct rdma_event_channel *ch;
+	struct sockaddr_in a;
+	struct rdma_cm_id *l;
+	char root[512], entry[700], line[512], r, *rest;
+	uint16_t p = port();
+	int pfd[2], st;
+	FILE *f;
+	pid_t pid;
+
+	assert_int_equal(ur_rundir_path(root, sizeof(root)), 0);
+	snprintf(entry, sizeof(entry), "%s/cm/%04x-%u-127.0.0.1", root,
+		 RDMA_PS_TCP, p);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		a = ta_lo(p);
+		close(pfd[0]);
+		ch = rdma_create_event_channel();
+		if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+		    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+		    rdma_listen(l, 1) || access(entry, F_OK))
+			_exit(2);
+		if (write(pfd[1], "x", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(4);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &r, 1), 1);
+	close(pfd[0]);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+
+	/* the entry stayed; its pid now names a live process, this one */
+	f = fopen(entry, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	rest = line + strspn(line, "0123456789");
+	f = fopen(entry, "w");
+	assert_non_null(f);
+	fprintf(f, "%ld%s", (long)getpid(), rest);
+	fclose(f);
+
+	/* a new listener on the port: another fork, as this process must
+	 * not open a device before the next test forks */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		a = ta_lo(p);
+		ch = rdma_create_event_channel();
+		if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP))
+			_exit(2);
+		if (rdma_bind_addr(l, (struct sockaddr *)&a) ||
+		    rdma_listen(l, 1))
+			_exit(errno == EADDRINUSE ? 3 : 4);
+		exit(0);	/* withdraws the entry it made */
+	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -243,6 +321,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_regress_exit_withdraws_rendezvous),
+		cmocka_unit_test(test_regress_killed_listener_pid_reused),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
