@@ -23,13 +23,31 @@
  *     send;
  *   - a QP is in a state it cannot reach by itself from the one we set;
  *   - a READ or RC WRITE that ran alone (see w.rd) completed with success
- *     but its destination does not hold its source (a WRITE only while no
- *     crafted request has reached its responder: one at the PSN the WRITE
- *     then uses makes it a duplicate, ACKed and not executed, as a forged
- *     packet can on a real network);
+ *     but its destination does not hold its source (a WRITE only while its
+ *     responder's PSN is not in doubt, below);
  *   - an RC operation posted after its MW key was invalidated succeeded
- *     (again only while no crafted request has reached its responder);
+ *     (again only while its responder's PSN is not in doubt);
  *   - at the end, a signaled send or a receive never completed.
+ * PSN doubt (fz_qp.psn_doubt): an RC responder ACKs a request below the
+ * PSN it expects as a duplicate, without checking its key or executing
+ * it (C9-105), and the requester completes it with success. A request of
+ * the peer's present incarnation is below that PSN only if the responder
+ * was given a PSN the peer does not start at, or took a request the
+ * present incarnation did not send. The harness follows both as they
+ * happen (psn_note_modify(), note_rx()); only these excuse a success:
+ *   - the responder's RQ PSN is beyond the peer's SQ PSN;
+ *   - a crafted request was handed to it since its last RESET;
+ *   - it took a request of the peer's last incarnation (sent before the
+ *     peer's last RESET), before that RESET or after it: a RESET does not
+ *     empty the network, and a reconnect at the same PSNs makes a stale
+ *     request the one expected. It is executed, and the new request at
+ *     its PSN is then a duplicate (regress_dead_mw_key_forged_dup, and
+ *     regress_dead_mw_key_stale_dup, the same without its two crafted
+ *     packets, which the parser dropped anyway: a stale WRITE through a
+ *     live key ran, the WRITE through the dead key at its PSN was ACKed
+ *     and never ran).
+ * A RESET of the responder clears its doubt: PSN state that outlived a
+ * RESET in the engine is still caught.
  * Built only with -DUROCE_FUZZ=ON and clang (tests/fuzz/run.sh engine).
  */
 #include <errno.h>
@@ -108,8 +126,12 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 #define FZ_QLEN 256
 #define FZ_DGRAM_MAX 9216
 
+/* The sender's incarnation (fz_qp.gen) when it left, or a crafted one. */
+#define FZ_GEN_CRAFTED UINT32_MAX
+
 struct fz_dgram {
 	uint32_t len;
+	uint32_t gen;
 	uint8_t data[FZ_DGRAM_MAX];
 };
 
@@ -137,10 +159,11 @@ static struct fz_dgram *net_at(unsigned int i)
 static void dgram_copy(struct fz_dgram *to, const struct fz_dgram *from)
 {
 	to->len = from->len;
+	to->gen = from->gen;
 	memcpy(to->data, from->data, from->len);
 }
 
-static void net_push(const uint8_t *data, size_t len, bool front)
+static void net_push(const uint8_t *data, size_t len, uint32_t gen, bool front)
 {
 	struct fz_dgram *d;
 
@@ -156,8 +179,13 @@ static void net_push(const uint8_t *data, size_t len, bool front)
 	}
 	net.n++;
 	d->len = (uint32_t)len;
+	d->gen = gen;
 	memcpy(d->data, data, len);
 }
+
+/* (they read the QPs, declared further down) */
+static uint32_t sender_gen(const uint8_t *bth, size_t len);
+static void note_rx(const struct fz_dgram *d);
 
 static void net_pop(void)
 {
@@ -251,7 +279,8 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 		for (off = 0; off < len; off += seg) {
 			size_t s = len - off < seg ? len - off : seg;
 
-			net_push(net.tmp + off, s, false);
+			net_push(net.tmp + off, s, sender_gen(net.tmp + off, s),
+				 false);
 			l->st.tx_pkts++;
 		}
 	}
@@ -272,6 +301,7 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 					       net.rx[n].data[10] << 8 |
 					       net.rx[n].data[11]), net.n);
 		net.budget--;
+		note_rx(&net.rx[n]);
 		d[n].data = net.rx[n].data;
 		d[n].len = net.rx[n].len;
 		d[n].src = l->addr;
@@ -339,6 +369,9 @@ struct fz_queue {
 	uint32_t len[FZ_MAX_POSTS];	/* receive: bytes posted */
 	uint32_t inv_rkey[FZ_MAX_POSTS];	/* send: LOCAL_INV's key */
 	uint8_t must_fail[FZ_MAX_POSTS];	/* send: uses a dead rkey */
+	/* send: its responder's PSN may have been ahead of it (psn_doubt)
+	 * while it was outstanding */
+	uint8_t dup_ok[FZ_MAX_POSTS];
 };
 
 struct fz_qp {
@@ -347,6 +380,21 @@ struct fz_qp {
 	enum ibv_qp_state state;	/* what we set, or saw it move to */
 	struct fz_queue sq, rq;
 	uint32_t init_psn;
+	/*
+	 * The PSNs this QP took since its last RESET, to tell whether its
+	 * responder expects what its peer's requester sends (psn_doubt).
+	 * gen counts its RESETs: a datagram it sent carries the gen it was
+	 * sent in, so one from before a RESET is told from its successors.
+	 * took: its responder took a request of its peer's present
+	 * incarnation since its own last RESET.
+	 */
+	uint32_t gen;
+	bool rq_set, sq_set, took;
+	uint32_t rq_psn, sq_psn;
+	/* its responder may expect a PSN beyond the next request of its
+	 * peer: that request is then a duplicate, ACKed without its key
+	 * checked or anything executed (C9-105) */
+	bool psn_doubt;
 };
 
 static struct {
@@ -365,10 +413,6 @@ static struct {
 	 * operation posted later with it must not succeed */
 	bool dead;
 	uint32_t dead_rkey;
-	/* QP i's responder took a crafted request: the requests its pair
-	 * sends at the PSNs that took may be answered as duplicates, ACKed
-	 * and not executed (the hostile-peer case of README "Security") */
-	bool forged_req[FZ_NQP];
 	struct ibv_ah *ah;
 	struct fz_qp q[FZ_NQP];
 	/* from the input's header */
@@ -599,10 +643,10 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 			CHECK(wc->opcode == qu->op[seq],
 			      "QP %d: send WQE %u completed as opcode %d, "
 			      "not %d", qi, seq, wc->opcode, qu->op[seq]);
-			/* unless its responder took a crafted request: the
-			 * operation may then be ACKed as a duplicate of it,
-			 * without the key checked or anything executed */
-			CHECK(!qu->must_fail[seq] || w.forged_req[qi ^ 1],
+			/* unless its responder may have been ahead of it:
+			 * it was then ACKed as a duplicate, without its key
+			 * checked or anything executed (psn_doubt) */
+			CHECK(!qu->must_fail[seq] || qu->dup_ok[seq],
 			      "QP %d: send WQE %u succeeded with rkey %#x, "
 			      "invalidated before it was posted", qi, seq,
 			      w.dead_rkey);
@@ -727,9 +771,9 @@ static void read_track(int qi, uint32_t seq, const struct ibv_send_wr *wr)
 				   src, len))
 			return;
 	w.rd.on = true;
-	/* a WRITE to a responder that took a crafted request may be ACKed
-	 * as a duplicate of it and never executed */
-	w.rd.valid = !(write && w.forged_req[qi ^ 1]);
+	/* a WRITE to a responder ahead of it is ACKed as a duplicate and
+	 * never executed (psn_doubt) */
+	w.rd.valid = !(write && w.q[qi ^ 1].psn_doubt);
 	w.rd.write = write;
 	w.rd.qi = qi;
 	w.rd.seq = seq;
@@ -814,6 +858,112 @@ static int poll_qp(int qi, int max)
 }
 
 /* ------------------------------------------------------------------ */
+/* PSN doubt: may a responder ACK a request it never ran?               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An RC responder ACKs a request below the PSN it expects as a duplicate
+ * and neither checks its key nor executes it (C9-105). A request of its
+ * peer's present incarnation can be below that PSN only if something else
+ * moved it there: a crafted request, a request its peer sent before a
+ * RESET (still queued here, as one can be in a real network), or PSNs the
+ * two sides took that do not meet. Each is told apart below, as it
+ * happens, so that no other success of a request through a dead key or
+ * of a WRITE that left no data is excused.
+ */
+static void psn_doubt_set(int ri)
+{
+	struct fz_queue *sq = &w.q[ri ^ 1].sq;
+	uint32_t s;
+
+	w.q[ri].psn_doubt = true;
+	/* what is outstanding may be ACKed without running */
+	for (s = sq->next; s < sq->posted; s++)
+		sq->dup_ok[s] = 1;
+	if (w.rd.on && w.rd.write && w.rd.qi == (ri ^ 1))
+		w.rd.valid = false;
+}
+
+/* Responder ri expects a PSN beyond the one its peer's requester starts
+ * at. (One short of it only NAKs what comes: nothing is ACKed unrun.) */
+static void psn_check_pair(int ri)
+{
+	const struct fz_qp *r = &w.q[ri], *s = &w.q[ri ^ 1];
+
+	if (r->rq_set && s->sq_set && ur_psn_diff(s->sq_psn, r->rq_psn) < 0)
+		psn_doubt_set(ri);
+}
+
+static void psn_note_modify(int qi, enum ibv_qp_state st, int mask,
+			    uint32_t psn)
+{
+	struct fz_qp *q = &w.q[qi], *peer = &w.q[qi ^ 1];
+
+	if (st == IBV_QPS_RESET) {
+		/* the responder forgets every PSN; the requester's next
+		 * incarnation begins, which the peer's responder may have
+		 * taken requests of the last one beyond */
+		q->gen++;
+		q->rq_set = q->sq_set = q->took = q->psn_doubt = false;
+		if (peer->took)
+			psn_doubt_set(qi ^ 1);
+		peer->took = false;
+	}
+	if (mask & IBV_QP_RQ_PSN) {
+		q->rq_set = true;
+		q->rq_psn = psn & 0xffffff;
+		psn_check_pair(qi);
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		q->sq_set = true;
+		q->sq_psn = psn & 0xffffff;
+		psn_check_pair(qi ^ 1);
+	}
+}
+
+/* The QP a request with this BTH is for, if an RC or UC one of ours. */
+static int request_target(const uint8_t *bth, size_t len)
+{
+	uint32_t qpn;
+	int i;
+
+	if (len < 12 || !ur_op_is_request(bth[0]))
+		return -1;
+	qpn = (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
+	for (i = 0; i < FZ_NQP; i++)
+		if (fz_qp_type[i] != IBV_QPT_UD && w.q[i].qp &&
+		    w.q[i].qp->qp_num == qpn)
+			return i;
+	return -1;
+}
+
+/* A datagram the engine sends: a request is its target's peer's. */
+static uint32_t sender_gen(const uint8_t *bth, size_t len)
+{
+	int ri = request_target(bth, len);
+
+	return ri < 0 ? 0 : w.q[ri ^ 1].gen;
+}
+
+/* A datagram handed to the engine: a request its target takes that its
+ * peer's present incarnation did not send moves its expected PSN. */
+static void note_rx(const struct fz_dgram *d)
+{
+	int ri = request_target(d->data, d->len);
+	struct fz_qp *r;
+
+	if (ri < 0)
+		return;
+	r = &w.q[ri];
+	if (r->state == IBV_QPS_RESET || r->state == IBV_QPS_INIT)
+		return;		/* dropped: nothing is taken */
+	if (d->gen == FZ_GEN_CRAFTED || d->gen != w.q[ri ^ 1].gen)
+		psn_doubt_set(ri);
+	else
+		r->took = true;
+}
+
+/* ------------------------------------------------------------------ */
 /* Setup and teardown                                                  */
 /* ------------------------------------------------------------------ */
 
@@ -889,6 +1039,7 @@ static void qp_modify(int qi, enum ibv_qp_state st, uint32_t psn)
 	if (fz_trace)
 		fprintf(stderr, "fz: QP %d modify to %d: %d\n", qi, st, rc);
 	if (!rc) {
+		psn_note_modify(qi, st, mask, psn);
 		q->state = st;
 		if (st == IBV_QPS_RESET) {
 			q->sq.next = q->sq.posted;
@@ -966,6 +1117,7 @@ static void queue_clear(struct fz_queue *qu)
 	memset(qu->len, 0, n * sizeof(qu->len[0]));
 	memset(qu->inv_rkey, 0, n * sizeof(qu->inv_rkey[0]));
 	memset(qu->must_fail, 0, n * sizeof(qu->must_fail[0]));
+	memset(qu->dup_ok, 0, n * sizeof(qu->dup_ok[0]));
 	qu->posted = qu->next = 0;
 }
 
@@ -1012,10 +1164,13 @@ static void world_begin(void)
 	w.mw2_next_rkey = w.mw[1]->rkey;
 	w.dead = false;
 	w.rd.on = false;
-	memset(w.forged_req, 0, sizeof(w.forged_req));
 	for (i = 0; i < FZ_NQP; i++) {
-		queue_clear(&w.q[i].sq);
-		queue_clear(&w.q[i].rq);
+		struct fz_qp *q = &w.q[i];
+
+		queue_clear(&q->sq);
+		queue_clear(&q->rq);
+		/* the last input's PSNs: nothing of it is left in flight */
+		q->rq_set = q->sq_set = q->took = q->psn_doubt = false;
 		psn[i] = in_u32();
 	}
 	for (i = 0; i < FZ_NQP; i++)
@@ -1256,6 +1411,7 @@ static void op_post_send(void)
 	}
 	q->sq.inv_rkey[seq] = wr.invalidate_rkey;
 	q->sq.must_fail[seq] = 0;
+	q->sq.dup_ok[seq] = w.q[qi ^ 1].psn_doubt;
 	if (w.dead && fz_qp_type[qi] == IBV_QPT_RC) {
 		switch (wr.opcode) {
 		case IBV_WR_RDMA_WRITE:
@@ -1391,8 +1547,6 @@ static void op_inject(void)
 	 * tracked READ reads or writes */
 	if (op != UR_OPC_RC_ACK)
 		w.rd.valid = false;
-	if (ur_op_is_request(op))
-		w.forged_req[qi] = true;
 	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp_psn;
 	memset(&f, 0, sizeof(f));
 	f.opcode = op;
@@ -1437,7 +1591,7 @@ static void op_inject(void)
 					&net.link->addr), "flow");
 	ur_icrc_store(buf + total - UR_ICRC_BYTES,
 		      ur_icrc_compute(&flow, buf, total));
-	net_push(buf, total, flags & 0x20);
+	net_push(buf, total, FZ_GEN_CRAFTED, flags & 0x20);
 }
 
 /* Drop, duplicate, reorder or corrupt what is queued. */
@@ -1463,7 +1617,7 @@ static void op_net(void)
 		break;
 	case 1:
 		d = net_at(0);
-		net_push(d->data, d->len, true);
+		net_push(d->data, d->len, d->gen, true);
 		break;
 	case 2:
 		if (net.n >= 2) {
@@ -1481,11 +1635,11 @@ static void op_net(void)
 		break;
 	default: {
 		/* the head goes last */
-		uint32_t len = net_at(0)->len;
+		uint32_t len = net_at(0)->len, gen = net_at(0)->gen;
 
 		memcpy(net.tmp, net_at(0)->data, len);
 		net_pop();
-		net_push(net.tmp, len, false);
+		net_push(net.tmp, len, gen, false);
 		break;
 	}
 	}
