@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -474,15 +475,15 @@ static void test_regress_family_mismatch(void **state)
 #define RACE_STALL_S 20
 
 static struct rdma_event_channel *race_ch;
-static volatile int race_done;
-static volatile unsigned int race_round;
+static atomic_int race_done;
+static atomic_uint race_round;
 
 static void *race_reader(void *arg)
 {
 	struct rdma_cm_event *ev;
 
 	(void)arg;
-	while (!race_done)
+	while (!atomic_load(&race_done))
 		if (!rdma_get_cm_event(race_ch, &ev))
 			rdma_ack_cm_event(ev);
 	return NULL;
@@ -494,10 +495,10 @@ static void *race_watchdog(void *arg)
 	int still = 0;
 
 	(void)arg;
-	while (!race_done) {
+	while (!atomic_load(&race_done)) {
 		sleep(1);
-		if (race_round != seen) {
-			seen = race_round;
+		if (atomic_load(&race_round) != seen) {
+			seen = atomic_load(&race_round);
 			still = 0;
 		} else if (++still >= RACE_STALL_S) {
 			fprintf(stderr, "hang: rdma_destroy_id against "
@@ -517,11 +518,11 @@ static void test_regress_destroy_races_get_event(void **state)
 
 	race_ch = rdma_create_event_channel();
 	assert_non_null(race_ch);
-	race_done = 0;
+	atomic_store(&race_done, 0);
 	assert_int_equal(pthread_create(&reader, NULL, race_reader, NULL), 0);
 	assert_int_equal(pthread_create(&dog, NULL, race_watchdog, NULL), 0);
 	for (i = 0; i < RACE_ROUNDS; i++) {
-		race_round = i;
+		atomic_store(&race_round, i);
 		assert_int_equal(rdma_create_id(race_ch, &id, NULL,
 						RDMA_PS_TCP), 0);
 		assert_int_equal(rdma_resolve_addr(id, NULL,
@@ -530,7 +531,7 @@ static void test_regress_destroy_races_get_event(void **state)
 		assert_int_equal(rdma_destroy_id(id), 0);
 	}
 	/* one last event, kept, wakes the reader to see it is done */
-	race_done = 1;
+	atomic_store(&race_done, 1);
 	assert_int_equal(rdma_create_id(race_ch, &id, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
 					   2000), 0);
