@@ -383,7 +383,6 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	return true;
 }
 
-/* Returns false when the requester must stop for now. */
 /*
  * The requester has work that only the peer's responses let out: its
  * window, or its READs and atomics in flight, are full. Noted for
@@ -397,6 +396,7 @@ static void req_blocked(struct ur_qp_xport *xp)
 			      memory_order_relaxed);
 }
 
+/* Returns false when the requester must stop for now. */
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
