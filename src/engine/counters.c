@@ -33,6 +33,7 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_STALE_RESP] = "stale_responses",
 	[UR_STAT_TIMER_WAKEUPS] = "timer_wakeups",
 	[UR_STAT_DEAF_WAITS] = "deaf_waits",
+	[UR_STAT_WAIT_YIELDS] = "wait_yields",
 };
 
 /* The device counters' names where the meaning is the same. */

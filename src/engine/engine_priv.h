@@ -49,6 +49,7 @@ enum ur_stat {
 	UR_STAT_STALE_RESP,
 	UR_STAT_TIMER_WAKEUPS,
 	UR_STAT_DEAF_WAITS,
+	UR_STAT_WAIT_YIELDS,
 	UR_STAT__MAX,
 };
 
@@ -158,6 +159,7 @@ struct ur_nic {
 	atomic_bool stop;
 	bool busy_poll;
 	bool poll_yield;		/* see ur_engine_poll_done() */
+	bool wait_yield;		/* see peer_wait_yield() (progress.c) */
 	bool use_gso;
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
@@ -173,7 +175,10 @@ struct ur_nic {
 	_Atomic uint64_t last_app_poll;	/* ns of the last spinning poll */
 	_Atomic uint64_t prev_poll;	/* ns of the last ur_engine_poll() */
 	_Atomic unsigned int poll_streak;	/* polls in a row, close together */
-	_Atomic uint64_t last_yield;	/* ns: ur_engine_poll_done() yielded */
+	_Atomic uint64_t last_yield;	/* ns: poll_cq last yielded */
+	/* ns: a requester stopped with work left that only the peer's
+	 * responses let out (its window, or its READs and atomics) */
+	_Atomic uint64_t last_req_blocked;
 	/* The progress thread's wait as it published it (progress.c): a
 	 * deadline armed no earlier than sleep_until needs no wake-up. */
 	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */

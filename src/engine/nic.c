@@ -132,6 +132,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	ur_txb_init(&nic->txb, nic);
 	nic->busy_poll = cfg->busy_poll;
 	nic->poll_yield = cfg->poll_yield;
+	nic->wait_yield = cfg->wait_yield;
 	nic->spin_ns = cfg->spin_ns;
 	if (nic->spin_ns == UR_CONFIG_DEFAULT)
 		nic->spin_ns = UR_RX_SPIN_NS;

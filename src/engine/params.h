@@ -112,6 +112,13 @@
  * one on memory (ib_write_lat), and only the thread can execute it. Long
  * against a round trip: a peer's one-sided traffic comes in streams. */
 #define UR_ONE_SIDED_HOLD_NS 100000000ull
+/* A requester that stopped at its window this recently may still be
+ * waiting for the peer's responses, and a poll_cq that finds nothing then
+ * gives up the CPU (peer_wait_yield(), progress.c). Long enough to cover
+ * the waits of the 1 % loss trace (a recovery probe, a peer thread behind
+ * another on its core: p50 1 ms, p90 2-4 ms), short enough that a phase
+ * of latency tests after a bandwidth phase soon polls without yields. */
+#define UR_REQ_BLOCKED_HOLD_NS 5000000ull
 
 /* ---- the responder ---- */
 

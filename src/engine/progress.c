@@ -123,17 +123,55 @@ static int progress_once(struct ur_nic *nic, bool thread)
 	return n;
 }
 
-/* The CPU, given up once, unless it was less than UR_POLL_YIELD_GAP_NS
- * ago (ur_engine_poll_done() says why). */
-static void poll_yield(struct ur_nic *nic, uint64_t now)
+/* The CPU, given up once, unless poll_cq gave it up less than
+ * UR_POLL_YIELD_GAP_NS ago. true: it did now. */
+static bool yield_once(struct ur_nic *nic, uint64_t now)
 {
-	if (!nic->poll_yield ||
-	    now - atomic_load_explicit(&nic->last_yield,
+	if (now - atomic_load_explicit(&nic->last_yield,
 				       memory_order_relaxed) <
-		    UR_POLL_YIELD_GAP_NS)
-		return;
+	    UR_POLL_YIELD_GAP_NS)
+		return false;
 	atomic_store_explicit(&nic->last_yield, now, memory_order_relaxed);
 	sched_yield();
+	return true;
+}
+
+/* ur_engine_poll_done() says why, and why only with UROCE_POLL_YIELD=1. */
+static void poll_yield(struct ur_nic *nic, uint64_t now)
+{
+	if (nic->poll_yield)
+		yield_once(nic, now);
+}
+
+/*
+ * poll_cq found its CQ empty and the receive path it ran found nothing.
+ * If a requester of this NIC stopped at its window lately (req_blocked(),
+ * req.c), what the application waits for are the peer's responses, and
+ * on this host the peer's progress thread must run to send them: give
+ * up the CPU once (at most every UR_POLL_YIELD_GAP_NS). Why: in a 3 s
+ * 64 KiB ib_write_bw at 1 % loss (a window of some 20 PSNs), the
+ * responder's progress thread waited for a core in 503 gaps of over
+ * 0.5 ms (757 ms in all), and for a third of that time the core ran
+ * this spinning requester (docs/benchmarks.md, "Where the responder's
+ * late bursts came from"). When nobody else is runnable, sched_yield()
+ * returns at once. A latency test never fills its window, so it never
+ * yields here; UROCE_WAIT_YIELD=0 turns it off.
+ */
+static void peer_wait_yield(struct ur_nic *nic)
+{
+	uint64_t blocked, now;
+
+	if (!nic->wait_yield)
+		return;
+	blocked = atomic_load_explicit(&nic->last_req_blocked,
+				       memory_order_relaxed);
+	if (!blocked)
+		return;
+	now = ur_now_ns();
+	if (now - blocked > UR_REQ_BLOCKED_HOLD_NS)
+		return;
+	if (yield_once(nic, now))
+		ur_cnt_stat(&nic->cnt, UR_STAT_WAIT_YIELDS, 1);
 }
 
 /*
@@ -172,6 +210,9 @@ int ur_engine_poll(struct ur_device *dev)
 		return 0;
 	n = progress_once(nic, false);
 	pthread_mutex_unlock(&nic->rx_lock);
+	/* never with rx_lock held: the thread we yield to may need it */
+	if (!n)
+		peer_wait_yield(nic);
 	return n;
 }
 

@@ -383,6 +383,19 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	return true;
 }
 
+/*
+ * The requester has work that only the peer's responses let out: its
+ * window, or its READs and atomics in flight, are full. Noted for
+ * poll_cq (peer_wait_yield(), progress.c): until those responses come,
+ * an application spinning on its CQ only takes the CPU from whoever
+ * must run to send them, on this host the peer's progress thread.
+ */
+static void req_blocked(struct ur_qp_xport *xp)
+{
+	atomic_store_explicit(&xp->nic->last_req_blocked, ur_now_ns(),
+			      memory_order_relaxed);
+}
+
 /* Returns false when the requester must stop for now. */
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
@@ -436,8 +449,10 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
-	if (ur_qp_reliable(qp) && window_full(xp, xp->psn))
+	if (ur_qp_reliable(qp) && window_full(xp, xp->psn)) {
+		req_blocked(xp);
 		return false;
+	}
 	/*
 	 * max_rd_atomic bounds READ and atomic *requests* in flight (ATOMIC
 	 * WRITE and FLUSH too), each
@@ -446,8 +461,10 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	 * could make a retried request unanswerable.
 	 */
 	if (rd_atomic && xp->rd_outstanding >=
-	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
+	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u)) {
+		req_blocked(xp);
 		return false;
+	}
 	if (rd_atomic)
 		req_read_atomic(qp, wqe);
 	else

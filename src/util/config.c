@@ -207,6 +207,7 @@ static void parse_rest(struct ur_config *c)
 	c->fault = env_dup("UROCE_FAULT");
 	c->busy_poll = env_bool("UROCE_BUSY_POLL", false);
 	c->poll_yield = env_bool("UROCE_POLL_YIELD", false);
+	c->wait_yield = env_bool("UROCE_WAIT_YIELD", true);
 	c->gso = env_bool("UROCE_GSO", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();

@@ -94,6 +94,7 @@ struct ur_config {
 	/* the engine's progress thread and transmit path */
 	bool busy_poll;
 	bool poll_yield;
+	bool wait_yield;
 	bool gso;
 	bool lazy_doorbell;
 	bool hardened;

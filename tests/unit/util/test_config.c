@@ -21,6 +21,7 @@ static const char *const all_vars[] = {
 	"UROCE_PCAP", "UROCE_FAULT", "UROCE_BUSY_POLL", "UROCE_GSO",
 	"UROCE_LAZY_DOORBELL", "UROCE_HARDENED", "UROCE_SPIN_US",
 	"UROCE_QUIET_US", "UROCE_RT_PRIO", "UROCE_POLL_YIELD",
+	"UROCE_WAIT_YIELD",
 };
 
 static char messages[4096];
@@ -74,6 +75,7 @@ static void defaults(void **state)
 	assert_null(c.fault);
 	assert_false(c.busy_poll);
 	assert_false(c.poll_yield);
+	assert_true(c.wait_yield);
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
 	assert_false(c.hardened);
@@ -94,6 +96,7 @@ static void empty_is_unset(void **state)
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
 	assert_false(c.poll_yield);
+	assert_true(c.wait_yield);
 	assert_true(c.quiet_ns == UR_CONFIG_DEFAULT);
 	assert_int_equal(c.stats, UR_STATS_OFF);
 	assert_null(c.pcap);
@@ -113,10 +116,12 @@ static void booleans(void **state)
 		setenv("UROCE_LAZY_DOORBELL", off[i], 1);
 		setenv("UROCE_HARDENED", on[i], 1);
 		setenv("UROCE_POLL_YIELD", on[i], 1);
+		setenv("UROCE_WAIT_YIELD", off[i], 1);
 		parse_capturing(&c);
 		assert_string_equal(messages, "");
 		assert_true(c.busy_poll);
 		assert_true(c.poll_yield);
+		assert_false(c.wait_yield);
 		assert_false(c.gso);
 		assert_false(c.lazy_doorbell);
 		assert_true(c.hardened);
