@@ -215,18 +215,39 @@ static void test_timer_only_due(void **state)
 	assert_true(t->xp[500].tmr_pos != 0);
 }
 
-/* The progress thread's timerfd: when it fires, 0 if disarmed. */
-static uint64_t timerfd_when(struct t_timers *t)
+/*
+ * The progress thread's timerfd: when it fires lies in [*lo, *hi] (0 and
+ * 0 if disarmed). timerfd_gettime() says how long is left, not when: the
+ * clock is read before and after it, so that a test preempted in between
+ * (a loaded CI machine) widens the range instead of shifting it.
+ */
+static void timerfd_when(struct t_timers *t, uint64_t *lo, uint64_t *hi)
 {
 	struct itimerspec its;
-	struct timespec now;
+	uint64_t before, after, left;
 
+	before = ur_now_ns();
 	assert_int_equal(timerfd_gettime(t->nic.timer_fd, &its), 0);
-	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec + its.it_value.tv_sec) * 1000000000ull +
-	       (uint64_t)(now.tv_nsec + its.it_value.tv_nsec);
+	after = ur_now_ns();
+	left = (uint64_t)its.it_value.tv_sec * 1000000000ull +
+	       (uint64_t)its.it_value.tv_nsec;
+	*lo = left ? before + left : 0;
+	*hi = left ? after + left : 0;
+}
+
+/* The timerfd fires at when (to the timer's rounding), or is disarmed for
+ * when == 0. */
+static void assert_timerfd_at(struct t_timers *t, uint64_t when)
+{
+	uint64_t lo, hi;
+
+	timerfd_when(t, &lo, &hi);
+	if (!when) {
+		assert_int_equal(hi, 0);
+		return;
+	}
+	assert_true(lo <= when + 1000000);
+	assert_true(hi + 1000000 >= when);
 }
 
 static bool woken_now(struct t_timers *t)
@@ -251,23 +272,22 @@ static void test_regress_arm_wakes_thread_only_by_deadline(void **state)
 	/* awake: it reads the heap before it sleeps */
 	atomic_store(&t->nic.sleep_until, 0);
 	ur_timer_arm(&t->xp[0], &t->xp[0].rto_deadline, now + 3000000000ull);
-	assert_int_equal(timerfd_when(t), 0);
+	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep until before the new deadline: it looks again by then */
 	atomic_store(&t->nic.sleep_until, now + 1000000000ull);
 	ur_timer_arm(&t->xp[1], &t->xp[1].rto_deadline, now + 2000000000ull);
-	assert_int_equal(timerfd_when(t), 0);
+	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep for longer (or with no timeout): woken by the deadline */
 	atomic_store(&t->nic.sleep_until, UINT64_MAX);
 	when = now + 500000000ull;
 	ur_timer_arm(&t->xp[2], &t->xp[2].rto_deadline, when);
-	assert_true(timerfd_when(t) >= when - 1000000);
-	assert_true(timerfd_when(t) <= when + 1000000);
+	assert_timerfd_at(t, when);
 	assert_false(woken_now(t));
 	/* a deadline that is not the earliest changes nothing */
 	ur_timer_arm(&t->xp[3], &t->xp[3].rto_deadline, when + 1000);
-	assert_true(timerfd_when(t) <= when + 1000000);
+	assert_timerfd_at(t, when);
 	assert_int_equal(atomic_load(&t->nic.cnt.stat[UR_STAT_TIMER_WAKEUPS]),
 			 1);
 }
