@@ -27,9 +27,11 @@
  *   - a QP is in a state it cannot reach by itself from the one we set;
  *   - a READ or RC WRITE that ran alone (see w.rd) completed with success
  *     but its destination does not hold its source (a WRITE only while its
- *     responder's PSN is not in doubt, below);
+ *     responder's PSN is not in doubt, either only if its QP took no
+ *     response it did not draw, below);
  *   - an RC operation posted after its MW key was invalidated succeeded
- *     (again only while its responder's PSN is not in doubt);
+ *     (again only while its responder's PSN is not in doubt and its QP
+ *     took no response it did not draw);
  *   - at the end, a signaled send or a receive never completed.
  * PSN doubt (fz_qp.psn_doubt): an RC responder ACKs a request below the
  * PSN it expects as a duplicate, without checking its key or executing
@@ -51,6 +53,18 @@
  *     and never ran).
  * A RESET of the responder clears its doubt: PSN state that outlived a
  * RESET in the engine is still caught.
+ * Stale responses (note_stale_response()): the requester's side of the
+ * same doubt. A response is tagged with the incarnation of the requester
+ * it answers. One sent before that requester's last RESET completes with
+ * success whatever outstanding WQE its PSN covers once the requester is
+ * reconnected at the same PSNs, and a crafted one whatever its PSN
+ * covers, though that WQE's request never ran
+ * (regress_dead_mw_key_stale_ack: QP 0 ACKed PSN 291 twice, the second
+ * time for a duplicate; both QPs were reset, QP 1 reconnected at PSN 291,
+ * its WRITE through the dead key posted at 291 was completed by that
+ * second ACK and then dropped by QP 0, still in RESET). Every WQE
+ * outstanding when such a response is taken is excused, and a tracked
+ * READ or WRITE of that QP is no longer compared.
  * Built only with -DUROCE_FUZZ=ON and clang (tests/fuzz/run.sh engine).
  */
 #include <errno.h>
@@ -459,7 +473,8 @@ struct fz_queue {
 	uint32_t inv_rkey[FZ_MAX_POSTS];	/* send: LOCAL_INV's key */
 	uint8_t must_fail[FZ_MAX_POSTS];	/* send: uses a dead rkey */
 	/* send: its responder's PSN may have been ahead of it (psn_doubt)
-	 * while it was outstanding */
+	 * while it was outstanding, or a response it did not draw reached
+	 * its QP meanwhile (note_stale_response) */
 	uint8_t dup_ok[FZ_MAX_POSTS];
 };
 
@@ -734,7 +749,9 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 			      "not %d", qi, seq, wc->opcode, qu->op[seq]);
 			/* unless its responder may have been ahead of it:
 			 * it was then ACKed as a duplicate, without its key
-			 * checked or anything executed (psn_doubt) */
+			 * checked or anything executed (psn_doubt); or a
+			 * crafted or stale response may have completed it
+			 * (note_stale_response) */
 			CHECK(!qu->must_fail[seq] || qu->dup_ok[seq],
 			      "QP %d: send WQE %u succeeded with rkey %#x, "
 			      "invalidated before it was posted", qi, seq,
@@ -1026,23 +1043,77 @@ static int request_target(const uint8_t *bth, size_t len)
 	return -1;
 }
 
-/* A datagram the engine sends: a request is its target's peer's. */
+/* The RC QP a response with this BTH is for, if one of ours. */
+static int response_target(const uint8_t *bth, size_t len)
+{
+	uint32_t qpn;
+	int i;
+
+	if (len < 12 || !ur_op_is_response(bth[0]))
+		return -1;
+	qpn = (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
+	for (i = 0; i < FZ_NQP; i++)
+		if (fz_qp_type[i] == IBV_QPT_RC && w.q[i].qp &&
+		    w.q[i].qp->qp_num == qpn)
+			return i;
+	return -1;
+}
+
+/*
+ * A datagram the engine sends: a request is its target's peer's; a
+ * response is tagged with its target's incarnation, the requester whose
+ * requests it answers (a RESET of the requester makes it stale).
+ */
 static uint32_t sender_gen(const uint8_t *bth, size_t len)
 {
-	int ri = request_target(bth, len);
+	int ri = request_target(bth, len), qi;
 
-	return ri < 0 ? 0 : w.q[ri ^ 1].gen;
+	if (ri >= 0)
+		return w.q[ri ^ 1].gen;
+	qi = response_target(bth, len);
+	return qi < 0 ? 0 : w.q[qi].gen;
+}
+
+/*
+ * A response its requester's present incarnation did not draw: one
+ * crafted, or one its peer's responder sent before the requester's last
+ * RESET. With the requester reconnected at the same PSNs, an ACK at a
+ * PSN it has outstanding completes those WQEs with success though the
+ * request never ran (regress_dead_mw_key_stale_ack); a READ response
+ * places old data. Whatever is outstanding may so complete.
+ */
+static void note_stale_response(int qi)
+{
+	struct fz_queue *sq = &w.q[qi].sq;
+	uint32_t s;
+
+	if (fz_trace)
+		fprintf(stderr,
+			"fz: QP %d takes a response it did not draw: "
+			"%u send WQEs from %u excused\n",
+			qi, sq->posted - sq->next, sq->next);
+	for (s = sq->next; s < sq->posted; s++)
+		sq->dup_ok[s] = 1;
+	if (w.rd.on && w.rd.qi == qi)
+		w.rd.valid = false;
 }
 
 /* A datagram handed to the engine: a request its target takes that its
- * peer's present incarnation did not send moves its expected PSN. */
+ * peer's present incarnation did not send moves its expected PSN; a
+ * response its requester's present incarnation did not draw may complete
+ * what it has outstanding. */
 static void note_rx(const struct fz_dgram *d)
 {
-	int ri = request_target(d->data, d->len);
+	int ri = request_target(d->data, d->len), qi;
 	struct fz_qp *r;
 
-	if (ri < 0)
+	if (ri < 0) {
+		qi = response_target(d->data, d->len);
+		if (qi >= 0 &&
+		    (d->gen == FZ_GEN_CRAFTED || d->gen != w.q[qi].gen))
+			note_stale_response(qi);
 		return;
+	}
 	r = &w.q[ri];
 	if (r->state == IBV_QPS_RESET || r->state == IBV_QPS_INIT)
 		return;		/* dropped: nothing is taken */
