@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
-# Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh):
-# sourced, not run.
+# Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh)
+# and bench/loss.sh (median, ratio, load): sourced, not run.
 
 # ab_pair SRV_OUT CLI_OUT BINARY ARGS...: one perftest pair on 127.0.0.1,
 # both run under the command prefix in the array ab_pre (the caller's
@@ -38,18 +38,22 @@ ab_pair() {
 	fi
 }
 
-# median of the numeric words on stdin ("-" when there are none)
+# median [DIGITS]: the median of the numeric words on stdin ("-" when there
+# are none); the mean of the middle two has DIGITS significant digits
+# (default 4)
 median() {
 	tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END {
+		awk -v d="${1:-4}" '{ v[NR] = $1 } END {
 			if (!NR) { print "-"; exit }
 			if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.4g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+			else printf "%." d "g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# ratio A B [DECIMALS]: A / B with DECIMALS decimals (default 3), "-" when
+# either is not a number or B is 0
 ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b;
+	awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN {
+		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%." d "f", a / b;
 		else print "-" }'
 }
 

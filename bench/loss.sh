@@ -25,6 +25,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=bench/ab_lib.sh
+. "$here/ab_lib.sh"	# median, ratio, load
 b=${1:-$repo/build}
 rounds=${2:-3}
 b=$(cd "$b" 2>/dev/null && pwd) || { echo "no build dir ${1:-build}" >&2; exit 2; }
@@ -100,23 +102,6 @@ bw() {
 	fi
 }
 
-# median of the numeric words on stdin ("-" when there are none)
-median() {
-	tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g |
-		awk '{ v[NR] = $1 } END {
-			if (!NR) { print "-"; exit }
-			if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.3g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b;
-		else print "-" }'
-}
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-
 echo "loss bench: $rounds rounds, raw output in $out (load $(load))" >&2
 args=(-s 65536 -n 2000 --report_gbits)
 declare -A res
@@ -129,12 +114,12 @@ for ((r = 1; r <= rounds; r++)); do
 			"env UROCE_FAULT=seed=$((100 + r)),drop=0.01,dir=tx" \
 			"env UROCE_FAULT=seed=$((200 + r)),drop=0.01,dir=tx" \
 			127.0.0.1 ib_${t}_bw "${args[@]}")
-		res[$t,ratio,$r]=$(ratio "${res[$t,1,$r]% *}" "${res[$t,0,$r]% *}")
+		res[$t,ratio,$r]=$(ratio "${res[$t,1,$r]% *}" "${res[$t,0,$r]% *}" 2)
 		res[$t,2,$r]=$(bw "${t}_2.$r" 120 \
 			"env UROCE_FAULT=seed=$((100 + r)),drop=0.01,dir=both" \
 			"env UROCE_FAULT=seed=$((200 + r)),drop=0.01,dir=both" \
 			127.0.0.1 ib_${t}_bw "${args[@]}")
-		res[$t,ratio2,$r]=$(ratio "${res[$t,2,$r]% *}" "${res[$t,0,$r]% *}")
+		res[$t,ratio2,$r]=$(ratio "${res[$t,2,$r]% *}" "${res[$t,0,$r]% *}" 2)
 	done
 	res[w10,$r]=$(bw "write_10.$r" 90 \
 		"env UROCE_FAULT=seed=$((300 + r)),drop=0.1,dir=both" \
@@ -152,7 +137,7 @@ cell() { # all rounds' values of a key, then their median
 			v="${res[$1,$r]% *}@$v"
 		vals+="$v "
 	done
-	echo "${vals% } | $(median <<<"$vals")"
+	echo "${vals% } | $(median 3 <<<"$vals")"
 }
 
 echo "## Loss and a shallow bottleneck"
