@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,23 +77,27 @@ static void exiting_server(uint16_t p, int ready_fd)
 	exit(0);	/* not _exit: the library's destructors run */
 }
 
-/*
- * Regression: a process that exited with a loopback listener left its
- * rendezvous entry behind; once its pid is reused (pid_max 32768 wraps in
- * a CI run) the entry looks alive, and a client of a new listener on the
- * same port (qperf's per-test ports) sent its REQ to the dead process's
- * address and got REJECTED.
- */
-static void test_regress_exit_withdraws_rendezvous(void **state)
+/* The loopback rendezvous entry a listener on 127.0.0.1:p publishes. */
+static void rv_entry(char *buf, size_t len, uint16_t p)
 {
-	char root[512], entry[700], r;
-	uint16_t p = port();
-	int pfd[2], st;
-	pid_t pid;
+	char root[512];
 
 	assert_int_equal(ur_rundir_path(root, sizeof(root)), 0);
-	snprintf(entry, sizeof(entry), "%s/cm/%04x-%u-127.0.0.1", root,
-		 RDMA_PS_TCP, p);
+	snprintf(buf, len, "%s/cm/%04x-%u-127.0.0.1", root, RDMA_PS_TCP, p);
+}
+
+/*
+ * A forked child that listens on 127.0.0.1:p, checks its entry exists,
+ * and then exit()s (the library's destructors run), or with stay waits
+ * for a signal; returns once it listens. Its exit status: 0, or where
+ * it failed.
+ */
+static pid_t forked_listener(uint16_t p, const char *entry, bool stay)
+{
+	int pfd[2];
+	pid_t pid;
+	char r;
+
 	assert_int_equal(pipe(pfd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -108,11 +113,33 @@ static void test_regress_exit_withdraws_rendezvous(void **state)
 			_exit(2);
 		if (write(pfd[1], "x", 1) != 1)
 			_exit(3);
+		if (stay)
+			for (;;)
+				pause();
 		exit(0);	/* not _exit: the library's destructors run */
 	}
 	close(pfd[1]);
 	assert_int_equal(read(pfd[0], &r, 1), 1);
 	close(pfd[0]);
+	return pid;
+}
+
+/*
+ * Regression: a process that exited with a loopback listener left its
+ * rendezvous entry behind; once its pid is reused (pid_max 32768 wraps in
+ * a CI run) the entry looks alive, and a client of a new listener on the
+ * same port (qperf's per-test ports) sent its REQ to the dead process's
+ * address and got REJECTED.
+ */
+static void test_regress_exit_withdraws_rendezvous(void **state)
+{
+	char entry[700];
+	uint16_t p = port();
+	pid_t pid;
+	int st;
+
+	rv_entry(entry, sizeof(entry), p);
+	pid = forked_listener(p, entry, false);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -131,34 +158,14 @@ static void test_regress_killed_listener_pid_reused(void **state)
 	struct rdma_event_channel *ch;
 	struct sockaddr_in a;
 	struct rdma_cm_id *l;
-	char root[512], entry[700], line[512], r, *rest;
+	char entry[700], line[512], *rest;
 	uint16_t p = port();
-	int pfd[2], st;
 	FILE *f;
 	pid_t pid;
+	int st;
 
-	assert_int_equal(ur_rundir_path(root, sizeof(root)), 0);
-	snprintf(entry, sizeof(entry), "%s/cm/%04x-%u-127.0.0.1", root,
-		 RDMA_PS_TCP, p);
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		a = ta_lo(p);
-		close(pfd[0]);
-		ch = rdma_create_event_channel();
-		if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
-		    rdma_bind_addr(l, (struct sockaddr *)&a) ||
-		    rdma_listen(l, 1) || access(entry, F_OK))
-			_exit(2);
-		if (write(pfd[1], "x", 1) != 1)
-			_exit(3);
-		pause();
-		_exit(4);
-	}
-	close(pfd[1]);
-	assert_int_equal(read(pfd[0], &r, 1), 1);
-	close(pfd[0]);
+	rv_entry(entry, sizeof(entry), p);
+	pid = forked_listener(p, entry, true);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFSIGNALED(st));
