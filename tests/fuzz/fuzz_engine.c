@@ -1027,36 +1027,37 @@ static void psn_note_modify(int qi, enum ibv_qp_state st, int mask,
 	}
 }
 
-/* The QP a request with this BTH is for, if an RC or UC one of ours. */
-static int request_target(const uint8_t *bth, size_t len)
+/* Which of our QPs a BTH's destination QPN names, or -1. */
+static int bth_dest_qp(const uint8_t *bth, size_t len)
 {
 	uint32_t qpn;
 	int i;
 
-	if (len < 12 || !ur_op_is_request(bth[0]))
+	if (len < 12)
 		return -1;
 	qpn = (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
 	for (i = 0; i < FZ_NQP; i++)
-		if (fz_qp_type[i] != IBV_QPT_UD && w.q[i].qp &&
-		    w.q[i].qp->qp_num == qpn)
+		if (w.q[i].qp && w.q[i].qp->qp_num == qpn)
 			return i;
 	return -1;
+}
+
+/* The QP a request with this BTH is for, if an RC or UC one of ours. */
+static int request_target(const uint8_t *bth, size_t len)
+{
+	int i = bth_dest_qp(bth, len);
+
+	return i >= 0 && ur_op_is_request(bth[0]) &&
+	       fz_qp_type[i] != IBV_QPT_UD ? i : -1;
 }
 
 /* The RC QP a response with this BTH is for, if one of ours. */
 static int response_target(const uint8_t *bth, size_t len)
 {
-	uint32_t qpn;
-	int i;
+	int i = bth_dest_qp(bth, len);
 
-	if (len < 12 || !ur_op_is_response(bth[0]))
-		return -1;
-	qpn = (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
-	for (i = 0; i < FZ_NQP; i++)
-		if (fz_qp_type[i] == IBV_QPT_RC && w.q[i].qp &&
-		    w.q[i].qp->qp_num == qpn)
-			return i;
-	return -1;
+	return i >= 0 && ur_op_is_response(bth[0]) &&
+	       fz_qp_type[i] == IBV_QPT_RC ? i : -1;
 }
 
 /*
