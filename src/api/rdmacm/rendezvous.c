@@ -12,14 +12,15 @@
  * the listener's own address when it is bound to one of its device's, else
  * every address of its device; <start> is the process's start time
  * (/proc/<pid>/stat), so that an entry left by a killed process is known
- * stale even after its pid has gone to another process. rdma_resolve_addr/rdma_connect of a
- * loopback destination reads the exact entry, then the wildcard one, and
- * sends its REQ to the GID that is the destination, else to one of its
- * own IP version (a datagram cannot change version), else to the first.
- * Entries are
- * created with O_EXCL, so a second live listener on the same address and
- * port gets EADDRINUSE, and entries of processes that died are removed by
- * the next reader or publisher.
+ * stale even after its pid has gone to another process.
+ * rdma_resolve_addr/rdma_connect of a loopback destination reads the exact
+ * entry, then the wildcard one, and sends its REQ to the GID that is the
+ * destination, else to one of its own IP version (a datagram cannot
+ * change version), else to the first. An entry is written whole before it
+ * appears (link(2) of a finished file, which fails where one exists, as
+ * O_EXCL would), so a reader never sees half of one, and a second live
+ * listener on the same address and port gets EADDRINUSE; entries of
+ * processes that died are removed by the next reader or publisher.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -162,12 +163,39 @@ static void entry_line(const struct cma_id *id, const union ur_sockaddr *sa,
 		snprintf(line + n, len - n, "\n");
 }
 
+/*
+ * Writes line to a file of our own, then links it in as path: a reader
+ * sees the whole entry or none (an entry it found empty it would take for
+ * a dead writer's and remove), and link() fails with EEXIST as O_EXCL
+ * would. 0, EEXIST, or another errno.
+ */
+static int entry_link(const char *dir, const char *path, const char *line)
+{
+	char tmp[PATH_MAX + 40];
+	size_t len = strlen(line);
+	int fd, ret = 0;
+
+	/* a dot name no reader looks up; the lock (cma.lock) keeps it ours */
+	snprintf(tmp, sizeof(tmp), "%s/.new-%ld", dir, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	if (write(fd, line, len) != (ssize_t)len)
+		ret = EIO;
+	close(fd);
+	if (!ret && link(tmp, path))
+		ret = errno;
+	unlink(tmp);
+	return ret;
+}
+
 int cma_rv_publish(struct cma_id *id)
 {
 	const union ur_sockaddr *sa = &id->src;
-	char dir[PATH_MAX], path[PATH_MAX + 100], line[RV_LINE_MAX];
+	char dir[PATH_MAX], name[sizeof(id->rv_name)];
+	char path[PATH_MAX + 100], line[RV_LINE_MAX];
 	uint8_t g[16] = { 0 };
-	int fd, ret, tries;
+	int ret, tries;
 
 	if (!cma_addr_is_any(sa) && !ur_addr_is_loopback(sa))
 		return 0;	/* a network address: reachable as it is */
@@ -176,31 +204,21 @@ int cma_rv_publish(struct cma_id *id)
 	ret = rv_dir(dir, sizeof(dir));
 	if (ret)
 		return ret;
-	entry_name(id->rv_name, sizeof(id->rv_name), cma_id_ps(id),
-		   cma_addr_port(&sa->sa), sa);
-	snprintf(path, sizeof(path), "%s/%s", dir, id->rv_name);
+	entry_name(name, sizeof(name), cma_id_ps(id), cma_addr_port(&sa->sa),
+		   sa);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	entry_line(id, sa, line, sizeof(line));
 	for (tries = 0; tries < 2; tries++) {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		ret = entry_link(dir, path, line);
+		if (ret != EEXIST)
 			break;
-		if (errno != EEXIST)
-			return errno;
-		if (entry_read(path, g, g, g) == 0) {
-			id->rv_name[0] = 0;
-			return EADDRINUSE;
-		}
+		if (entry_read(path, g, g, g) == 0)
+			break;	/* a live listener's */
 	}
-	if (fd < 0) {
-		id->rv_name[0] = 0;
+	if (ret == EEXIST)
 		return EADDRINUSE;
-	}
-	ret = write(fd, line, strlen(line)) == (ssize_t)strlen(line) ? 0 : EIO;
-	close(fd);
-	if (ret) {
-		unlink(path);
-		id->rv_name[0] = 0;
-	}
+	if (!ret)	/* withdraw removes only what we published */
+		memcpy(id->rv_name, name, sizeof(name));
 	return ret;
 }
 

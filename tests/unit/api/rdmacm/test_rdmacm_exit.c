@@ -9,10 +9,12 @@
  *    entry behind;
  *  - the entry of a listener that was killed (so it could not withdraw
  *    it) is stale once its pid belongs to another process;
+ *  - a client reading the rendezvous while a listener publishes sees the
+ *    whole entry or none, and so never removes a live listener's;
  *  - a forked child of ours that calls exit(): our own connection, whose
  *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
  *    still goes through).
- * The first three tests fork before this process opens a device (a child
+ * The first four tests fork before this process opens a device (a child
  * must not inherit an initialised library); the last forks after, on
  * purpose.
  */
@@ -201,6 +203,73 @@ static void test_regress_killed_listener_pid_reused(void **state)
 	assert_int_equal(access(entry, F_OK), -1);
 }
 
+/*
+ * Regression: an entry was created empty and written after, and a reader
+ * that opened it in between took it for a dead writer's and removed it:
+ * the listener was left unreachable, its client's REQ went to no one and
+ * came back REJECTED (Debian's qperf tells its client the port before it
+ * listens, so its client reads while the entry is being made: e2e_qperf
+ * failed 1 run in 5). Here one child resolves 127.0.0.1:p again and
+ * again while another listens on it and closes, round after round, and
+ * checks after each rdma_listen that its entry is there.
+ */
+#define WHOLE_ROUNDS 3000
+#define WHOLE_SECONDS 4
+
+static void test_regress_entry_appears_whole(void **state)
+{
+	char entry[700];
+	uint16_t p = port();
+	pid_t reader, lis;
+	int st;
+
+	rv_entry(entry, sizeof(entry), p);
+	reader = fork();
+	assert_true(reader >= 0);
+	if (reader == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct sockaddr_in a = ta_lo(p);
+		struct rdma_cm_id *id;
+
+		for (;;) {	/* the lookup is in the call; its event is not
+				 * waited for (destroy drops it) */
+			if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+			    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
+					      2000))
+				_exit(2);
+			rdma_destroy_id(id);
+		}
+	}
+	lis = fork();
+	assert_true(lis >= 0);
+	if (lis == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct sockaddr_in a = ta_lo(p);
+		time_t end = time(NULL) + WHOLE_SECONDS;
+		struct rdma_cm_id *l;
+		int i;
+
+		for (i = 0; i < WHOLE_ROUNDS && time(NULL) < end; i++) {
+			if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+			    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+			    rdma_listen(l, 1))
+				_exit(2);
+			if (access(entry, F_OK)) {
+				fprintf(stderr, "entry gone after listen, "
+					"round %d\n", i);
+				_exit(3);
+			}
+			rdma_destroy_id(l);
+		}
+		exit(0);
+	}
+	assert_int_equal(waitpid(lis, &st, 0), lis);
+	kill(reader, SIGKILL);
+	waitpid(reader, NULL, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_regress_exit_left_peer_waiting(void **state)
 {
 	struct rdma_event_channel *ch;
@@ -329,6 +398,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_regress_exit_withdraws_rendezvous),
 		cmocka_unit_test(test_regress_killed_listener_pid_reused),
+		cmocka_unit_test(test_regress_entry_appears_whole),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
