@@ -83,8 +83,13 @@ int cma_init(void)
 	(void)ur_config_get();	/* this library's UROCE_LOG */
 	list = ibv_get_device_list(&n);
 	if (!list || n <= 0) {
+		/* ENODEV as rdma-core's librdmacm answers; the cause is
+		 * logged, since the caller's errno cannot carry it */
 		if (list)
 			ibv_free_device_list(list);
+		else
+			ur_warn("rdmacm: ibv_get_device_list: %s",
+				strerror(errno));
 		return ENODEV;	/* not cached: a device may appear later */
 	}
 	cma.devs = calloc((size_t)n, sizeof(*cma.devs));
