@@ -66,6 +66,18 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 	uint32_t w = UR_MIN(flight, cwnd);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (sig == UR_CC_RESEND) {
+		/* one packet lost among those around it: random loss more
+		 * likely than a queue, and cheap to repair (comp.c) */
+		xp->cc_undo = false;
+		xp->cc_recover_psn = xp->psn_max;
+		w = cwnd - UR_MAX(cwnd / UR_CC_RESEND_CUT, 1u);
+		xp->ssthresh = UR_MAX(w, UR_CWND_MIN);
+		xp->cwnd = xp->ssthresh;
+		xp->cwnd_acc = 0;
+		xp->cc_acked = 0;
+		return;
+	}
 	if (sig == UR_CC_NAK)
 		xp->cc_undo = false;	/* a loss for certain */
 	if (sig != UR_CC_TIMEOUT &&

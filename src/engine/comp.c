@@ -422,6 +422,28 @@ static void comp_advanced(struct ur_comp_ctx *c)
 }
 
 /*
+ * A sequence NAK: a responder that keeps requests past a gap (reorder.c)
+ * holds what came after the lost packet, so only that packet is resent
+ * (req.c) while new ones go on. Whether it does is learnt from its
+ * answers (ur_comp_rx(), comp_retry()): tried first, given up for a
+ * go-back-N when the packet after the one resent turns out missing,
+ * tried again when the ACK after a go-back-N covers PSNs not resent, or
+ * after UR_RESEND_RETRY_NAKS NAKs (what looked like a responder that
+ * drops may have been a run of losses). Not for a READ or atomic (their
+ * responses are owed again).
+ */
+static bool comp_selective(struct ur_comp_ctx *c)
+{
+	struct ur_qp_xport *xp = c->xp;
+
+	if (xp->peer_drops && ++xp->drops_naks >= UR_RESEND_RETRY_NAKS)
+		xp->peer_drops = false;
+	return !xp->peer_drops && c->syn == UR_AETH_NAK_PSN_SEQ &&
+	       !wqe_is_rd_atomic(c->wqe) &&
+	       ur_psn_before(xp->comp_psn, xp->psn);
+}
+
+/*
  * Fast retry (NAK or a response past a lost one): once per comp_psn; a
  * second one for the same PSN waits for the timer. A gap in the responses
  * while the last go-back-N is still being answered says nothing new: the
@@ -430,6 +452,32 @@ static void comp_advanced(struct ur_comp_ctx *c)
  * the retransmission, and going back for each of them would multiply the
  * traffic until the receive queues overflow.
  */
+static void comp_peer_drops(struct ur_qp_xport *xp)
+{
+	xp->peer_drops = true;
+	xp->drops_naks = 0;
+}
+
+/*
+ * The packet resent alone is acknowledged. An ACK that stops right after
+ * it, with more outstanding, says the responder has nothing past it: it
+ * drops what comes past a gap (or lost the next packet too, and its NAK
+ * of that follows). Either way the rest goes again (a NAK's go-back-N).
+ */
+static void comp_resend_answered(struct ur_qp_xport *xp)
+{
+	xp->resend_active = false;
+	if (xp->comp_psn != ur_psn_inc(xp->resend_psn) ||
+	    !ur_psn_before(xp->comp_psn, xp->psn))
+		return;
+	comp_peer_drops(xp);
+	xp->nak_rewind = true;
+	xp->retry_psn = xp->comp_psn;
+	xp->retry_left_fast_used = true;
+	xp->need_retry = true;
+	ur_cc_loss(xp, UR_CC_NAK);
+}
+
 static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
@@ -441,8 +489,23 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 	if (xp->retry_psn == xp->comp_psn && xp->retry_left_fast_used)
 		return UR_COMP_DONE;
 	xp->retry_left_fast_used = true;
-	xp->need_retry = true;
+	/* the packet after one resent alone is missing: a responder that
+	 * drops what comes past a gap (rxe), or several lost in a row */
+	if (xp->resend_active && xp->comp_psn == ur_psn_inc(xp->resend_psn))
+		comp_peer_drops(xp);
+	if (!c->gap && comp_selective(c)) {
+		ur_cc_loss(xp, UR_CC_RESEND);
+		xp->retry_psn = xp->comp_psn;
+		xp->need_resend = true;
+		if (!xp->resend_active)
+			xp->resend_base = xp->psn;
+		xp->resend_active = true;
+		xp->resend_psn = xp->comp_psn;
+		return UR_COMP_DONE;
+	}
 	ur_cc_loss(xp, UR_CC_NAK);
+	xp->nak_rewind = !c->gap && c->syn == UR_AETH_NAK_PSN_SEQ;
+	xp->need_retry = true;
 	return UR_COMP_DONE;
 }
 
@@ -513,9 +576,17 @@ bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	while (st != UR_COMP_DONE)
 		st = comp_handlers[st](&c);
 	comp_advanced(&c);
-	/* ACKed past what a go-back-N has resent: skip ahead */
-	if (ur_psn_after(c.xp->comp_psn, c.xp->psn))
+	/* ACKed past what a go-back-N has resent: skip ahead. After a
+	 * sequence NAK, that says the responder kept what came past the
+	 * gap (a responder that drops it can only have what was resent). */
+	if (ur_psn_after(c.xp->comp_psn, c.xp->psn)) {
 		c.xp->need_retry = true;
+		if (c.xp->nak_rewind)
+			c.xp->peer_drops = false;
+	}
+	if (c.xp->resend_active &&
+	    ur_psn_after(c.xp->comp_psn, c.xp->resend_psn))
+		comp_resend_answered(c.xp);
 	ur_comp_drain(qp);
 	return true;
 }
@@ -591,6 +662,7 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	 */
 	xp->retry_left_fast_used = false;
 	xp->need_retry = true;
+	xp->nak_rewind = false;
 	if (!timeout && !xp->probe_backoff)
 		xp->probe_one = true;
 	else

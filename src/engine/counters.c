@@ -34,6 +34,8 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_TIMER_WAKEUPS] = "timer_wakeups",
 	[UR_STAT_DEAF_WAITS] = "deaf_waits",
 	[UR_STAT_WAIT_YIELDS] = "wait_yields",
+	[UR_STAT_REORDER_KEPT] = "reorder_kept",
+	[UR_STAT_RESENDS] = "selective_resends",
 };
 
 /* The device counters' names where the meaning is the same. */

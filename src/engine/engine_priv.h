@@ -50,6 +50,8 @@ enum ur_stat {
 	UR_STAT_TIMER_WAKEUPS,
 	UR_STAT_DEAF_WAITS,
 	UR_STAT_WAIT_YIELDS,
+	UR_STAT_REORDER_KEPT,
+	UR_STAT_RESENDS,
 	UR_STAT__MAX,
 };
 
@@ -167,6 +169,7 @@ struct ur_nic {
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: shutdown, one-sided */
 	int timer_fd;			/* timerfd: a deadline before its sleep */
+	_Atomic uint64_t reorder_bytes;	/* held by every QP's reorder store */
 
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t qp_list_lock;
@@ -272,6 +275,11 @@ struct ur_resp_state_qp {
 	/* read/atomic replay ring */
 	struct ur_res res[UR_NUM_RES];
 	unsigned int res_head;
+	/* requests kept past a gap (reorder.c): UR_REORDER_PSNS slots by
+	 * PSN, allocated with the first one */
+	struct ur_reorder_pkt **reorder;
+	unsigned int reorder_n;
+	uint32_t reorder_max;		/* the furthest PSN kept */
 };
 
 struct ur_qp_xport {
@@ -298,6 +306,16 @@ struct ur_qp_xport {
 					 * not answered in full */
 	bool need_retry;
 	bool sqd_notified;		/* IBV_EVENT_SQ_DRAINED raised */
+	/* Selective resend (comp.c, req.c): after a sequence NAK only the
+	 * NAKed packet is sent again, unless the responder showed that it
+	 * drops what comes past a gap (peer_drops) */
+	bool peer_drops;
+	unsigned int drops_naks;	/* NAKs since peer_drops was set */
+	bool nak_rewind;		/* the last go-back answered a seq NAK */
+	bool need_resend;		/* resend resend_psn alone */
+	bool resend_active;		/* until comp_psn passes resend_psn */
+	uint32_t resend_psn;
+	uint32_t resend_base;		/* psn when the NAK came */
 
 	/* completer (sq_lock) */
 	uint32_t comp_psn;		/* oldest PSN not yet acknowledged */
@@ -419,6 +437,7 @@ uint32_t ur_cc_window(const struct ur_qp_xport *xp);
  * that found nothing moving, the QP's timeout. */
 enum ur_cc_signal {
 	UR_CC_NAK,
+	UR_CC_RESEND,		/* a NAK answered by resending one packet */
 	UR_CC_PROBE,
 	UR_CC_TIMEOUT,
 };
@@ -458,10 +477,32 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
 /* progress.c */
 void *ur_progress_thread(void *arg);
 
+/* reorder.c (rx_lock held): requests kept past a gap, by PSN */
+struct ur_reorder_pkt {
+	uint32_t psn;
+	struct ur_rxd d;		/* d.data points into buf */
+	uint8_t buf[];
+};
+/* Keeps a copy of request d with PSN psn, ahead of resp.epsn: true when
+ * it is kept (now or before). */
+bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
+		     const struct ur_rxd *d);
+/* The kept request for resp.epsn, taken out of the store, or NULL. */
+struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp);
+void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p);
+/* Whether a kept request is ahead of resp.epsn (past a gap); when none
+ * is, those left behind it (inside a READ's PSNs) are freed. */
+bool ur_reorder_ahead(struct ur_qp_xport *xp);
+/* Frees every kept request (QP reset or destroy). */
+void ur_reorder_clear(struct ur_qp_xport *xp);
+
 /* resp.c */
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		const struct ur_rxd *d, const struct ur_ip_flow *flow);
 void ur_resp_reset(struct ur_qp *qp);
+/* After the kept requests that followed an in-order one were handled
+ * (drained of them): ACKs them, and NAKs the next gap if more are kept. */
+void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained);
 /* resp_reply.c, rx_lock held: sends the batch, then makes visible the receive
  * completions that waited for their ACK in it. */
 void ur_resp_flush(struct ur_nic *nic);

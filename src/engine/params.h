@@ -64,6 +64,16 @@
  * reaches it (a loss every window or two) from 1 % random loss at the
  * window that loss rate leaves (a loss every 100 PSNs, some 25 PSNs). */
 #define UR_CC_RARE_LOSS_WINDOWS 4
+/* A NAK answered by resending the one lost packet (comp.c) takes this
+ * fraction of the window off: one loss among packets that arrived is
+ * random loss more often than an overflowing queue, whose losses come in
+ * runs and end in a go-back-N. Kept small so that 1 % of random loss
+ * leaves a window of some 40 PSNs (docs/benchmarks.md). */
+#define UR_CC_RESEND_CUT 16
+/* A requester that found its responder dropping what comes past a gap
+ * tries resending one packet again after this many NAKs: what it found
+ * may have been a run of losses (comp.c). */
+#define UR_RESEND_RETRY_NAKS 8
 /* The window after a timeout, and its floor after losses (TCP restarts
  * at a few segments for the same reason: a retransmission must not be the
  * burst a shallow queue just dropped). */
@@ -121,6 +131,15 @@
 #define UR_REQ_BLOCKED_HOLD_NS 5000000ull
 
 /* ---- the responder ---- */
+
+/* Requests a responder keeps when they come past a gap (reorder.c): a
+ * window behind the lost packet and the window a requester may send on
+ * while it resends that packet alone (req.c, UR_REQ_RESEND). A power of
+ * two: the store is a ring indexed by PSN. */
+#define UR_REORDER_PSNS (2 * UR_WINDOW_PSNS)
+/* ... and at most this many bytes of them per device, so a peer's window
+ * on each of many QPs cannot take the host's memory. */
+#define UR_REORDER_MAX_BYTES (64u << 20)
 
 /* READ and atomic results kept per QP for replay: as many as a requester
  * may have outstanding (max_dest_rd_atomic's limit), so a retried request

@@ -53,6 +53,7 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	ur_timer_detach(xp);
 	pthread_mutex_unlock(&xp->nic->qp_list_lock);
 	qp->xp = NULL;
+	ur_reorder_clear(xp);
 	free(xp);
 }
 
@@ -85,6 +86,11 @@ static void xp_reset(struct ur_qp *qp)
 	xp->srtt_ns = 0;
 	xp->rtt_on = false;
 	xp->probe_backoff = 0;
+	xp->peer_drops = false;
+	xp->drops_naks = 0;
+	xp->nak_rewind = false;
+	xp->need_resend = false;
+	xp->resend_active = false;
 	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;

@@ -109,15 +109,16 @@ static bool rx_error_nak(const struct ur_pkt *pkt)
 	       syn != UR_AETH_NAK_PSN_SEQ;
 }
 
-/* Fills flow from the datagram and checks its ICRC. */
+/* Fills flow from the datagram and checks its ICRC, unless that was done
+ * when it was first received (a request kept past a gap). */
 static enum ur_drop_reason rx_flow_icrc(const struct ur_rxd *d,
-					struct ur_ip_flow *flow)
+					struct ur_ip_flow *flow, bool checked)
 {
 	if (ur_ip_flow_from_sockaddr(flow, &d->src, &d->dst))
 		return UR_DROP_NOT_ROCE;
 	flow->tos = d->tos;
 	flow->ttl = d->ttl;
-	return ur_icrc_check_rx(flow, d->data, d->len);
+	return checked ? UR_DROP_NONE : ur_icrc_check_rx(flow, d->data, d->len);
 }
 
 /*
@@ -145,7 +146,7 @@ static enum ur_drop_reason rx_mcast_classify(struct ur_nic *nic,
 	*out = ur_mcast_find(nic, gid);
 	if (!*out)
 		return UR_DROP_MCAST_NO_GROUP;
-	return rx_flow_icrc(d, flow);
+	return rx_flow_icrc(d, flow, false);
 }
 
 /* Sent by qp itself: one of our addresses and qp's number as source. */
@@ -201,7 +202,7 @@ static void rx_mcast_deliver(struct ur_nic *nic, const struct ur_mcg *g,
 
 /* A unicast packet's QP in *out; a multicast one's group in *mcg. */
 static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
-				       struct ur_pkt *pkt,
+				       bool kept, struct ur_pkt *pkt,
 				       struct ur_ip_flow *flow,
 				       struct ur_qp **out, struct ur_mcg **mcg)
 {
@@ -238,7 +239,7 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	    ur_deth_qkey(pkt->deth) != (pkt->qpn == UR_QPN_GSI ?
 						UR_GSI_QKEY : qp->attr.qkey))
 		return UR_DROP_BAD_QKEY;
-	r = rx_flow_icrc(d, flow);
+	r = rx_flow_icrc(d, flow, kept);
 	if (r)
 		return r;
 	if (qp->type != IBV_QPT_UD && nic->hardened) {
@@ -259,13 +260,77 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	return UR_DROP_NONE;
 }
 
-void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
+/*
+ * A datagram past its capture. A request that moved its RC QP's expected
+ * PSN may let requests kept past a gap follow (reorder.c): they are
+ * handled here, in order, as if they came now (every check again but
+ * the ICRC's, which they passed when they came).
+ * Returns the QP of a request that did, for the caller's drain.
+ */
+static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
+				 bool kept)
 {
 	struct ur_ip_flow flow;
 	enum ur_drop_reason r;
 	struct ur_qp *qp = NULL;
 	struct ur_mcg *mcg = NULL;
 	struct ur_pkt pkt;
+	uint32_t epsn;
+
+	r = rx_classify(nic, d, kept, &pkt, &flow, &qp, &mcg);
+	if (r) {
+		ur_cnt_drop(&nic->cnt, r);
+		ur_dbg_dp("engine: drop %s", ur_drop_reason_str(r));
+		return NULL;
+	}
+	if (mcg) {
+		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
+		return NULL;
+	}
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
+	/* past here an XRC packet is handled as the RC one it stands for;
+	 * its headers (pkt.xrceth included) stay where XRC put them */
+	pkt.opcode = ur_op_xrc_to_rc(pkt.opcode);
+	if (!ur_op_is_request(pkt.opcode)) {
+		ur_send_on_response(qp, &pkt);
+		return NULL;
+	}
+	/* a WRITE, READ, atomic, ATOMIC_WRITE or FLUSH: progress.c
+	 * listens for more (one_sided_note). A SEND's middle packets
+	 * consume no receive WQE but are not one-sided; the first
+	 * packets of a WRITE with immediate cannot be told from a
+	 * WRITE's. */
+	if (!ur_op_is_send(pkt.opcode) && !ur_op_completes_rwr(pkt.opcode))
+		nic->rx_one_sided = true;
+	epsn = qp->xp->resp.epsn;
+	if (qp->type == IBV_QPT_XRC_RECV)
+		ur_xrc_resp_rx(qp, &pkt, d, &flow);
+	else
+		ur_resp_rx(qp, &pkt, d, &flow);
+	return qp->xp->resp.reorder_n && qp->xp->resp.epsn != epsn ? qp :
+								       NULL;
+}
+
+/* Requests kept past a gap that the last one filled, in order. */
+static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_reorder_pkt *p;
+	unsigned int n = 0;
+
+	while ((p = ur_reorder_take(xp))) {
+		rx_dispatch(nic, &p->d, true);
+		ur_reorder_free(xp, p);
+		n++;
+	}
+	ur_resp_reorder_done(qp, n);
+}
+
+void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
+{
+	struct ur_ip_flow flow;
+	struct ur_qp *qp;
 
 	UR_ASSERT_HELD(&nic->rx_lock);
 	if (nic->pcap && !ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst)) {
@@ -280,34 +345,7 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 			flow.ip_id = 0;
 		ur_pcap_write(nic->pcap, &flow, &iov, 1);
 	}
-	r = rx_classify(nic, d, &pkt, &flow, &qp, &mcg);
-	if (r) {
-		ur_cnt_drop(&nic->cnt, r);
-		ur_dbg_dp("engine: drop %s", ur_drop_reason_str(r));
-		return;
-	}
-	if (mcg) {
-		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
-		return;
-	}
-	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
-	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
-	/* past here an XRC packet is handled as the RC one it stands for;
-	 * its headers (pkt.xrceth included) stay where XRC put them */
-	pkt.opcode = ur_op_xrc_to_rc(pkt.opcode);
-	if (ur_op_is_request(pkt.opcode)) {
-		/* a WRITE, READ, atomic, ATOMIC_WRITE or FLUSH: progress.c
-		 * listens for more (one_sided_note). A SEND's middle packets
-		 * consume no receive WQE but are not one-sided; the first
-		 * packets of a WRITE with immediate cannot be told from a
-		 * WRITE's. */
-		if (!ur_op_is_send(pkt.opcode) &&
-		    !ur_op_completes_rwr(pkt.opcode))
-			nic->rx_one_sided = true;
-		if (qp->type == IBV_QPT_XRC_RECV)
-			ur_xrc_resp_rx(qp, &pkt, d, &flow);
-		else
-			ur_resp_rx(qp, &pkt, d, &flow);
-	} else
-		ur_send_on_response(qp, &pkt);
+	qp = rx_dispatch(nic, d, false);
+	if (qp)
+		rx_reorder_drain(nic, qp);
 }

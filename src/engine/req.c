@@ -186,9 +186,21 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 	return idx == n - 1 ? UR_POS_LAST : UR_POS_MIDDLE;
 }
 
+/*
+ * While one packet is resent alone (comp_selective()), the window counts
+ * from where the requester was when the NAK came: the responder keeps
+ * what was sent before, which has left the network as surely as what it
+ * acknowledged (TCP's SACKed packets, without the SACK).
+ */
 static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
 {
-	return ur_psn_diff(psn, xp->comp_psn) >= (int32_t)ur_cc_window(xp);
+	uint32_t base = xp->comp_psn;
+
+	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
+		return true;	/* what the responder can keep */
+	if (xp->resend_active && ur_psn_after(xp->resend_base, base))
+		base = xp->resend_base;
+	return ur_psn_diff(psn, base) >= (int32_t)ur_cc_window(xp);
 }
 
 /*
@@ -209,32 +221,28 @@ static bool want_ackreq(struct ur_qp_xport *xp, bool last)
 	return false;
 }
 
-/* One packet of a SEND/WRITE on RC/UC. */
-static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
+/* Packet pkt of a SEND/WRITE on RC/UC, with PSN psn, into the batch:
+ * 0, or -EFAULT when its local memory failed (unmapped, or a key). */
+static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
+			 uint32_t pkt, uint32_t psn, bool ackreq)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_hdr_fields f = { 0 };
 	struct iovec iov[UR_TX_PAY_IOV];
 	unsigned int niov = 0;
-	uint32_t off = xp->req_pkt * xp->mtu;
+	uint32_t off = pkt * xp->mtu;
 	uint32_t len = UR_MIN(xp->mtu, wqe->length - off);
-	enum ur_pos pos = pkt_pos(xp->req_pkt, wqe->npkts);
+	enum ur_pos pos = pkt_pos(pkt, wqe->npkts);
 	bool last = pos == UR_POS_LAST || pos == UR_POS_ONLY;
 
-	if (wqe_payload(qp, wqe, off, len, iov, &niov)) {
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
+	if (wqe_payload(qp, wqe, off, len, iov, &niov))
+		return -EFAULT;
 	f.opcode = rc_ops[wqe->opcode].op[pos];
 	if (qp->type == IBV_QPT_UC)
 		f.opcode += UR_OPC_UC_SEND_FIRST;
 	f.qpn = qp->attr.dest_qp_num;
-	f.psn = xp->psn;
-	/* the last packet the window lets out asks for an ACK too: if the
-	 * packets after it never come, nothing else would */
-	f.ackreq = ur_qp_reliable(qp) &&
-		   want_ackreq(xp, last || window_full(xp,
-						       ur_psn_inc(xp->psn)));
+	f.psn = psn;
+	f.ackreq = ackreq;
 	f.se = last && (wqe->send_flags & IBV_SEND_SOLICITED) &&
 	       wqe->opcode != IBV_WR_RDMA_WRITE;
 	if (pos == UR_POS_FIRST || pos == UR_POS_ONLY) {
@@ -246,15 +254,65 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.ieth_rkey = wqe->invalidate_rkey;
 	req_xrc(qp, wqe, &f);
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
-		       len)) {
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
+		       len))
+		return -EFAULT;	/* memory faulted */
+	ur_qcnt_tx(xp->qcnt.req, len);
+	return 0;
+}
+
+/* The cursor's next packet of a SEND/WRITE on RC/UC. */
+static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	uint32_t off = xp->req_pkt * xp->mtu;
+	uint32_t len = UR_MIN(xp->mtu, wqe->length - off);
+	bool last = xp->req_pkt + 1 == wqe->npkts;
+	/* the last packet the window lets out asks for an ACK too: if the
+	 * packets after it never come, nothing else would */
+	bool ackreq = ur_qp_reliable(qp) &&
+		      want_ackreq(xp, last || window_full(xp,
+							  ur_psn_inc(xp->psn)));
+
+	if (req_write_pkt(qp, wqe, xp->req_pkt, xp->psn, ackreq)) {
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	ur_qcnt_tx(xp->qcnt.req, len);
 	xp->psn = ur_psn_inc(xp->psn);
 	wqe->sent = off + len;
 	if (++xp->req_pkt == wqe->npkts)
 		wqe_sent(qp, wqe);
+}
+
+/*
+ * Resends the packet with PSN resend_psn alone, with AckReq, the cursor
+ * staying where it is (comp_selective()). false: it is not a SEND or
+ * WRITE packet sent in this lap, and the caller goes back N instead.
+ */
+static bool req_resend_one(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+	uint32_t psn = xp->resend_psn, i;
+
+	if (!ur_psn_before(psn, xp->psn))
+		return false;
+	for (i = sq->consumer; i != sq->producer; i++) {
+		struct ur_send_wqe *w = ur_wq_slot(sq, i);
+
+		if (i - sq->consumer > sq->cursor - sq->consumer)
+			return false;
+		if (w->state != UR_WQE_PENDING ||
+		    !ur_psn_in_range(psn, w->first_psn, w->last_psn))
+			continue;
+		if (ur_wr_is_rd_atomic(w->opcode) ||
+		    req_write_pkt(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
+				  psn, true))
+			return false;
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RESENDS, 1);
+		ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -514,6 +572,11 @@ void ur_req_run(struct ur_qp *qp)
 		ur_timer_arm(xp, &xp->kick_deadline, ur_now_ns());
 		return;
 	}
+	if (xp->need_resend) {
+		xp->need_resend = false;
+		if (!req_resend_one(qp))
+			ur_req_rewind(qp);
+	}
 	psn0 = xp->psn;
 	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
@@ -567,6 +630,8 @@ void ur_req_rewind(struct ur_qp *qp)
 	xp->retry_psn = xp->comp_psn;
 	xp->recover_psn = xp->psn_max;
 	xp->rtt_on = false;
+	xp->need_resend = false;
+	xp->resend_active = false;
 	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
 				    head->last_psn))
 		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;

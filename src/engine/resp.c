@@ -108,7 +108,11 @@ static enum ur_resp_state resp_chk_psn(struct ur_resp_ctx *c)
 		return UR_RESP_CHK_OP_SEQ;
 	}
 	if (diff > 0) {
+		/* kept for when the gap fills (reorder.c), NAKed once */
+		c->kept = c->d && ur_reorder_keep(c->xp, psn, c->d);
 		if (r->nak_sent) {
+			if (c->kept)
+				return UR_RESP_DONE;
 			c->drop = UR_DROP_PSN_WINDOW;
 			return UR_RESP_DROP;
 		}
@@ -549,8 +553,10 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 	ur_qcnt(c->xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
 	ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
 	/* at once, not after the rest of the receive burst: until the
-	 * requester hears it, all it sends is dropped here */
+	 * requester hears it, the gap holds up all it sends */
 	ur_resp_flush(c->xp->nic);
+	if (c->kept)
+		return UR_RESP_DONE;
 	c->drop = UR_DROP_PSN_WINDOW;
 	return UR_RESP_DROP;
 }
@@ -674,10 +680,34 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	(void)ur_resp_state_names;
 }
 
+void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained)
+{
+	struct ur_resp_ctx c = {
+		.qp = qp, .xp = qp->xp, .r = &qp->xp->resp,
+	};
+
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
+	    qp->state != IBV_QPS_SQD)
+		return;
+	/* the requester may be resending all of them: tell it how far */
+	if (drained)
+		ur_resp_send_aeth(&c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				  ur_psn_add(c.r->epsn, -1));
+	if (!c.r->nak_sent && ur_reorder_ahead(c.xp)) {
+		c.r->nak_sent = true;
+		ur_cnt_stat(&c.xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
+		ur_qcnt(c.xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
+		ur_resp_send_aeth(&c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ,
+				  c.r->epsn);
+		ur_resp_flush(c.xp->nic);
+	}
+}
+
 void ur_resp_reset(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	ur_reorder_clear(xp);
 	memset(&xp->resp, 0, sizeof(xp->resp));
 	xp->resp.epsn = qp->attr.rq_psn & UR_PSN_MASK;
 }

@@ -21,6 +21,7 @@ struct ur_resp_ctx {
 	enum ur_drop_reason drop;
 	enum ibv_wc_status rwqe_status;	/* for a taken receive WQE */
 	bool inv_failed;
+	bool kept;			/* past a gap, kept (reorder.c) */
 };
 
 /* The context of a request handled for qp (rx_lock held). */

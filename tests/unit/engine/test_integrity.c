@@ -359,6 +359,95 @@ static void test_lost_retransmission(void **state)
 	lose_and_recover(*state, 3, 2);
 }
 
+/* ------------------------------------------------------------------ */
+/* A gap kept: the lost packet resent alone                            */
+/* ------------------------------------------------------------------ */
+
+static uint32_t drop_a, drop_b;
+static unsigned int requests_sent;
+
+static bool drop_two_once(int to, const uint8_t *d, uint32_t len)
+{
+	uint32_t psn = fe_pkt_psn(d);
+
+	if (to != 1 || !ur_op_is_request(fe_pkt_opcode(d)))
+		return false;
+	requests_sent++;
+	if (psn == drop_a || psn == drop_b) {
+		if (psn == drop_a)
+			drop_a = UINT32_MAX;
+		else
+			drop_b = UINT32_MAX;
+		return true;
+	}
+	return false;
+}
+
+/* One WRITE of 8 packets in one burst, packets k1 (and k2 unless it is
+ * UINT32_MAX) lost once; returns the requests the requester sent. */
+static unsigned int write_with_losses(struct t_pair *p, uint32_t k1,
+				      uint32_t k2)
+{
+	uint64_t id = 1;
+
+	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 16, 7, 7);
+	fill(p->ba.buf, 8192, 21);
+	memset(p->bb.buf, T_CANARY, 8192);
+	drop_a = ur_psn_add(psn_a, (int32_t)k1);
+	drop_b = k2 == UINT32_MAX ? k2 : ur_psn_add(psn_a, (int32_t)k2);
+	requests_sent = 0;
+	fe_set_filter(drop_two_once);
+	post_rdma(p, IBV_WR_RDMA_WRITE, 1, 0, 8192, 0, 0);
+	expect_sends(p, &id, 1);
+	fe_set_filter(NULL);
+	assert_memory_equal(p->bb.buf, p->ba.buf, 8192);
+	return requests_sent;
+}
+
+/*
+ * Packet 3 of 8 is lost: the responder keeps 4-7 (they came past the
+ * gap), NAKs 3 once, and the requester resends 3 alone; the responder
+ * then executes 3-7 in order and acknowledges them all. Nine requests on
+ * the wire (ten if a loaded host let the recovery probe fire), no
+ * go-back-N, nothing dropped behind the gap.
+ */
+static void test_gap_kept_one_resent(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t kept0 = stat(&p->b, UR_STAT_REORDER_KEPT);
+	uint64_t one0 = stat(&p->a, UR_STAT_RESENDS);
+	uint64_t gbn0 = stat(&p->a, UR_STAT_RETRANSMITS);
+	uint64_t win0 = atomic_load(&p->b.dev->nic->cnt.drop[UR_DROP_PSN_WINDOW]);
+	unsigned int sent = write_with_losses(p, 3, UINT32_MAX);
+
+	assert_int_equal(stat(&p->b, UR_STAT_REORDER_KEPT) - kept0, 4);
+	assert_int_equal(stat(&p->a, UR_STAT_RESENDS) - one0, 1);
+	assert_int_equal(atomic_load(
+		&p->b.dev->nic->cnt.drop[UR_DROP_PSN_WINDOW]) - win0, 0);
+	if (sent > 10 || stat(&p->a, UR_STAT_RETRANSMITS) - gbn0 > 1)
+		fail_msg("%u requests, %lu go-back-Ns: expected 9 and none",
+			 sent, (unsigned long)(stat(&p->a, UR_STAT_RETRANSMITS) -
+					       gbn0));
+}
+
+/*
+ * Packets 3 and 4 are lost: resent alone, 3 is acknowledged but nothing
+ * past it (the responder keeps 5-7 behind the new gap and NAKs 4), which
+ * is what a responder that drops past a gap would answer too: the
+ * requester goes back N from 4, and every byte arrives.
+ */
+static void test_gap_run_goes_back(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t one0 = stat(&p->a, UR_STAT_RESENDS);
+	uint64_t gbn0 = stat(&p->a, UR_STAT_RETRANSMITS);
+
+	write_with_losses(p, 3, 4);
+	assert_int_equal(stat(&p->a, UR_STAT_RESENDS) - one0, 1);
+	assert_true(stat(&p->a, UR_STAT_RETRANSMITS) - gbn0 >= 1);
+	assert_true(p->a.qp->xp->peer_drops);
+}
+
 /* Every ACK to the requester is lost until it retransmits a request. */
 static bool acks_lost, seen_req;
 static uint32_t req_psn_max;
@@ -567,6 +656,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_retransmission, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_gap_kept_one_resent, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_gap_run_goes_back, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_probe_ack_covers_rewound_wqes, setup, teardown),

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A responder's reorder store: RC requests that arrive past a gap in the
+ * PSNs are kept, not dropped, and handled in order once the missing one
+ * comes (recv.c drains the store after an in-order request; resp.c NAKs
+ * each gap once and ACKs what the drain executed). To the requester this
+ * is indistinguishable from packets that were only delayed: nothing is
+ * executed out of order, and what it resends is a duplicate. It turns a
+ * loss from a window of resent packets into one (docs/design.md, "Loss
+ * recovery"). Runs with nic->rx_lock held.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_priv.h"
+#include "util/lock_assert.h"
+
+static unsigned int slot_of(uint32_t psn)
+{
+	return psn & (UR_REORDER_PSNS - 1);
+}
+
+bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
+		     const struct ur_rxd *d)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+	struct ur_reorder_pkt *p;
+	int32_t ahead = ur_psn_diff(psn, r->epsn);
+	uint64_t bytes = sizeof(*p) + d->len;
+
+	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	if (ahead <= 0 || ahead >= UR_REORDER_PSNS)
+		return false;
+	if (!r->reorder) {
+		r->reorder = calloc(UR_REORDER_PSNS, sizeof(*r->reorder));
+		if (!r->reorder)
+			return false;
+	}
+	p = r->reorder[slot_of(psn)];
+	if (p && p->psn == psn)
+		return true;		/* a duplicate of a kept one */
+	if (atomic_load_explicit(&xp->nic->reorder_bytes,
+				 memory_order_relaxed) + bytes >
+	    UR_REORDER_MAX_BYTES)
+		return false;
+	if (p) {
+		/* a request of an earlier lap the drain never reached
+		 * (the gap before it was never filled) */
+		ur_reorder_free(xp, p);
+		r->reorder[slot_of(psn)] = NULL;
+		r->reorder_n--;
+	}
+	p = malloc(bytes);
+	if (!p)
+		return false;
+	p->psn = psn;
+	p->d = *d;
+	p->d.data = p->buf;
+	memcpy(p->buf, d->data, d->len);
+	r->reorder[slot_of(psn)] = p;
+	if (!r->reorder_n || ur_psn_after(psn, r->reorder_max))
+		r->reorder_max = psn;
+	r->reorder_n++;
+	atomic_fetch_add_explicit(&xp->nic->reorder_bytes, bytes,
+				  memory_order_relaxed);
+	ur_cnt_stat(&xp->nic->cnt, UR_STAT_REORDER_KEPT, 1);
+	return true;
+}
+
+struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+	struct ur_reorder_pkt *p;
+
+	if (!r->reorder_n)
+		return NULL;
+	p = r->reorder[slot_of(r->epsn)];
+	if (!p || p->psn != r->epsn)
+		return NULL;
+	r->reorder[slot_of(r->epsn)] = NULL;
+	r->reorder_n--;
+	return p;
+}
+
+void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p)
+{
+	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes,
+				  sizeof(*p) + p->d.len, memory_order_relaxed);
+	free(p);
+}
+
+static void reorder_empty(struct ur_qp_xport *xp)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+	unsigned int i;
+
+	for (i = 0; i < UR_REORDER_PSNS && r->reorder_n; i++) {
+		if (r->reorder[i]) {
+			ur_reorder_free(xp, r->reorder[i]);
+			r->reorder[i] = NULL;
+			r->reorder_n--;
+		}
+	}
+}
+
+bool ur_reorder_ahead(struct ur_qp_xport *xp)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+
+	if (!r->reorder_n)
+		return false;
+	if (!ur_psn_before(r->reorder_max, r->epsn))
+		return true;
+	reorder_empty(xp);
+	return false;
+}
+
+void ur_reorder_clear(struct ur_qp_xport *xp)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+
+	if (!r->reorder)
+		return;
+	reorder_empty(xp);
+	free(r->reorder);
+	r->reorder = NULL;
+}
