@@ -27,7 +27,11 @@
  * of packets) would otherwise hold the window at a dozen packets, far
  * below what keeps a loopback pipe busy, while a go-back-N already costs
  * a window of packets per loss, so the window stays near the square root
- * of 1/loss rate either way and a queue still makes it converge.
+ * of 1/loss rate either way and a queue still makes it converge. A NAK
+ * answered by resending the one lost packet (comp.c: the responder kept
+ * what came after it) takes only 1/UR_CC_RESEND_CUT off, once per
+ * episode; a loss in that episode that needs more (a go-back-N: losses in
+ * a row) is judged by the rules above as if the episode had not begun.
  *
  * A decrease by a probe or a timeout is undone when the ACK that ends its
  * episode acknowledges PSNs not resent since: nothing was lost, a loaded
@@ -47,6 +51,7 @@ void ur_cc_reset(struct ur_qp_xport *xp)
 	xp->cwnd_acc = 0;
 	xp->cc_acked = 0;
 	xp->cc_undo = false;
+	xp->cc_by_resend = false;
 	xp->cc_recover_psn = xp->comp_psn;
 }
 
@@ -70,7 +75,10 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 		/* one packet lost among those around it: random loss more
 		 * likely than a queue, and cheap to repair (comp.c) */
 		xp->cc_undo = false;
+		if (ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
+			return;
 		xp->cc_recover_psn = xp->psn_max;
+		xp->cc_by_resend = true;
 		w = cwnd - UR_MAX(cwnd / UR_CC_RESEND_CUT, 1u);
 		xp->ssthresh = UR_MAX(w, UR_CWND_MIN);
 		xp->cwnd = xp->ssthresh;
@@ -80,9 +88,12 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 	}
 	if (sig == UR_CC_NAK)
 		xp->cc_undo = false;	/* a loss for certain */
-	if (sig != UR_CC_TIMEOUT &&
+	/* an episode that began with a loss repaired by one resend is not
+	 * one of a queue: a loss that needs more decides again */
+	if (sig != UR_CC_TIMEOUT && !xp->cc_by_resend &&
 	    ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
 		return;
+	xp->cc_by_resend = false;
 	if (sig != UR_CC_NAK && !xp->cc_undo) {
 		xp->cc_undo = true;
 		xp->cc_undo_cwnd = xp->cwnd;

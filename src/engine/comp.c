@@ -454,6 +454,7 @@ static bool comp_selective(struct ur_comp_ctx *c)
  */
 static void comp_peer_drops(struct ur_qp_xport *xp)
 {
+	xp->resend_ok = false;
 	xp->peer_drops = true;
 	xp->drops_naks = 0;
 }
@@ -467,8 +468,9 @@ static void comp_peer_drops(struct ur_qp_xport *xp)
 static void comp_resend_answered(struct ur_qp_xport *xp)
 {
 	xp->resend_active = false;
-	if (xp->comp_psn != ur_psn_inc(xp->resend_psn) ||
-	    !ur_psn_before(xp->comp_psn, xp->psn))
+	xp->resend_ok = xp->comp_psn != ur_psn_inc(xp->resend_psn) ||
+			!ur_psn_before(xp->comp_psn, xp->psn);
+	if (xp->resend_ok)
 		return;
 	comp_peer_drops(xp);
 	xp->nak_rewind = true;

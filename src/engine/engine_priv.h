@@ -314,6 +314,7 @@ struct ur_qp_xport {
 	bool nak_rewind;		/* the last go-back answered a seq NAK */
 	bool need_resend;		/* resend resend_psn alone */
 	bool resend_active;		/* until comp_psn passes resend_psn */
+	bool resend_ok;			/* the last one's ACK covered the rest */
 	uint32_t resend_psn;
 	uint32_t resend_base;		/* psn when the NAK came */
 
@@ -345,6 +346,7 @@ struct ur_qp_xport {
 					 * and no NAK has confirmed a loss */
 	uint32_t cc_undo_cwnd;		/* the window before that decrease */
 	uint32_t cc_undo_ssthresh;
+	bool cc_by_resend;		/* that episode began with a UR_CC_RESEND */
 	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
 					 * losses before it is acked belong to
 					 * that congestion episode */

@@ -91,6 +91,7 @@ static void xp_reset(struct ur_qp *qp)
 	xp->nak_rewind = false;
 	xp->need_resend = false;
 	xp->resend_active = false;
+	xp->resend_ok = false;
 	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;

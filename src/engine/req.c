@@ -198,7 +198,8 @@ static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
 
 	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
 		return true;	/* what the responder can keep */
-	if (xp->resend_active && ur_psn_after(xp->resend_base, base))
+	if (xp->resend_active && xp->resend_ok &&
+	    ur_psn_after(xp->resend_base, base))
 		base = xp->resend_base;
 	return ur_psn_diff(psn, base) >= (int32_t)ur_cc_window(xp);
 }

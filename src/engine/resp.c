@@ -85,6 +85,14 @@ static void msg_reset(struct ur_resp_state_qp *r)
 	r->msg_len = 0;
 }
 
+/* A request answered by more than an ACK: READ, atomic, ATOMIC WRITE,
+ * FLUSH. */
+static bool resp_op_answered(const struct ur_resp_ctx *c)
+{
+	return c->op == UR_OPC_RC_READ_REQ || ur_op_is_atomic(c->op) ||
+	       ur_resp_is_placement(c);
+}
+
 static enum ur_resp_state resp_chk_psn(struct ur_resp_ctx *c)
 {
 	struct ur_resp_state_qp *r = c->r;
@@ -108,8 +116,12 @@ static enum ur_resp_state resp_chk_psn(struct ur_resp_ctx *c)
 		return UR_RESP_CHK_OP_SEQ;
 	}
 	if (diff > 0) {
-		/* kept for when the gap fills (reorder.c), NAKed once */
-		c->kept = c->d && ur_reorder_keep(c->xp, psn, c->d);
+		/* kept for when the gap fills (reorder.c), NAKed once; not a
+		 * READ or atomic: the requester asks for those again anyway
+		 * (comp.c), and executing a kept one too would send its
+		 * responses twice */
+		c->kept = c->d && !resp_op_answered(c) &&
+			  ur_reorder_keep(c->xp, psn, c->d);
 		if (r->nak_sent) {
 			if (c->kept)
 				return UR_RESP_DONE;

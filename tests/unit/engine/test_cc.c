@@ -121,6 +121,35 @@ static void test_one_decrease_per_episode(void **state)
 	assert_int_equal(ur_cc_window(xp), 16);
 }
 
+/*
+ * A NAK repaired by resending the one lost packet takes a sixteenth off,
+ * once per episode; a loss in that episode that needs a go-back-N (a run
+ * of losses, as an overflowing queue makes) still halves the window.
+ */
+static void test_resend_takes_a_sixteenth(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 64;
+	xp->ssthresh = UR_WINDOW_PSNS;
+	sent(xp, 64);
+	ur_cc_loss(xp, UR_CC_RESEND);
+	assert_int_equal(ur_cc_window(xp), 60);
+	ur_cc_loss(xp, UR_CC_RESEND);		/* same episode */
+	assert_int_equal(ur_cc_window(xp), 60);
+	ur_cc_loss(xp, UR_CC_NAK);		/* a run: go-back-N */
+	assert_int_equal(ur_cc_window(xp), 30);
+	ur_cc_loss(xp, UR_CC_NAK);		/* its episode now */
+	assert_int_equal(ur_cc_window(xp), 30);
+	/* a new episode once everything of the old one is acknowledged
+	 * (the ACK grows the window by one: ssthresh is 30) */
+	acked(xp, 64);
+	assert_int_equal(ur_cc_window(xp), 31);
+	sent(xp, 31);
+	ur_cc_loss(xp, UR_CC_RESEND);
+	assert_int_equal(ur_cc_window(xp), 30);
+}
+
 /* A timeout is the strong signal: the window restarts at UR_CWND_MIN even
  * inside an episode, and slow start takes it back to half the flight. */
 static void test_timeout_restarts(void **state)
@@ -250,6 +279,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slow_start, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_one_decrease_per_episode,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resend_takes_a_sixteenth,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_restarts, setup,
 						teardown),
