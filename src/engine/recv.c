@@ -312,19 +312,25 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 								       NULL;
 }
 
-/* Requests kept past a gap that the last one filled, in order. */
+/* Requests kept past a gap that the last one filled, in order, until one
+ * is not executed (no receive WQE: RNR; an error; a drop): the requester
+ * sends that one again, and the drain goes on behind it then. */
 static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_reorder_pkt *p;
 	unsigned int n = 0;
+	bool stalled = false;
 
-	while ((p = ur_reorder_take(xp))) {
+	while (!stalled && (p = ur_reorder_take(xp))) {
+		uint32_t epsn = xp->resp.epsn;
+
 		rx_dispatch(nic, &p->d, true);
 		ur_reorder_free(xp, p);
-		n++;
+		stalled = xp->resp.epsn == epsn;
+		n += !stalled;
 	}
-	ur_resp_reorder_done(qp, n);
+	ur_resp_reorder_done(qp, n, stalled);
 }
 
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)

@@ -692,7 +692,8 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	(void)ur_resp_state_names;
 }
 
-void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained)
+void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained,
+			  bool stalled)
 {
 	struct ur_resp_ctx c = {
 		.qp = qp, .xp = qp->xp, .r = &qp->xp->resp,
@@ -705,7 +706,7 @@ void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained)
 	if (drained)
 		ur_resp_send_aeth(&c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
 				  ur_psn_add(c.r->epsn, -1));
-	if (!c.r->nak_sent && ur_reorder_ahead(c.xp)) {
+	if (!stalled && !c.r->nak_sent && ur_reorder_ahead(c.xp)) {
 		c.r->nak_sent = true;
 		ur_cnt_stat(&c.xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
 		ur_qcnt(c.xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);

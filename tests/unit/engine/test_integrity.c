@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_env.h"
 
@@ -448,6 +449,59 @@ static void test_gap_run_goes_back(void **state)
 	assert_true(p->a.qp->xp->peer_drops);
 }
 
+/*
+ * Three one-packet SENDs, the first lost, one receive posted: the
+ * responder keeps the second and third, and when the first is resent and
+ * takes the receive, its drain stops at the second with an RNR NAK (no
+ * receive for it) and leaves the third kept. Once receives are posted the
+ * requester's RNR retry goes on from the second: every SEND completes
+ * once, in order, each receive gets its message.
+ */
+static void test_gap_drain_stops_at_rnr(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t ids[3] = { 61, 62, 63 };
+	uint64_t rnr0 = stat(&p->b, UR_STAT_RNR_NAK_SENT);
+	uint32_t lkey = p->b.mr->ibmr.lkey;
+	struct ibv_wc wc;
+	unsigned int i;
+	int waited;
+
+	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 16, 7, 7);
+	fill(p->ba.buf, 3072, 31);
+	memset(p->b.buf, T_CANARY, 3072);
+	fe_rq_post(p->b.qp, 1, p->b.buf, 1024, lkey);
+	drop_a = psn_a;
+	drop_b = UINT32_MAX;
+	requests_sent = 0;
+	fe_set_filter(drop_two_once);
+	pthread_mutex_lock(&p->a.qp->sq_lock);
+	for (i = 0; i < 3; i++) {
+		wqe_new(&p->a, IBV_WR_SEND, ids[i], &p->ba, i * 1024u, 1024);
+		p->a.qp->sq.producer++;
+	}
+	ur_engine_sq_kick(p->a.qp);
+	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	for (waited = 0; stat(&p->b, UR_STAT_RNR_NAK_SENT) == rnr0; waited++) {
+		if (waited > T_TMO)
+			fail_msg("no RNR NAK");
+		usleep(1000);
+	}
+	fe_rq_post(p->b.qp, 2, p->b.buf + 1024, 1024, lkey);
+	fe_rq_post(p->b.qp, 3, p->b.buf + 2048, 1024, lkey);
+	expect_sends(p, ids, 3);
+	fe_set_filter(NULL);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(fe_cq_poll(&p->b.rcq, &wc, T_TMO), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, i + 1);
+		assert_int_equal(wc.byte_len, 1024);
+	}
+	assert_int_equal(fe_cq_poll(&p->b.rcq, &wc, 30), 0);
+	assert_memory_equal(p->b.buf, p->ba.buf, 3072);
+	assert_true(stat(&p->b, UR_STAT_REORDER_KEPT) > 0);
+}
+
 /* Every ACK to the requester is lost until it retransmits a request. */
 static bool acks_lost, seen_req;
 static uint32_t req_psn_max;
@@ -661,6 +715,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_gap_run_goes_back, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_gap_drain_stops_at_rnr,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_probe_ack_covers_rewound_wqes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
