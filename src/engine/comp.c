@@ -443,15 +443,6 @@ static bool comp_selective(struct ur_comp_ctx *c)
 	       ur_psn_before(xp->comp_psn, xp->psn);
 }
 
-/*
- * Fast retry (NAK or a response past a lost one): once per comp_psn; a
- * second one for the same PSN waits for the timer. A gap in the responses
- * while the last go-back-N is still being answered says nothing new: the
- * responder executed the earlier requests and their responses keep coming
- * (with gaps where packets were lost or reordered) ahead of the answers to
- * the retransmission, and going back for each of them would multiply the
- * traffic until the receive queues overflow.
- */
 static void comp_peer_drops(struct ur_qp_xport *xp)
 {
 	xp->resend_ok = false;
@@ -480,6 +471,15 @@ static void comp_resend_answered(struct ur_qp_xport *xp)
 	ur_cc_loss(xp, UR_CC_NAK);
 }
 
+/*
+ * Fast retry (NAK or a response past a lost one): once per comp_psn; a
+ * second one for the same PSN waits for the timer. A gap in the responses
+ * while the last go-back-N is still being answered says nothing new: the
+ * responder executed the earlier requests and their responses keep coming
+ * (with gaps where packets were lost or reordered) ahead of the answers to
+ * the retransmission, and going back for each of them would multiply the
+ * traffic until the receive queues overflow.
+ */
 static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;

@@ -6,8 +6,8 @@
  * each gap once and ACKs what the drain executed). To the requester this
  * is indistinguishable from packets that were only delayed: nothing is
  * executed out of order, and what it resends is a duplicate. It turns a
- * loss from a window of resent packets into one (docs/design.md, "Loss
- * recovery"). Runs with nic->rx_lock held.
+ * loss from a window of resent packets into one (docs/design.md, "Keeping
+ * what comes past a gap"). Runs with nic->rx_lock held.
  */
 #include <stdlib.h>
 #include <string.h>
