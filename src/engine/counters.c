@@ -36,6 +36,7 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_WAIT_YIELDS] = "wait_yields",
 	[UR_STAT_REORDER_KEPT] = "reorder_kept",
 	[UR_STAT_RESENDS] = "selective_resends",
+	[UR_STAT_REORDER_CONFLICTS] = "reorder_conflicts",
 };
 
 /* The device counters' names where the meaning is the same. */

@@ -20,6 +20,29 @@ static unsigned int slot_of(uint32_t psn)
 	return psn & (UR_REORDER_PSNS - 1);
 }
 
+static void slot_drop(struct ur_qp_xport *xp, uint32_t psn)
+{
+	struct ur_resp_state_qp *r = &xp->resp;
+
+	ur_reorder_free(xp, r->reorder[slot_of(psn)]);
+	r->reorder[slot_of(psn)] = NULL;
+	r->reorder_n--;
+}
+
+/*
+ * A resent copy carries what the first did: the opcode, the extension
+ * headers and the payload. The AckReq bit (in the PSN word) and the ICRC
+ * may differ.
+ */
+static bool same_request(const struct ur_reorder_pkt *p,
+			 const struct ur_rxd *d)
+{
+	return p->d.len == d->len && d->len >= UR_BTH_BYTES + UR_ICRC_BYTES &&
+	       p->buf[0] == d->data[0] &&
+	       !memcmp(p->buf + UR_BTH_BYTES, d->data + UR_BTH_BYTES,
+		       d->len - UR_BTH_BYTES - UR_ICRC_BYTES);
+}
+
 bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 		     const struct ur_rxd *d)
 {
@@ -37,19 +60,22 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 			return false;
 	}
 	p = r->reorder[slot_of(psn)];
-	if (p && p->psn == psn)
-		return true;		/* a duplicate of a kept one */
+	if (p && p->psn == psn) {
+		if (same_request(p, d))
+			return true;	/* a resent copy of a kept one */
+		/* two requests for one PSN: one is not the peer's (a forged
+		 * packet, UROCE_HARDENED's concern) or was corrupted past
+		 * the ICRC; keep neither, the gap's NAK gets it resent */
+		slot_drop(xp, psn);
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_REORDER_CONFLICTS, 1);
+		return false;
+	}
 	if (atomic_load_explicit(&xp->nic->reorder_bytes,
 				 memory_order_relaxed) + bytes >
 	    UR_REORDER_MAX_BYTES)
 		return false;
-	if (p) {
-		/* a request of an earlier lap the drain never reached
-		 * (the gap before it was never filled) */
-		ur_reorder_free(xp, p);
-		r->reorder[slot_of(psn)] = NULL;
-		r->reorder_n--;
-	}
+	if (p)	/* an earlier lap's, never drained: its PSN was skipped */
+		slot_drop(xp, p->psn);
 	p = malloc(bytes);
 	if (!p)
 		return false;
