@@ -287,8 +287,10 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
 		return NULL;
 	}
-	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
-	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
+	if (!kept) {	/* counted when it came */
+		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
+		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
+	}
 	/* past here an XRC packet is handled as the RC one it stands for;
 	 * its headers (pkt.xrceth included) stay where XRC put them */
 	pkt.opcode = ur_op_xrc_to_rc(pkt.opcode);

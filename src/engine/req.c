@@ -309,6 +309,9 @@ static bool req_resend_one(struct ur_qp *qp)
 		    req_write_pkt(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
 				  psn, true))
 			return false;
+		/* a retransmission, as a go-back-N is; the device also
+		 * counts these apart */
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RESENDS, 1);
 		ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
 		return true;
