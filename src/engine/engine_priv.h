@@ -505,7 +505,8 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 void ur_resp_reset(struct ur_qp *qp);
 /* After the kept requests that followed an in-order one were handled
  * (drained of them, stalled: the last one was not executed and has been
- * answered): ACKs them, and NAKs the next gap if more are kept. */
+ * answered), for a QP in a state that answers requests: ACKs them, and
+ * NAKs the next gap if more are kept. */
 void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained,
 			  bool stalled);
 /* resp_reply.c, rx_lock held: sends the batch, then makes visible the receive

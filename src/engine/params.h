@@ -134,7 +134,7 @@
 
 /* Requests a responder keeps when they come past a gap (reorder.c): a
  * window behind the lost packet and the window a requester may send on
- * while it resends that packet alone (req.c, UR_REQ_RESEND). A power of
+ * while it resends that packet alone (req.c, req_resend_one()). A power of
  * two: the store is a ring indexed by PSN. */
 #define UR_REORDER_PSNS (2 * UR_WINDOW_PSNS)
 /* ... and at most this many bytes of them per device, so a peer's window

@@ -332,7 +332,8 @@ static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
 		stalled = xp->resp.epsn == epsn;
 		n += !stalled;
 	}
-	ur_resp_reorder_done(qp, n, stalled);
+	if (state_accepts(qp, true))	/* not moved to ERR by one of them */
+		ur_resp_reorder_done(qp, n, stalled);
 }
 
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)

@@ -558,7 +558,8 @@ static enum ur_resp_state resp_duplicate(struct ur_resp_ctx *c)
 	return UR_RESP_DONE;
 }
 
-static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
+/* The gap's PSN-sequence NAK: one until the expected PSN arrives. */
+static void resp_send_seq_nak(struct ur_resp_ctx *c)
 {
 	c->r->nak_sent = true;
 	ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
@@ -567,6 +568,11 @@ static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
 	/* at once, not after the rest of the receive burst: until the
 	 * requester hears it, the gap holds up all it sends */
 	ur_resp_flush(c->xp->nic);
+}
+
+static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
+{
+	resp_send_seq_nak(c);
 	if (c->kept)
 		return UR_RESP_DONE;
 	c->drop = UR_DROP_PSN_WINDOW;
@@ -699,21 +705,12 @@ void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained,
 		.qp = qp, .xp = qp->xp, .r = &qp->xp->resp,
 	};
 
-	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
-	    qp->state != IBV_QPS_SQD)
-		return;
 	/* the requester may be resending all of them: tell it how far */
 	if (drained)
 		ur_resp_send_aeth(&c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
 				  ur_psn_add(c.r->epsn, -1));
-	if (!stalled && !c.r->nak_sent && ur_reorder_ahead(c.xp)) {
-		c.r->nak_sent = true;
-		ur_cnt_stat(&c.xp->nic->cnt, UR_STAT_SEQ_NAK_SENT, 1);
-		ur_qcnt(c.xp->qcnt.rx, UR_QSTAT_SEQ_NAK_SENT, 1);
-		ur_resp_send_aeth(&c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ,
-				  c.r->epsn);
-		ur_resp_flush(c.xp->nic);
-	}
+	if (!stalled && !c.r->nak_sent && ur_reorder_ahead(c.xp))
+		resp_send_seq_nak(&c);
 }
 
 void ur_resp_reset(struct ur_qp *qp)
