@@ -11,29 +11,15 @@
  * p implicitly completes SEND/WRITE WQEs that end before p; a READ, an
  * atomic, an ATOMIC_WRITE or a FLUSH is never completed implicitly -- a
  * response beyond it means its responses were lost, so the requester goes
- * back to it.
+ * back to it, or, for a READ, asks for the lost responses alone
+ * (comp_read.c, which has the READ responses' state).
  */
 #include <errno.h>
 #include <string.h>
 
-#include "engine/engine_priv.h"
+#include "engine/comp_priv.h"
 #include "util/lock_assert.h"
 #include "util/time.h"
-
-enum ur_comp_state {
-	UR_COMP_GET_WQE,
-	UR_COMP_CHECK_PSN,
-	UR_COMP_CHECK_ACK,
-	UR_COMP_READ,
-	UR_COMP_ATOMIC,
-	UR_COMP_PLACED,
-	UR_COMP_WRITE_SEND,
-	UR_COMP_PROGRESS,
-	UR_COMP_RETRY,
-	UR_COMP_RNR,
-	UR_COMP_ERROR,
-	UR_COMP_DONE,
-};
 
 static const char *const ur_comp_state_names[] UR_UNUSED = {
 	[UR_COMP_GET_WQE] = "GET_WQE",
@@ -48,18 +34,6 @@ static const char *const ur_comp_state_names[] UR_UNUSED = {
 	[UR_COMP_RNR] = "RNR",
 	[UR_COMP_ERROR] = "ERROR",
 	[UR_COMP_DONE] = "DONE",
-};
-
-struct ur_comp_ctx {
-	struct ur_qp *qp;
-	struct ur_qp_xport *xp;
-	const struct ur_pkt *pkt;
-	uint32_t comp_psn0;		/* comp_psn before this response */
-	uint32_t idx;			/* SQ index of the WQE it is about */
-	struct ur_send_wqe *wqe;
-	uint8_t syn;
-	bool gap;			/* RETRY: a response past a missing one */
-	enum ibv_wc_status status;
 };
 
 /* RNR timer codes in microseconds (the IBA's RNR timer field encoding;
@@ -116,37 +90,6 @@ void ur_comp_drain(struct ur_qp *qp)
 /* The completer state machine                                         */
 /* ------------------------------------------------------------------ */
 
-static bool in_flight(const struct ur_qp *qp, uint32_t idx)
-{
-	const struct ur_wq *sq = &qp->sq;
-
-	if (idx - sq->consumer < sq->cursor - sq->consumer)
-		return true;
-	return idx == sq->cursor && sq->cursor != sq->producer &&
-	       qp->xp->req_entered && qp->xp->req_pkt > 0;
-}
-
-/*
- * A READ request (one chunk of a READ WQE) or an atomic got all its
- * responses. Responses are accepted only for PSNs sent since the last
- * rewind (comp_get_wqe), and a rewind recounts, so this matches one
- * request counted by the requester.
- */
-static void rd_request_done(struct ur_qp_xport *xp)
-{
-	if (xp->rd_outstanding)
-		xp->rd_outstanding--;
-}
-
-static void wqe_acked(struct ur_comp_ctx *c, struct ur_send_wqe *w)
-{
-	struct ur_qp_xport *xp = c->xp;
-
-	w->state = UR_WQE_DONE;
-	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp_psn))
-		xp->comp_psn = ur_psn_inc(w->last_psn);
-}
-
 /*
  * READ responses and atomic results count only for requests sent since
  * the last rewind (below xp->psn): rd_outstanding counts those. An ACK or
@@ -192,7 +135,7 @@ static bool comp_beyond_cursor(struct ur_comp_ctx *c)
 	    ur_psn_before(c->pkt->psn, w->last_psn) ||
 	    !ur_psn_before(w->last_psn, xp->psn_max))
 		return false;
-	wqe_acked(c, w);
+	ur_comp_wqe_acked(c, w);
 	return true;
 }
 
@@ -203,7 +146,7 @@ static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 	for (; c->idx != c->qp->sq.producer; c->idx++) {
 		struct ur_send_wqe *w = ur_wq_slot(&c->qp->sq, c->idx);
 
-		if (!in_flight(c->qp, c->idx)) {
+		if (!ur_comp_in_flight(c->qp, c->idx)) {
 			if (!comp_beyond_cursor(c))
 				break;
 			continue;
@@ -213,15 +156,24 @@ static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 		if (w->state != UR_WQE_PENDING)
 			return UR_COMP_DONE;
 		if (ur_psn_after(psn, w->last_psn)) {
-			if (wqe_is_rd_atomic(w)) {
+			if (w->opcode == IBV_WR_RDMA_READ &&
+			    ur_comp_rd_ahead_ok(c)) {
+				c->past_read = true;
+				continue;
+			}
+			if (wqe_is_rd_atomic(w) || c->past_read) {
 				c->gap = true;		/* responses lost */
 				return UR_COMP_RETRY;
 			}
-			wqe_acked(c, w);	/* implicit ACK */
+			ur_comp_wqe_acked(c, w);	/* implicit ACK */
 			continue;
 		}
 		if (ur_psn_before(psn, w->first_psn))
 			return UR_COMP_DONE;	/* stale */
+		if (c->past_read && w->opcode != IBV_WR_RDMA_READ) {
+			c->gap = true;
+			return UR_COMP_RETRY;
+		}
 		c->wqe = w;
 		return UR_COMP_CHECK_ACK;
 	}
@@ -296,51 +248,10 @@ static enum ur_comp_state comp_write_send(struct ur_comp_ctx *c)
 	if (wqe_is_rd_atomic(w))
 		return UR_COMP_DONE;
 	if (c->pkt->psn == w->last_psn) {
-		wqe_acked(c, w);
+		ur_comp_wqe_acked(c, w);
 	} else if (ur_psn_after(ur_psn_inc(c->pkt->psn), c->xp->comp_psn)) {
 		c->xp->comp_psn = ur_psn_inc(c->pkt->psn);
 	}
-	return UR_COMP_PROGRESS;
-}
-
-static enum ur_comp_state comp_read(struct ur_comp_ctx *c)
-{
-	const struct ur_pkt *pkt = c->pkt;
-	struct ur_send_wqe *w = c->wqe;
-	struct ur_qp_xport *xp = c->xp;
-	uint32_t off, expect;
-
-	if (pkt->psn != xp->comp_psn) {
-		c->gap = ur_psn_after(pkt->psn, xp->comp_psn);
-		return c->gap ? UR_COMP_RETRY : UR_COMP_DONE;
-	}
-	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
-	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
-	if (pkt->paylen != expect)
-		return UR_COMP_DONE;
-	/*
-	 * A FIRST or ONLY response where one was expected starts the answer
-	 * to a (re)sent request: whatever the responder sends now answers the
-	 * retransmission, so a gap from here on is a new loss.
-	 */
-	if ((pkt->opcode == UR_OPC_RC_READ_RESP_FIRST ||
-	     pkt->opcode == UR_OPC_RC_READ_RESP_ONLY) &&
-	    ur_psn_before(xp->comp_psn, xp->recover_psn))
-		xp->recover_psn = xp->comp_psn;
-	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			   pkt->paylen)) {
-		c->status = IBV_WC_LOC_PROT_ERR;
-		return UR_COMP_ERROR;
-	}
-	/* the last response of one of the WQE's READ requests */
-	if ((((pkt->psn - w->first_psn) & UR_PSN_MASK) + 1) %
-			    UR_READ_CHUNK_PKTS == 0 ||
-	    pkt->psn == w->last_psn)
-		rd_request_done(xp);
-	if (pkt->psn == w->last_psn)
-		wqe_acked(c, w);
-	else
-		xp->comp_psn = ur_psn_inc(pkt->psn);
 	return UR_COMP_PROGRESS;
 }
 
@@ -358,8 +269,8 @@ static enum ur_comp_state comp_atomic(struct ur_comp_ctx *c)
 		c->status = IBV_WC_LOC_PROT_ERR;
 		return UR_COMP_ERROR;
 	}
-	rd_request_done(c->xp);
-	wqe_acked(c, w);
+	ur_comp_rd_request_done(c->xp);
+	ur_comp_wqe_acked(c, w);
 	return UR_COMP_PROGRESS;
 }
 
@@ -377,8 +288,8 @@ static enum ur_comp_state comp_placed(struct ur_comp_ctx *c)
 	    pkt->psn != w->first_psn || pkt->paylen || !pkt->aeth ||
 	    (ur_aeth_syn(pkt->aeth) & UR_AETH_TYPE_MASK) != UR_AETH_ACK)
 		return UR_COMP_DONE;
-	rd_request_done(c->xp);
-	wqe_acked(c, w);
+	ur_comp_rd_request_done(c->xp);
+	ur_comp_wqe_acked(c, w);
 	return UR_COMP_PROGRESS;
 }
 
@@ -399,7 +310,7 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
  * without progress halves its backoff on progress and clears it on a
  * sample.
  */
-static void comp_advanced(struct ur_comp_ctx *c)
+void ur_comp_advanced(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 	int32_t acked = ur_psn_diff(xp->comp_psn, c->comp_psn0);
@@ -551,7 +462,7 @@ static const ur_comp_fn comp_handlers[] = {
 	[UR_COMP_GET_WQE] = comp_get_wqe,
 	[UR_COMP_CHECK_PSN] = comp_check_psn,
 	[UR_COMP_CHECK_ACK] = comp_check_ack,
-	[UR_COMP_READ] = comp_read,
+	[UR_COMP_READ] = ur_comp_read,
 	[UR_COMP_ATOMIC] = comp_atomic,
 	[UR_COMP_PLACED] = comp_placed,
 	[UR_COMP_WRITE_SEND] = comp_write_send,
@@ -577,7 +488,7 @@ bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	c.comp_psn0 = c.xp->comp_psn;
 	while (st != UR_COMP_DONE)
 		st = comp_handlers[st](&c);
-	comp_advanced(&c);
+	ur_comp_advanced(&c);
 	/* ACKed past what a go-back-N has resent: skip ahead. After a
 	 * sequence NAK, that says the responder kept what came past the
 	 * gap (a responder that drops it can only have what was resent). */
@@ -598,7 +509,7 @@ static struct ur_send_wqe *comp_head(struct ur_qp *qp, uint32_t *idx)
 {
 	uint32_t i;
 
-	for (i = qp->sq.consumer; in_flight(qp, i); i++) {
+	for (i = qp->sq.consumer; ur_comp_in_flight(qp, i); i++) {
 		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, i);
 
 		if (w->state == UR_WQE_PENDING) {

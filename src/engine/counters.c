@@ -37,6 +37,8 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_REORDER_KEPT] = "reorder_kept",
 	[UR_STAT_RESENDS] = "selective_resends",
 	[UR_STAT_REORDER_CONFLICTS] = "reorder_conflicts",
+	[UR_STAT_READ_AHEAD] = "read_resp_ahead",
+	[UR_STAT_READ_ASKS] = "read_asks",
 };
 
 /* The device counters' names where the meaning is the same. */

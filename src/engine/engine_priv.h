@@ -53,6 +53,8 @@ enum ur_stat {
 	UR_STAT_REORDER_KEPT,
 	UR_STAT_RESENDS,
 	UR_STAT_REORDER_CONFLICTS,
+	UR_STAT_READ_AHEAD,
+	UR_STAT_READ_ASKS,
 	UR_STAT__MAX,
 };
 
@@ -318,9 +320,19 @@ struct ur_qp_xport {
 	bool resend_ok;			/* the last one's ACK covered the rest */
 	uint32_t resend_psn;
 	uint32_t resend_base;		/* psn when the NAK came */
+	/* READ responses lost: the runs to ask for again alone (comp_read.c) */
+	struct {
+		uint32_t psn, end;	/* [psn, end] */
+	} rd_ask[UR_RD_ASKS];
+	unsigned int rd_ask_n;
 
 	/* completer (sq_lock) */
 	uint32_t comp_psn;		/* oldest PSN not yet acknowledged */
+	/* READ responses placed past a missing one, marked by PSN modulo
+	 * UR_RD_SEEN_PSNS; all in [comp_psn, rd_high) */
+	uint64_t rd_seen[UR_RD_SEEN_PSNS / 64];
+	uint32_t rd_seen_n;		/* marks set */
+	uint32_t rd_high;		/* PSN after the furthest placed */
 	unsigned int retry_left;
 	unsigned int rnr_left;
 	bool rnr_wait;
@@ -456,6 +468,13 @@ void ur_req_rewind(struct ur_qp *qp);
 bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_comp_drain(struct ur_qp *qp);
 bool ur_comp_timer(struct ur_qp *qp, uint64_t now);
+/* comp_read.c (sq_lock held). READ responses placed past a lost one:
+ * whether the one with this PSN is (req.c asks only for the others); the
+ * cursor moving through them after the requester ran (send.c; true: it
+ * moved); forgetting them all (a QP reset). */
+bool ur_comp_rd_placed(const struct ur_qp_xport *xp, uint32_t psn);
+bool ur_comp_catch_up(struct ur_qp *qp);
+void ur_comp_forget_ahead(struct ur_qp_xport *xp);
 
 /* send.c: the send step, the only caller of the requester. */
 void ur_send_step(struct ur_qp *qp);		/* sq_lock held */

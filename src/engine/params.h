@@ -54,6 +54,11 @@
 /* Responses asked for by one READ request: a large READ goes out as
  * several requests so the window bounds READ responses in flight too. */
 #define UR_READ_CHUNK_PKTS 64
+/* READ responses placed past a lost one are marked by PSN in a ring this
+ * long (comp_read.c), a power of two: the window keeps requests within two
+ * windows of the oldest missing response (req.c, window_full()), and a
+ * response further ahead makes the completer go back N instead. */
+#define UR_RD_SEEN_PSNS (2 * UR_WINDOW_PSNS)
 /* The window of a new connection, grown by slow start: a first burst of
  * UR_WINDOW_PSNS (2 MiB) into a shallow queue (a 48 KB tbf) loses most of
  * it; 10 packets, as TCP's initial window, fit one, and loopback reaches
@@ -74,6 +79,9 @@
  * tries resending one packet again after this many NAKs: what it found
  * may have been a run of losses (comp.c). */
 #define UR_RESEND_RETRY_NAKS 8
+/* Runs of lost READ responses the completer can have asked for again at
+ * once, each alone (comp_read.c); one more and it goes back N instead. */
+#define UR_RD_ASKS 8
 /* The window after a timeout, and its floor after losses (TCP restarts
  * at a few segments for the same reason: a retransmission must not be the
  * burst a shallow queue just dropped). */

@@ -92,6 +92,7 @@ static void xp_reset(struct ur_qp *qp)
 	xp->need_resend = false;
 	xp->resend_active = false;
 	xp->resend_ok = false;
+	ur_comp_forget_ahead(xp);
 	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
 	xp->sq_high = sq->consumer;

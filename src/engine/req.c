@@ -195,13 +195,19 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
 {
 	uint32_t base = xp->comp_psn;
+	int32_t out;
 
 	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
 		return true;	/* what the responder can keep */
 	if (xp->resend_active && xp->resend_ok &&
 	    ur_psn_after(xp->resend_base, base))
 		base = xp->resend_base;
-	return ur_psn_diff(psn, base) >= (int32_t)ur_cc_window(xp);
+	out = ur_psn_diff(psn, base);
+	/* READ responses placed past a lost one have arrived (comp_read.c);
+	 * after a go-back-N, once the requests for them are sent again */
+	if (base == xp->comp_psn && !ur_psn_before(psn, xp->rd_high))
+		out -= (int32_t)xp->rd_seen_n;
+	return out >= (int32_t)ur_cc_window(xp);
 }
 
 /*
@@ -320,6 +326,60 @@ static bool req_resend_one(struct ur_qp *qp)
 }
 
 /*
+ * The READ requests the completer asks for again (comp_read.c, rd_ask()),
+ * each for a run of lost responses alone, inside the request that first
+ * asked for them; the cursor stays where it is. A run answered in the
+ * meantime (reordered, not lost) is not asked for.
+ */
+static void req_read_asks(struct ur_qp *qp)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	for (unsigned int a = 0; a < xp->rd_ask_n; a++) {
+		uint32_t psn = xp->rd_ask[a].psn, end = xp->rd_ask[a].end;
+		struct ur_hdr_fields f = { 0 };
+		struct ur_send_wqe *w = NULL;
+		uint32_t i, off;
+
+		if (ur_psn_before(psn, xp->comp_psn) ||
+		    !ur_psn_before(end, xp->psn))
+			continue;
+		/* the cursor's WQE too: a large READ is still being asked */
+		for (i = qp->sq.consumer;
+		     i - qp->sq.consumer <= qp->sq.cursor - qp->sq.consumer &&
+		     i != qp->sq.producer;
+		     i++) {
+			w = ur_wq_slot(&qp->sq, i);
+			if (w->state == UR_WQE_PENDING &&
+			    w->opcode == IBV_WR_RDMA_READ &&
+			    ur_psn_in_range(psn, w->first_psn, w->last_psn) &&
+			    ur_psn_in_range(end, w->first_psn, w->last_psn))
+				break;
+			w = NULL;
+		}
+		if (!w)
+			continue;
+		off = ((psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
+		f.opcode = UR_OPC_RC_READ_REQ;
+		f.qpn = qp->attr.dest_qp_num;
+		f.psn = psn;
+		f.ackreq = true;
+		f.reth.va = w->rdma.remote_addr + off;
+		f.reth.rkey = w->rdma.rkey;
+		f.reth.len = (uint32_t)UR_MIN(
+			(uint64_t)(((end - psn) & UR_PSN_MASK) + 1) * xp->mtu,
+			(uint64_t)(w->length - off));
+		req_xrc(qp, w, &f);
+		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+		ur_qcnt_tx(xp->qcnt.req, 0);
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_READ_ASKS, 1);
+		ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
+	}
+	xp->rd_ask_n = 0;
+}
+
+/*
  * IBA 1.5's ATOMIC WRITE (its 8 bytes after a RETH) and FLUSH (FETH and
  * RETH; the RETH's address and length name the range, ignored by the
  * responder for selectivity MR). Both are answered by a zero-length READ
@@ -356,10 +416,9 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	struct ur_hdr_fields f = { 0 };
 	struct iovec iov[UR_TX_PAY_IOV];
 	unsigned int niov = 0;
-	uint32_t off = xp->req_pkt * xp->mtu, end, paylen = 0;
+	uint32_t off, end, paylen = 0;
 
 	f.qpn = qp->attr.dest_qp_num;
-	f.psn = xp->psn;
 	f.ackreq = true;
 	xp->noack_pkts = 0;
 	if (wqe->opcode == IBV_WR_RDMA_READ) {
@@ -368,20 +427,36 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		 * UR_READ_CHUNK_PKTS responses each, so the window bounds
 		 * the responses in flight too. A retry resumes inside a chunk
 		 * and ends where the chunk ends: a subset of what the
-		 * responder saved for it.
+		 * responder saved for it. It starts at the first response
+		 * not placed yet (comp_read.c placed those past a lost
+		 * one), as the completer's asks for the lost ones did: rxe
+		 * answers a retried READ only from where its last retry
+		 * started on.
 		 */
 		end = (xp->req_pkt / UR_READ_CHUNK_PKTS + 1) *
 		      UR_READ_CHUNK_PKTS;
 		end = UR_MIN(wqe->npkts, end);
-		f.opcode = UR_OPC_RC_READ_REQ;
-		f.reth.va = wqe->rdma.remote_addr + off;
-		f.reth.rkey = wqe->rdma.rkey;
-		f.reth.len = (uint32_t)UR_MIN((uint64_t)(end - xp->req_pkt) *
-						      xp->mtu,
-					      (uint64_t)(wqe->length - off));
-		req_xrc(qp, wqe, &f);
-		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
-		ur_qcnt_tx(xp->qcnt.req, 0);
+		while (xp->req_pkt < end &&
+		       ur_comp_rd_placed(xp, ur_psn_add(wqe->first_psn,
+							(int32_t)xp->req_pkt)))
+			xp->req_pkt++;
+		/* all placed: nothing to ask, but counted as a request
+		 * (the completer ends it when its cursor passes) */
+		if (xp->req_pkt < end) {
+			off = xp->req_pkt * xp->mtu;
+			f.psn = ur_psn_add(wqe->first_psn,
+					   (int32_t)xp->req_pkt);
+			f.opcode = UR_OPC_RC_READ_REQ;
+			f.reth.va = wqe->rdma.remote_addr + off;
+			f.reth.rkey = wqe->rdma.rkey;
+			f.reth.len = (uint32_t)UR_MIN(
+				(uint64_t)(end - xp->req_pkt) * xp->mtu,
+				(uint64_t)(wqe->length - off));
+			req_xrc(qp, wqe, &f);
+			ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f,
+				   NULL, 0, 0);
+			ur_qcnt_tx(xp->qcnt.req, 0);
+		}
 		xp->rd_outstanding++;
 		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req_pkt = end;
@@ -405,6 +480,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			f.atmeth.swap_add = wqe->atomic.compare_add;
 		}
 	}
+	f.psn = xp->psn;
 	req_xrc(qp, wqe, &f);
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       paylen)) {
@@ -581,6 +657,8 @@ void ur_req_run(struct ur_qp *qp)
 		if (!req_resend_one(qp))
 			ur_req_rewind(qp);
 	}
+	if (xp->rd_ask_n)
+		req_read_asks(qp);
 	psn0 = xp->psn;
 	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
@@ -636,6 +714,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	xp->rtt_on = false;
 	xp->need_resend = false;
 	xp->resend_active = false;
+	xp->rd_ask_n = 0;	/* what they ask for is asked again */
 	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
 				    head->last_psn))
 		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The send step of a QP: run the requester, then drain the completer (post
- * the CQEs of whatever finished at the head of the SQ). It is the one way
- * into the requester: a doorbell (post_send: ur_engine_sq_kick, here), a
- * response the completer took, an expired deadline, a state change. So the
- * requester and the completer never call each other; each does its part and
- * returns here. Everything runs under qp->sq_lock.
+ * the CQEs of whatever finished at the head of the SQ), after letting it
+ * move through READ responses it had placed before a go-back-N sent their
+ * READ again. It is the one way into the requester: a doorbell
+ * (post_send: ur_engine_sq_kick, here), a response the completer took, an
+ * expired deadline, a state change. So the requester and the completer
+ * never call each other; each does its part and returns here. Everything
+ * runs under qp->sq_lock.
  */
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
@@ -16,6 +18,7 @@ void ur_send_step(struct ur_qp *qp)
 	if (!qp->xp)
 		return;
 	ur_req_run(qp);
+	ur_comp_catch_up(qp);
 	ur_comp_drain(qp);
 }
 

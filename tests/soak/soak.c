@@ -561,7 +561,8 @@ int main(int argc, char **argv)
 	       "uc_write_lost=%llu uc_twice=%llu ud_twice=%llu fault_dropped=%llu fault_duplicated=%llu "
 	       "fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
 	       "drop_icrc=%llu drops=%llu retransmits=%llu timeouts=%llu "
-	       "seq_nak_rcvd=%llu reorder_kept=%llu selective_resends=%llu%s%s\n",
+	       "seq_nak_rcvd=%llu reorder_kept=%llu selective_resends=%llu "
+	       "read_asks=%llu%s%s\n",
 	       s->side ? 'B' : 'A', pass ? "PASS" : "FAIL",
 	       (unsigned long long)s->seed, s->round, secs,
 	       (unsigned long long)s->t.bytes_moved,
@@ -590,6 +591,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)f.seq_nak_rcvd,
 	       (unsigned long long)f.reorder_kept,
 	       (unsigned long long)f.selective_resends,
+	       (unsigned long long)f.read_asks,
 	       why[0] ? " why=" : "", why);
 	if (strncmp(stats_path, "/tmp/uroce-soak-stats.", 22) == 0)
 		unlink(stats_path);

@@ -251,7 +251,7 @@ struct soak_faults {
 	double p_drop, p_dup, p_reorder, p_corrupt, p_delay;
 	uint64_t dropped, duplicated, reordered, corrupted, delayed;
 	uint64_t retransmits, timeouts, seq_nak_sent, seq_nak_rcvd;
-	uint64_t reorder_kept, selective_resends;
+	uint64_t reorder_kept, selective_resends, read_asks;
 	uint64_t drop_bad_icrc, drops_total, dup_requests;
 };
 void soak_stats_prepare(char *path, size_t len);

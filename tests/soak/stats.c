@@ -78,6 +78,7 @@ int soak_stats_read(const char *path, struct soak_faults *f)
 		K("seq_nak_rcvd", seq_nak_rcvd),
 		K("reorder_kept", reorder_kept),
 		K("selective_resends", selective_resends),
+		K("read_asks", read_asks),
 		K("drop_icrc", drop_bad_icrc),
 		K("duplicate_requests", dup_requests),
 #undef K

@@ -503,6 +503,182 @@ static void test_gap_drain_stops_at_rnr(void **state)
 	assert_true(stat(&p->b, UR_STAT_REORDER_KEPT) > 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* READ responses past a lost one: placed, the lost ones asked alone   */
+/* ------------------------------------------------------------------ */
+
+#define T_RD_DROPS 4
+static uint32_t rd_drop[T_RD_DROPS];
+static unsigned int rd_drop_left[T_RD_DROPS];
+static unsigned int rd_responses, rd_requests;
+static uint32_t rd_request_psn[32];
+
+static bool drop_read_responses(int to, const uint8_t *d, uint32_t len)
+{
+	uint8_t op = fe_pkt_opcode(d);
+	uint32_t psn = fe_pkt_psn(d);
+	unsigned int i;
+
+	if (to == 1 && op == UR_OPC_RC_READ_REQ) {
+		if (rd_requests < UR_ARRAY_SIZE(rd_request_psn))
+			rd_request_psn[rd_requests] = psn;
+		rd_requests++;
+	}
+	if (to != 0 || !ur_op_is_read(op) || op == UR_OPC_RC_READ_REQ)
+		return false;
+	rd_responses++;
+	for (i = 0; i < T_RD_DROPS; i++)
+		if (rd_drop_left[i] && psn == rd_drop[i]) {
+			rd_drop_left[i]--;
+			return true;
+		}
+	return false;
+}
+
+/* nreads READs of len bytes each (MTU 1024: one response per KiB) in one
+ * doorbell, the responses at PSN offsets k[0..n) lost `times` times each;
+ * every byte checked. */
+static void read_with_losses(struct t_pair *p, uint32_t len,
+			     unsigned int nreads, const uint32_t *k,
+			     unsigned int n, unsigned int times)
+{
+	uint64_t ids[4];
+	unsigned int i;
+
+	assert_true(nreads <= UR_ARRAY_SIZE(ids));
+	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 16, 7, 7);
+	fill(p->bb.buf, nreads * len, 33);
+	memset(p->ba.buf, T_CANARY, nreads * len);
+	memset(rd_drop_left, 0, sizeof(rd_drop_left));
+	for (i = 0; i < n; i++) {
+		rd_drop[i] = ur_psn_add(psn_a, (int32_t)k[i]);
+		rd_drop_left[i] = times;
+	}
+	rd_responses = rd_requests = 0;
+	fe_set_filter(drop_read_responses);
+	pthread_mutex_lock(&p->a.qp->sq_lock);
+	for (i = 0; i < nreads; i++) {
+		struct ur_send_wqe *w = wqe_new(&p->a, IBV_WR_RDMA_READ,
+						ids[i] = 60 + i, &p->ba,
+						i * len, len);
+
+		w->rdma.remote_addr = (uintptr_t)p->bb.buf + i * len;
+		w->rdma.rkey = p->bb.mr->ibmr.rkey;
+		p->a.qp->sq.producer++;
+	}
+	ur_engine_sq_kick(p->a.qp);
+	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	expect_sends(p, ids, nreads);
+	assert_int_equal(fe_set_filter(NULL), n * times);
+	check_read(p->ba.buf, p->bb.buf, nreads * len);
+}
+
+/*
+ * Response 5 of a READ of 16 is lost: the requester places 6-15 as they
+ * come and asks for 5 alone; the responder answers that duplicate from
+ * what it saved of the READ. 17 responses on the wire and two requests
+ * (a go-back-N asks for 5-15 again: 27 responses).
+ */
+static void test_read_lost_response_asked_alone(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t asks0 = stat(&p->a, UR_STAT_READ_ASKS);
+	uint64_t ahead0 = stat(&p->a, UR_STAT_READ_AHEAD);
+	uint64_t replay0 = stat(&p->b, UR_STAT_READ_REPLAY);
+	const uint32_t k = 5;
+
+	read_with_losses(p, 16384, 1, &k, 1, 1);
+	assert_int_equal(stat(&p->a, UR_STAT_READ_ASKS) - asks0, 1);
+	assert_int_equal(stat(&p->a, UR_STAT_READ_AHEAD) - ahead0, 10);
+	assert_int_equal(stat(&p->b, UR_STAT_READ_REPLAY) - replay0, 1);
+	/* 18 responses and 3 requests if a loaded host let the probe fire */
+	if (rd_responses > 18 || rd_requests > 3)
+		fail_msg("%u responses, %u requests: expected 17 and 2",
+			 rd_responses, rd_requests);
+	assert_int_equal(rd_request_psn[1], ur_psn_add(psn_a, 5));
+}
+
+/*
+ * The last response of a READ's first request (chunk) and the first of
+ * its second are lost: one run, two asks, each inside the request it
+ * belongs to (the responder answers a duplicate only inside one saved
+ * request).
+ */
+static void test_read_lost_run_across_requests(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t asks0 = stat(&p->a, UR_STAT_READ_ASKS);
+	const uint32_t k[] = { UR_READ_CHUNK_PKTS - 1, UR_READ_CHUNK_PKTS };
+
+	read_with_losses(p, 2 * UR_READ_CHUNK_PKTS * 1024u, 1, k, 2, 1);
+	assert_int_equal(stat(&p->a, UR_STAT_READ_ASKS) - asks0, 2);
+}
+
+/*
+ * Responses 3 and 9 of one request are lost. When 10 comes, the ask for
+ * 3 may still be unanswered: the ask for 9 then starts at 3, as rxe
+ * answers a retried READ only from where its last retry started on. Every
+ * ask of the request starts at or after the one before.
+ */
+static void test_read_asks_never_go_back(void **state)
+{
+	struct t_pair *p = *state;
+	const uint32_t k[] = { 3, 9 };
+	unsigned int i;
+
+	read_with_losses(p, 16384, 1, k, 2, 1);
+	assert_true(rd_requests >= 3);
+	for (i = 2; i < rd_requests && i < UR_ARRAY_SIZE(rd_request_psn);
+	     i++)
+		assert_false(ur_psn_before(rd_request_psn[i],
+					   rd_request_psn[i - 1]));
+}
+
+/* The ask is lost too (the response 5 twice): the recovery probe's
+ * go-back-N asks again, and no timeout is counted. */
+static void test_read_lost_ask_answer(void **state)
+{
+	struct t_pair *p = *state;
+	uint64_t t0 = stat(&p->a, UR_STAT_TIMEOUTS);
+	const uint32_t k = 5;
+
+	read_with_losses(p, 16384, 1, &k, 1, 2);
+	assert_int_equal(stat(&p->a, UR_STAT_TIMEOUTS), t0);
+}
+
+/*
+ * Two READs of 16; response 3 of the first and 5 of the second are lost,
+ * and so are the answers to their asks. The probe's go-back-N asks for
+ * the first from 3 and for the second from 5 on, not from its start: rxe
+ * would not answer a retried READ that starts before its last retry did,
+ * and the QP would end in RETRY_EXC. Every request for the second READ
+ * starts at or after the one before.
+ */
+static void test_read_go_back_after_asks(void **state)
+{
+	struct t_pair *p = *state;
+	const uint32_t k[] = { 3, 16 + 5 };
+	uint32_t second = ur_psn_add(psn_a, 16), last = second;
+	unsigned int i, n = 0;
+
+	read_with_losses(p, 16384, 2, k, 2, 2);
+	for (i = 0; i < rd_requests && i < UR_ARRAY_SIZE(rd_request_psn);
+	     i++) {
+		uint32_t psn = rd_request_psn[i];
+
+		if (!ur_psn_in_range(psn, second, ur_psn_add(second, 15)))
+			continue;
+		if (ur_psn_before(psn, last))
+			fail_msg("request %u for the second READ at +%u, "
+				 "after one at +%u", i, (psn - second) &
+				 UR_PSN_MASK, (last - second) & UR_PSN_MASK);
+		last = psn;
+		n++;
+	}
+	assert_true(n >= 2);	/* the request and its ask */
+	assert_true(ur_psn_after(last, second));
+}
+
 /* Every ACK to the requester is lost until it retransmits a request. */
 static bool acks_lost, seen_req;
 static uint32_t req_psn_max;
@@ -717,6 +893,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gap_run_goes_back, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_gap_drain_stops_at_rnr,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_lost_response_asked_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_lost_run_across_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_asks_never_go_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_lost_ask_answer,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_go_back_after_asks,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_probe_ack_covers_rewound_wqes, setup, teardown),
