@@ -150,8 +150,11 @@ static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c)
 		c->gap = true;
 		return UR_COMP_RETRY;
 	}
+	/* one lost response among those that came is random loss more
+	 * likely than a queue, whose losses come in runs (cc.c) */
 	if (ur_psn_after(pkt->psn, high))
-		ur_cc_loss(xp, UR_CC_RESEND);
+		ur_cc_loss(xp, ur_psn_diff(pkt->psn, high) > 1 ? UR_CC_NAK :
+								 UR_CC_RESEND);
 	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
 			   pkt->paylen)) {
 		c->status = IBV_WC_LOC_PROT_ERR;

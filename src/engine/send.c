@@ -3,7 +3,8 @@
  * The send step of a QP: run the requester, then drain the completer (post
  * the CQEs of whatever finished at the head of the SQ), after letting it
  * move through READ responses it had placed before a go-back-N sent their
- * READ again. It is the one way into the requester: a doorbell
+ * READ again (and running the requester again if that moved its cursor).
+ * It is the one way into the requester: a doorbell
  * (post_send: ur_engine_sq_kick, here), a response the completer took, an
  * expired deadline, a state change. So the requester and the completer
  * never call each other; each does its part and returns here. Everything
@@ -18,7 +19,10 @@ void ur_send_step(struct ur_qp *qp)
 	if (!qp->xp)
 		return;
 	ur_req_run(qp);
-	ur_comp_catch_up(qp);
+	/* what the cursor's move opens (window, READ credits) is the
+	 * requester's at once: nothing else may come to run it */
+	while (ur_comp_catch_up(qp))
+		ur_req_run(qp);
 	ur_comp_drain(qp);
 }
 

@@ -647,6 +647,24 @@ static void test_read_lost_ask_answer(void **state)
 }
 
 /*
+ * Four READs of 16; the last response of the first is lost and so is the
+ * answer to its ask, while the others arrive whole. The probe's go-back-N
+ * asks for that one response, then counts the second and third (all
+ * placed) as requests without sending them, and the window stops the
+ * fourth; the cursor moves through the placed ones only after the
+ * requester ran, and the requester must run again then: nothing else
+ * would (nothing in flight, no timer), and the fourth READ's request
+ * would never be counted.
+ */
+static void test_read_go_back_past_placed_read(void **state)
+{
+	struct t_pair *p = *state;
+	const uint32_t k = 15;
+
+	read_with_losses(p, 16384, 4, &k, 1, 2);
+}
+
+/*
  * Two READs of 16; response 3 of the first and 5 of the second are lost,
  * and so are the answers to their asks. The probe's go-back-N asks for
  * the first from 3 and for the second from 5 on, not from its start: rxe
@@ -904,6 +922,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_go_back_after_asks,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_go_back_past_placed_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_probe_ack_covers_rewound_wqes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
