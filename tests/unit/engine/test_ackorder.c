@@ -222,7 +222,10 @@ static void test_order_with_error(void **state)
 		usleep(50);
 	pthread_mutex_unlock(&p->b.dev->nic->rx_lock);
 	assert_int_equal(fe_set_filter(NULL), 0);
-	assert_int_equal(to_receiver, 8);
+	/* more when a starved sender's recovery probes fired meanwhile (13
+	 * once in a TSan run on a loaded host): duplicates, answered by an
+	 * ACK and never completed again, so the order below still holds */
+	assert_true(to_receiver >= 8);
 
 	for (i = 0; i < 8; i++) {
 		enum ibv_wc_status want = i < 4 ? IBV_WC_SUCCESS :
