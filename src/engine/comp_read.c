@@ -143,10 +143,16 @@ static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c)
 
 	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
-	if (pkt->paylen != expect || rd_seen(xp, pkt->psn))
+	if (pkt->paylen != expect)
 		return UR_COMP_DONE;
-	if (ur_psn_diff(pkt->psn, xp->comp_psn) >= UR_RD_SEEN_PSNS ||
-	    (ur_psn_after(pkt->psn, high) && !rd_ask(c, high, pkt->psn))) {
+	/* beyond the ring a mark would name another PSN */
+	if (ur_psn_diff(pkt->psn, xp->comp_psn) >= UR_RD_SEEN_PSNS) {
+		c->gap = true;
+		return UR_COMP_RETRY;
+	}
+	if (rd_seen(xp, pkt->psn))
+		return UR_COMP_DONE;	/* placed already */
+	if (ur_psn_after(pkt->psn, high) && !rd_ask(c, high, pkt->psn)) {
 		c->gap = true;
 		return UR_COMP_RETRY;
 	}
