@@ -325,6 +325,28 @@ static bool req_resend_one(struct ur_qp *qp)
 	return false;
 }
 
+/* A READ request for the responses [pkt, end) of READ WQE w (packet
+ * indexes), at their PSNs: a first request, a retry's or an ask. */
+static void req_read_request(struct ur_qp *qp, struct ur_send_wqe *w,
+			     uint32_t pkt, uint32_t end)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_hdr_fields f = { 0 };
+	uint32_t off = pkt * xp->mtu;
+
+	f.opcode = UR_OPC_RC_READ_REQ;
+	f.qpn = qp->attr.dest_qp_num;
+	f.psn = ur_psn_add(w->first_psn, (int32_t)pkt);
+	f.ackreq = true;
+	f.reth.va = w->rdma.remote_addr + off;
+	f.reth.rkey = w->rdma.rkey;
+	f.reth.len = (uint32_t)UR_MIN((uint64_t)(end - pkt) * xp->mtu,
+				      (uint64_t)(w->length - off));
+	req_xrc(qp, w, &f);
+	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	ur_qcnt_tx(xp->qcnt.req, 0);
+}
+
 /*
  * The READ requests the completer asks for again (comp_read.c, rd_ask()),
  * each for a run of lost responses alone, inside the request that first
@@ -337,9 +359,8 @@ static void req_read_asks(struct ur_qp *qp)
 
 	for (unsigned int a = 0; a < xp->rd_ask_n; a++) {
 		uint32_t psn = xp->rd_ask[a].psn, end = xp->rd_ask[a].end;
-		struct ur_hdr_fields f = { 0 };
 		struct ur_send_wqe *w = NULL;
-		uint32_t i, off;
+		uint32_t i;
 
 		if (ur_psn_before(psn, xp->comp_psn) ||
 		    !ur_psn_before(end, xp->psn))
@@ -359,19 +380,8 @@ static void req_read_asks(struct ur_qp *qp)
 		}
 		if (!w)
 			continue;
-		off = ((psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
-		f.opcode = UR_OPC_RC_READ_REQ;
-		f.qpn = qp->attr.dest_qp_num;
-		f.psn = psn;
-		f.ackreq = true;
-		f.reth.va = w->rdma.remote_addr + off;
-		f.reth.rkey = w->rdma.rkey;
-		f.reth.len = (uint32_t)UR_MIN(
-			(uint64_t)(((end - psn) & UR_PSN_MASK) + 1) * xp->mtu,
-			(uint64_t)(w->length - off));
-		req_xrc(qp, w, &f);
-		ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
-		ur_qcnt_tx(xp->qcnt.req, 0);
+		req_read_request(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
+				 ((end - w->first_psn) & UR_PSN_MASK) + 1);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_READ_ASKS, 1);
 		ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
@@ -416,7 +426,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	struct ur_hdr_fields f = { 0 };
 	struct iovec iov[UR_TX_PAY_IOV];
 	unsigned int niov = 0;
-	uint32_t off, end, paylen = 0;
+	uint32_t end, paylen = 0;
 
 	f.qpn = qp->attr.dest_qp_num;
 	f.ackreq = true;
@@ -442,21 +452,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			xp->req_pkt++;
 		/* all placed: nothing to ask, but counted as a request
 		 * (the completer ends it when its cursor passes) */
-		if (xp->req_pkt < end) {
-			off = xp->req_pkt * xp->mtu;
-			f.psn = ur_psn_add(wqe->first_psn,
-					   (int32_t)xp->req_pkt);
-			f.opcode = UR_OPC_RC_READ_REQ;
-			f.reth.va = wqe->rdma.remote_addr + off;
-			f.reth.rkey = wqe->rdma.rkey;
-			f.reth.len = (uint32_t)UR_MIN(
-				(uint64_t)(end - xp->req_pkt) * xp->mtu,
-				(uint64_t)(wqe->length - off));
-			req_xrc(qp, wqe, &f);
-			ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f,
-				   NULL, 0, 0);
-			ur_qcnt_tx(xp->qcnt.req, 0);
-		}
+		if (xp->req_pkt < end)
+			req_read_request(qp, wqe, xp->req_pkt, end);
 		xp->rd_outstanding++;
 		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req_pkt = end;
