@@ -125,26 +125,35 @@ static bool rd_ask(struct ur_comp_ctx *c, uint32_t from, uint32_t to)
 			last = ur_psn_add(to, -1);
 		xp->rd_ask[xp->rd_ask_n].psn = start;
 		xp->rd_ask[xp->rd_ask_n].end = last;
+		xp->rd_ask[xp->rd_ask_n].idx = idx;
 		xp->rd_ask_n++;
 		from = ur_psn_inc(last);
 	}
 	return true;
 }
 
-/* A READ response past the cursor: placed and marked, and if it is past
- * the furthest placed, what lies between is asked for again. */
-static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c)
+/* The response's payload into the READ's local memory at off; false: it
+ * faulted (c->status says so). */
+static bool read_resp_place(struct ur_comp_ctx *c, uint32_t off)
+{
+	if (!ur_sgl_copy_in(c->qp, c->wqe->sge, c->wqe->num_sge, off,
+			    c->pkt->payload, c->pkt->paylen))
+		return true;
+	c->status = IBV_WC_LOC_PROT_ERR;
+	return false;
+}
+
+/* A READ response past the cursor, its payload for off: placed and
+ * marked, and if it is past the furthest placed, what lies between is
+ * asked for again. */
+static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c,
+					  uint32_t off)
 {
 	const struct ur_pkt *pkt = c->pkt;
-	struct ur_send_wqe *w = c->wqe;
 	struct ur_qp_xport *xp = c->xp;
 	uint32_t high = xp->rd_seen_n ? xp->rd_high : xp->comp_psn;
-	uint32_t off, expect;
+	bool new_gap = ur_psn_after(pkt->psn, high);
 
-	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
-	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
-	if (pkt->paylen != expect)
-		return UR_COMP_DONE;
 	/* beyond the ring a mark would name another PSN */
 	if (ur_psn_diff(pkt->psn, xp->comp_psn) >= UR_RD_SEEN_PSNS) {
 		c->gap = true;
@@ -152,20 +161,17 @@ static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c)
 	}
 	if (rd_seen(xp, pkt->psn))
 		return UR_COMP_DONE;	/* placed already */
-	if (ur_psn_after(pkt->psn, high) && !rd_ask(c, high, pkt->psn)) {
+	if (new_gap && !rd_ask(c, high, pkt->psn)) {
 		c->gap = true;
 		return UR_COMP_RETRY;
 	}
 	/* one lost response among those that came is random loss more
 	 * likely than a queue, whose losses come in runs (cc.c) */
-	if (ur_psn_after(pkt->psn, high))
+	if (new_gap)
 		ur_cc_loss(xp, ur_psn_diff(pkt->psn, high) > 1 ? UR_CC_NAK :
 								 UR_CC_RESEND);
-	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			   pkt->paylen)) {
-		c->status = IBV_WC_LOC_PROT_ERR;
+	if (!read_resp_place(c, off))
 		return UR_COMP_ERROR;
-	}
 	rd_seen_flip(xp, pkt->psn);
 	xp->rd_seen_n++;
 	if (!ur_psn_before(pkt->psn, high))
@@ -210,15 +216,17 @@ enum ur_comp_state ur_comp_read(struct ur_comp_ctx *c)
 	if (pkt->psn != xp->comp_psn) {
 		if (!ur_psn_after(pkt->psn, xp->comp_psn))
 			return UR_COMP_DONE;
-		if (ur_comp_rd_ahead_ok(c))
-			return comp_read_ahead(c);
-		c->gap = true;
-		return UR_COMP_RETRY;
+		if (!ur_comp_rd_ahead_ok(c)) {
+			c->gap = true;
+			return UR_COMP_RETRY;
+		}
 	}
 	off = ((pkt->psn - w->first_psn) & UR_PSN_MASK) * xp->mtu;
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
 	if (pkt->paylen != expect)
 		return UR_COMP_DONE;
+	if (pkt->psn != xp->comp_psn)
+		return comp_read_ahead(c, off);
 	/*
 	 * A FIRST or ONLY response where one was expected starts the answer
 	 * to a (re)sent request: whatever the responder sends now answers the
@@ -228,11 +236,8 @@ enum ur_comp_state ur_comp_read(struct ur_comp_ctx *c)
 	     pkt->opcode == UR_OPC_RC_READ_RESP_ONLY) &&
 	    ur_psn_before(xp->comp_psn, xp->recover_psn))
 		xp->recover_psn = xp->comp_psn;
-	if (ur_sgl_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			   pkt->paylen)) {
-		c->status = IBV_WC_LOC_PROT_ERR;
+	if (!read_resp_place(c, off))
 		return UR_COMP_ERROR;
-	}
 	read_resp_done(c, w, pkt->psn);
 	if (xp->rd_seen_n)
 		rd_seen_advance(c);

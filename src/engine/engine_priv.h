@@ -323,6 +323,7 @@ struct ur_qp_xport {
 	/* READ responses lost: the runs to ask for again alone (comp_read.c) */
 	struct {
 		uint32_t psn, end;	/* [psn, end] */
+		uint32_t idx;		/* the READ WQE's SQ index */
 	} rd_ask[UR_RD_ASKS];
 	unsigned int rd_ask_n;
 

@@ -359,26 +359,13 @@ static void req_read_asks(struct ur_qp *qp)
 
 	for (unsigned int a = 0; a < xp->rd_ask_n; a++) {
 		uint32_t psn = xp->rd_ask[a].psn, end = xp->rd_ask[a].end;
-		struct ur_send_wqe *w = NULL;
-		uint32_t i;
+		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, xp->rd_ask[a].idx);
 
 		if (ur_psn_before(psn, xp->comp_psn) ||
-		    !ur_psn_before(end, xp->psn))
-			continue;
-		/* the cursor's WQE too: a large READ is still being asked */
-		for (i = qp->sq.consumer;
-		     i - qp->sq.consumer <= qp->sq.cursor - qp->sq.consumer &&
-		     i != qp->sq.producer;
-		     i++) {
-			w = ur_wq_slot(&qp->sq, i);
-			if (w->state == UR_WQE_PENDING &&
-			    w->opcode == IBV_WR_RDMA_READ &&
-			    ur_psn_in_range(psn, w->first_psn, w->last_psn) &&
-			    ur_psn_in_range(end, w->first_psn, w->last_psn))
-				break;
-			w = NULL;
-		}
-		if (!w)
+		    !ur_psn_before(end, xp->psn) ||
+		    w->state != UR_WQE_PENDING ||
+		    w->opcode != IBV_WR_RDMA_READ ||
+		    !ur_psn_in_range(psn, w->first_psn, w->last_psn))
 			continue;
 		req_read_request(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
 				 ((end - w->first_psn) & UR_PSN_MASK) + 1);

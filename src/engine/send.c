@@ -4,11 +4,11 @@
  * the CQEs of whatever finished at the head of the SQ), after letting it
  * move through READ responses it had placed before a go-back-N sent their
  * READ again (and running the requester again if that moved its cursor).
- * It is the one way into the requester: a doorbell
- * (post_send: ur_engine_sq_kick, here), a response the completer took, an
- * expired deadline, a state change. So the requester and the completer
- * never call each other; each does its part and returns here. Everything
- * runs under qp->sq_lock.
+ * It is the one way into the requester: a doorbell (post_send:
+ * ur_engine_sq_kick, here), a response the completer took, an expired
+ * deadline, a state change. So the requester and the completer never call
+ * each other; each does its part and returns here. Everything runs under
+ * qp->sq_lock.
  */
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
