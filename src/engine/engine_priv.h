@@ -173,6 +173,10 @@ struct ur_nic {
 	int wake_fd;			/* eventfd: shutdown, one-sided */
 	int timer_fd;			/* timerfd: a deadline before its sleep */
 	_Atomic uint64_t reorder_bytes;	/* held by every QP's reorder store */
+	/* drained store buffers for the next gap (rx_lock): reorder.c */
+	struct ur_reorder_pkt *reorder_spare;
+	uint64_t reorder_spare_bytes;
+	uint32_t reorder_cap;		/* the largest request kept yet */
 
 	pthread_mutex_t rx_lock;
 	pthread_mutex_t qp_list_lock;
@@ -503,6 +507,8 @@ void *ur_progress_thread(void *arg);
 /* reorder.c (rx_lock held): requests kept past a gap, by PSN */
 struct ur_reorder_pkt {
 	uint32_t psn;
+	uint32_t cap;			/* bytes buf holds */
+	struct ur_reorder_pkt *next;	/* in ur_nic.reorder_spare */
 	struct ur_rxd d;		/* d.data points into buf */
 	uint8_t buf[];
 };
@@ -512,7 +518,10 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 		     const struct ur_rxd *d);
 /* The kept request for resp.epsn, taken out of the store, or NULL. */
 struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp);
+/* A taken request's buffer back to the device's spares (rx_lock held). */
 void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p);
+/* Frees the device's spare buffers (it is going away). */
+void ur_reorder_spares_free(struct ur_nic *nic);
 /* Whether a kept request is ahead of resp.epsn (past a gap); when none
  * is, those left behind it (inside a READ's PSNs) are freed. */
 bool ur_reorder_ahead(struct ur_qp_xport *xp);

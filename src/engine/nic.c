@@ -107,6 +107,7 @@ static void nic_free(struct ur_nic *nic)
 	if (nic->timer_fd >= 0)
 		close(nic->timer_fd);
 	ur_pcap_close(nic->pcap);
+	ur_reorder_spares_free(nic);
 	pthread_mutex_destroy(&nic->rx_lock);
 	pthread_mutex_destroy(&nic->qp_list_lock);
 	ur_timers_fini(&nic->timers);

@@ -7,7 +7,14 @@
  * is indistinguishable from packets that were only delayed: nothing is
  * executed out of order, and what it resends is a duplicate. It turns a
  * loss from a window of resent packets into one (docs/design.md, "Keeping
- * what comes past a gap"). Runs with nic->rx_lock held.
+ * what comes past a gap"). Runs with nic->rx_lock held, except
+ * ur_reorder_clear() (a QP's reset or destruction; nothing else runs on
+ * its store then), which frees rather than keeps spares.
+ *
+ * A drained request's buffer goes to the device's spares for the next gap
+ * (UR_REORDER_SPARE_BYTES says why). Every buffer holds the largest
+ * request the device has kept yet (a larger one frees the spares), so
+ * every spare fits whatever comes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +27,72 @@ static unsigned int slot_of(uint32_t psn)
 	return psn & (UR_REORDER_PSNS - 1);
 }
 
-static void slot_drop(struct ur_qp_xport *xp, uint32_t psn)
+static uint64_t pkt_bytes(const struct ur_reorder_pkt *p)
+{
+	return sizeof(*p) + p->cap;
+}
+
+void ur_reorder_spares_free(struct ur_nic *nic)
+{
+	struct ur_reorder_pkt *p;
+
+	while ((p = nic->reorder_spare)) {
+		nic->reorder_spare = p->next;
+		free(p);
+	}
+	nic->reorder_spare_bytes = 0;
+}
+
+/* A buffer for a request of len bytes: a spare, or a new one. Every
+ * buffer holds the largest request kept yet. */
+static struct ur_reorder_pkt *pkt_get(struct ur_nic *nic, uint32_t len)
+{
+	struct ur_reorder_pkt *p;
+
+	if (len > nic->reorder_cap) {
+		nic->reorder_cap = len;
+		ur_reorder_spares_free(nic);	/* all too small now */
+	}
+	p = nic->reorder_spare;
+	if (p) {
+		nic->reorder_spare = p->next;
+		nic->reorder_spare_bytes -= pkt_bytes(p);
+		return p;
+	}
+	p = malloc(sizeof(*p) + nic->reorder_cap);
+	if (p)
+		p->cap = nic->reorder_cap;
+	return p;
+}
+
+/* rx_lock held: p (out of its store) to the spares or freed. */
+static void pkt_put(struct ur_nic *nic, struct ur_reorder_pkt *p)
+{
+	if (p->cap < nic->reorder_cap ||
+	    nic->reorder_spare_bytes + pkt_bytes(p) > UR_REORDER_SPARE_BYTES) {
+		free(p);
+		return;
+	}
+	p->next = nic->reorder_spare;
+	nic->reorder_spare = p;
+	nic->reorder_spare_bytes += pkt_bytes(p);
+}
+
+/* Takes the request with PSN psn out of its slot: the buffer to the
+ * spares (rx_lock held) or freed. */
+static void slot_drop(struct ur_qp_xport *xp, uint32_t psn, bool spare)
 {
 	struct ur_resp_state_qp *r = &xp->resp;
+	struct ur_reorder_pkt *p = r->reorder[slot_of(psn)];
 
-	ur_reorder_free(xp, r->reorder[slot_of(psn)]);
 	r->reorder[slot_of(psn)] = NULL;
 	r->reorder_n--;
+	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes, pkt_bytes(p),
+				  memory_order_relaxed);
+	if (spare)
+		pkt_put(xp->nic, p);
+	else
+		free(p);
 }
 
 /*
@@ -49,7 +115,7 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 	struct ur_resp_state_qp *r = &xp->resp;
 	struct ur_reorder_pkt *p;
 	int32_t ahead = ur_psn_diff(psn, r->epsn);
-	uint64_t bytes = sizeof(*p) + d->len;
+	uint64_t bytes;
 
 	UR_ASSERT_HELD(&xp->nic->rx_lock);
 	if (ahead <= 0 || ahead >= UR_REORDER_PSNS)
@@ -66,19 +132,21 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 		/* two requests for one PSN: one is not the peer's (a forged
 		 * packet, UROCE_HARDENED's concern) or was corrupted past
 		 * the ICRC; keep neither, the gap's NAK gets it resent */
-		slot_drop(xp, psn);
+		slot_drop(xp, psn, true);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_REORDER_CONFLICTS, 1);
 		return false;
 	}
+	if (p)	/* an earlier lap's, never drained: its PSN was skipped */
+		slot_drop(xp, p->psn, true);
+	bytes = sizeof(*p) + UR_MAX(d->len, xp->nic->reorder_cap);
 	if (atomic_load_explicit(&xp->nic->reorder_bytes,
 				 memory_order_relaxed) + bytes >
 	    UR_REORDER_MAX_BYTES)
 		return false;
-	if (p)	/* an earlier lap's, never drained: its PSN was skipped */
-		slot_drop(xp, p->psn);
-	p = malloc(bytes);
+	p = pkt_get(xp->nic, d->len);
 	if (!p)
 		return false;
+	bytes = pkt_bytes(p);
 	p->psn = psn;
 	p->d = *d;
 	p->d.data = p->buf;
@@ -110,34 +178,32 @@ struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp)
 
 void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p)
 {
-	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes,
-				  sizeof(*p) + p->d.len, memory_order_relaxed);
-	free(p);
+	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes, pkt_bytes(p),
+				  memory_order_relaxed);
+	pkt_put(xp->nic, p);
 }
 
-static void reorder_empty(struct ur_qp_xport *xp)
+static void reorder_empty(struct ur_qp_xport *xp, bool spare)
 {
 	struct ur_resp_state_qp *r = &xp->resp;
 	unsigned int i;
 
-	for (i = 0; i < UR_REORDER_PSNS && r->reorder_n; i++) {
-		if (r->reorder[i]) {
-			ur_reorder_free(xp, r->reorder[i]);
-			r->reorder[i] = NULL;
-			r->reorder_n--;
-		}
-	}
+	for (i = 0; i < UR_REORDER_PSNS && r->reorder_n; i++)
+		if (r->reorder[i])
+			slot_drop(xp, r->reorder[i]->psn, spare);
 }
 
 bool ur_reorder_ahead(struct ur_qp_xport *xp)
 {
 	struct ur_resp_state_qp *r = &xp->resp;
 
+	UR_ASSERT_HELD(&xp->nic->rx_lock);
 	if (!r->reorder_n)
 		return false;
 	if (!ur_psn_before(r->reorder_max, r->epsn))
 		return true;
-	reorder_empty(xp);
+	reorder_empty(xp, true);
 	return false;
 }
 
@@ -147,7 +213,7 @@ void ur_reorder_clear(struct ur_qp_xport *xp)
 
 	if (!r->reorder)
 		return;
-	reorder_empty(xp);
+	reorder_empty(xp, false);
 	free(r->reorder);
 	r->reorder = NULL;
 }
