@@ -14,10 +14,13 @@
 static void read_resp_done(struct ur_comp_ctx *c, struct ur_send_wqe *w,
 			   uint32_t psn)
 {
-	/* the last response of one of the WQE's READ requests */
-	if ((((psn - w->first_psn) & UR_PSN_MASK) + 1) % UR_READ_CHUNK_PKTS ==
-		    0 ||
-	    psn == w->last_psn)
+	/* the last response of one of the WQE's READ requests, if the
+	 * requester counted that request since its last rewind (the cursor
+	 * may pass placed responses of requests it has not reached yet) */
+	if (((((psn - w->first_psn) & UR_PSN_MASK) + 1) % UR_READ_CHUNK_PKTS ==
+		     0 ||
+	     psn == w->last_psn) &&
+	    ur_psn_before(psn, c->xp->psn))
 		ur_comp_rd_request_done(c->xp);
 	if (psn == w->last_psn)
 		ur_comp_wqe_acked(c, w);

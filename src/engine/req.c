@@ -518,6 +518,16 @@ static void req_blocked(struct ur_qp_xport *xp)
 			      memory_order_relaxed);
 }
 
+/* A local operation: executed here, no PSN of its own. */
+static bool req_is_local(const struct ur_qp *qp,
+			 const struct ur_send_wqe *wqe)
+{
+	const struct ur_wr_opcode_info *info = ur_wr_opcode(qp->type,
+							    wqe->opcode);
+
+	return info && (info->flags & UR_WR_LOCAL);
+}
+
 /* Returns false when the requester must stop for now. */
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
@@ -530,7 +540,19 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	    !xp->req_entered && !xp->req_pkt)
 		wqe->state = UR_WQE_POSTED;	/* a fresh slot */
 	if (wqe->state == UR_WQE_DONE) {
-		/* already finished before a rewind (local op) */
+		/*
+		 * Finished before the requester came back to it: a local
+		 * operation, or a READ whose responses were all placed
+		 * ahead, which the completer's cursor passed (comp_read.c)
+		 * while the requester was still inside it after a go-back-N.
+		 * Its PSNs stay its own: the next WQE starts after them (it
+		 * started 31 PSNs early in a soak run, on PSNs the responder
+		 * had taken for that READ: its packets were duplicates there,
+		 * ACKed and never executed, or requests out of sequence).
+		 */
+		if (ur_qp_reliable(qp) && !req_is_local(qp, wqe) &&
+		    ur_psn_in_range(xp->psn, wqe->first_psn, wqe->last_psn))
+			xp->psn = ur_psn_inc(wqe->last_psn);
 		ur_sq_advance(qp);
 		return true;
 	}

@@ -510,8 +510,11 @@ static void test_gap_drain_stops_at_rnr(void **state)
 #define T_RD_DROPS 4
 static uint32_t rd_drop[T_RD_DROPS];
 static unsigned int rd_drop_left[T_RD_DROPS];
-static unsigned int rd_responses, rd_requests;
-static uint32_t rd_request_psn[32];
+static unsigned int rd_responses, rd_requests, rd_writes;
+static uint32_t rd_request_psn[32], rd_write_psn[8];
+
+/* If set, its max_rd_atomic becomes 1 once the last drop is done. */
+static struct ur_qp *rd_limit_qp;
 
 static bool drop_read_responses(int to, const uint8_t *d, uint32_t len)
 {
@@ -524,43 +527,59 @@ static bool drop_read_responses(int to, const uint8_t *d, uint32_t len)
 			rd_request_psn[rd_requests] = psn;
 		rd_requests++;
 	}
+	if (to == 1 && op == UR_OPC_RC_WRITE_ONLY) {
+		if (rd_writes < UR_ARRAY_SIZE(rd_write_psn))
+			rd_write_psn[rd_writes] = psn;
+		rd_writes++;
+	}
 	if (to != 0 || !ur_op_is_read(op) || op == UR_OPC_RC_READ_REQ)
 		return false;
 	rd_responses++;
 	for (i = 0; i < T_RD_DROPS; i++)
 		if (rd_drop_left[i] && psn == rd_drop[i]) {
-			rd_drop_left[i]--;
+			if (!--rd_drop_left[i] && rd_limit_qp)
+				rd_limit_qp->attr.max_rd_atomic = 1;
 			return true;
 		}
 	return false;
 }
 
 /* nreads READs of len bytes each (MTU 1024: one response per KiB) in one
- * doorbell, the responses at PSN offsets k[0..n) lost `times` times each;
- * every byte checked. */
-static void read_with_losses(struct t_pair *p, uint32_t len,
-			     unsigned int nreads, const uint32_t *k,
-			     unsigned int n, unsigned int times)
+ * doorbell, the responses at PSN offsets k[0..n) lost `times` times each,
+ * then (write) a one-packet WRITE; every byte checked. */
+static void reads_with_losses(struct t_pair *p, uint32_t len,
+			      unsigned int nreads, const uint32_t *k,
+			      unsigned int n, unsigned int times, bool write)
 {
-	uint64_t ids[4];
+	uint32_t end = nreads * len;
+	uint64_t ids[5];
 	unsigned int i;
 
-	assert_true(nreads <= UR_ARRAY_SIZE(ids));
+	assert_true(nreads < UR_ARRAY_SIZE(ids));
 	fe_connect(p->a.qp, p->b.qp, psn_a, 0x100, 16, 7, 7);
-	fill(p->bb.buf, nreads * len, 33);
-	memset(p->ba.buf, T_CANARY, nreads * len);
+	fill(p->bb.buf, end + 1024, 33);
+	memset(p->ba.buf, T_CANARY, end);
+	fill(p->ba.buf + end, 1024, 44);
 	memset(rd_drop_left, 0, sizeof(rd_drop_left));
 	for (i = 0; i < n; i++) {
 		rd_drop[i] = ur_psn_add(psn_a, (int32_t)k[i]);
 		rd_drop_left[i] = times;
 	}
-	rd_responses = rd_requests = 0;
+	rd_responses = rd_requests = rd_writes = 0;
 	fe_set_filter(drop_read_responses);
 	pthread_mutex_lock(&p->a.qp->sq_lock);
-	for (i = 0; i < nreads; i++) {
-		struct ur_send_wqe *w = wqe_new(&p->a, IBV_WR_RDMA_READ,
+	if (write) {
+		/* every request out at once, as after a long stream; after
+		 * the losses the requester stops inside the second READ */
+		p->a.qp->xp->cwnd = UR_WINDOW_PSNS;
+		rd_limit_qp = p->a.qp;
+	}
+	for (i = 0; i < nreads + write; i++) {
+		struct ur_send_wqe *w = wqe_new(&p->a, i < nreads ?
+						IBV_WR_RDMA_READ :
+						IBV_WR_RDMA_WRITE,
 						ids[i] = 60 + i, &p->ba,
-						i * len, len);
+						i * len, i < nreads ? len : 1024);
 
 		w->rdma.remote_addr = (uintptr_t)p->bb.buf + i * len;
 		w->rdma.rkey = p->bb.mr->ibmr.rkey;
@@ -568,9 +587,19 @@ static void read_with_losses(struct t_pair *p, uint32_t len,
 	}
 	ur_engine_sq_kick(p->a.qp);
 	pthread_mutex_unlock(&p->a.qp->sq_lock);
-	expect_sends(p, ids, nreads);
+	expect_sends(p, ids, nreads + write);
 	assert_int_equal(fe_set_filter(NULL), n * times);
-	check_read(p->ba.buf, p->bb.buf, nreads * len);
+	rd_limit_qp = NULL;
+	check_read(p->ba.buf, p->bb.buf, end);
+	if (write)	/* executed at the responder, not taken as a duplicate */
+		assert_memory_equal(p->bb.buf + end, p->ba.buf + end, 1024);
+}
+
+static void read_with_losses(struct t_pair *p, uint32_t len,
+			     unsigned int nreads, const uint32_t *k,
+			     unsigned int n, unsigned int times)
+{
+	reads_with_losses(p, len, nreads, k, n, times, false);
 }
 
 /*
@@ -662,6 +691,33 @@ static void test_read_go_back_past_placed_read(void **state)
 	const uint32_t k = 15;
 
 	read_with_losses(p, 16384, 4, &k, 1, 2);
+}
+
+/*
+ * The same with a WRITE after the four READs: the READs the cursor moved
+ * through before the requester reached them again are done when it does,
+ * and the WRITE must start after their PSNs. It started on the PSNs of
+ * the last READ (the requester passed a done WQE without its PSNs), where
+ * the responder took it for a duplicate, ACKed it and never executed it:
+ * a soak run so lost a SEND's middle packets and completed it short.
+ */
+static void test_read_done_before_requester(void **state)
+{
+	struct t_pair *p = *state;
+	const uint32_t k = 2 * UR_READ_CHUNK_PKTS - 1;
+
+	unsigned int i;
+
+	reads_with_losses(p, 2 * UR_READ_CHUNK_PKTS * 1024u, 2, &k, 1, 2,
+			  true);
+	/* always after the READs' 4 * 64 PSNs (a go-back-N may resend it
+	 * there), never on a PSN of the second READ, which the responder
+	 * ACKs as a duplicate: that ACK made the requester skip ahead and
+	 * send it again here; in the soak it came too late */
+	assert_true(rd_writes >= 1 && rd_writes <= UR_ARRAY_SIZE(rd_write_psn));
+	for (i = 0; i < rd_writes; i++)
+		assert_int_equal(rd_write_psn[i],
+				 ur_psn_add(psn_a, 4 * UR_READ_CHUNK_PKTS));
 }
 
 /*
@@ -924,6 +980,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_read_go_back_past_placed_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_done_before_requester, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_probe_ack_covers_rewound_wqes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_reorder, setup,
