@@ -4,6 +4,7 @@
  * a receiver checks any range of any message from (seed, side, QP, id) and
  * the offset alone, and two messages never share a pattern.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "soak.h"
@@ -138,6 +139,55 @@ size_t soak_check_sgl(const uint8_t *base, const struct soak_sgl *g,
 		pos += g->len[i];
 	}
 	return bad;
+}
+
+/* Message byte pos through the pieces, or -1 past their end. */
+static int msg_byte(const uint8_t *base, const struct soak_sgl *g,
+		    uint64_t pos)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (pos < g->len[i])
+			return base[soak_piece_off(g, i) + pos];
+		pos -= g->len[i];
+	}
+	return -1;
+}
+
+void soak_explain_sgl(char *buf, size_t n, const uint8_t *base,
+		      const struct soak_sgl *g, uint64_t key)
+{
+	uint64_t len = 0, pos, at, got = 0, w;
+	int b = 0;
+
+	for (uint32_t i = 0; i < g->n; i++)
+		len += g->len[i];
+	for (pos = 0; pos < len; pos++)
+		if ((b = msg_byte(base, g, pos)) != byte_at(key, pos))
+			break;
+	if (pos == len) {
+		snprintf(buf, n, "the message bytes are right (a canary is not)");
+		return;
+	}
+	at = (pos + 7) & ~7ull;		/* a whole pattern word from here */
+	for (unsigned int k = 0; k < 8; k++) {
+		b = msg_byte(base, g, at + k);
+		if (b < 0)
+			break;
+		got |= (uint64_t)b << (8 * k);
+	}
+	for (w = 0; b >= 0 && w < len / 8; w++)
+		if (word_at(key, w) == got)
+			break;
+	if (b >= 0 && w < len / 8)
+		snprintf(buf, n,
+			 "first wrong byte at %llu; at %llu lie the message's bytes of %llu (shift %+lld)",
+			 (unsigned long long)pos, (unsigned long long)at,
+			 (unsigned long long)(w * 8),
+			 (long long)(w * 8) - (long long)at);
+	else
+		snprintf(buf, n,
+			 "first wrong byte at %llu; at %llu lies no word of this message",
+			 (unsigned long long)pos, (unsigned long long)at);
 }
 
 /* Writes message bytes [pos, pos+n) across the pieces (the id header). */

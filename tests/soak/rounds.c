@@ -235,9 +235,16 @@ static void on_rc_recv(struct soak *s, const struct ibv_wc *wc)
 		s->t.bytes_moved += m->len;
 	}
 	if (bad) {
+		char why[160] = "";
+
+		if (m->op != OP_WRITE_IMM)
+			soak_explain_sgl(why, sizeof(why),
+					 s->rx[q].p + m->rxoff, &m->rsg,
+					 soak_msg_key(s, !s->side, q, m->id));
 		s->t.bytes_wrong += bad;
-		soak_err(s, "qp %u %s id %u len %u: %zu bytes wrong", q,
-			 soak_op_name(m->op), m->id, m->len, bad);
+		soak_err(s, "qp %u %s id %u len %u: %zu bytes wrong%s%s", q,
+			 soak_op_name(m->op), m->id, m->len, bad,
+			 *why ? "; " : "", why);
 	}
 }
 

@@ -95,6 +95,11 @@ size_t soak_check_sgl(const uint8_t *base, const struct soak_sgl *g,
 		      uint64_t key, uint64_t pos);
 void soak_put_msg_bytes(uint8_t *base, const struct soak_sgl *g,
 			uint64_t pos, const uint8_t *src, size_t n);
+/* For a message whose bytes are wrong: where the first wrong one is, and
+ * which of the message's own bytes (if any) lie there, as text in buf: a
+ * shift tells a skipped or repeated packet from foreign or stale bytes. */
+void soak_explain_sgl(char *buf, size_t n, const uint8_t *base,
+		      const struct soak_sgl *g, uint64_t key);
 
 /* Operations that take a receive WQE at the peer. */
 static inline bool soak_consumes_recv(unsigned int op)
