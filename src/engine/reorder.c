@@ -43,14 +43,20 @@ void ur_reorder_spares_free(struct ur_nic *nic)
 	nic->reorder_spare_bytes = 0;
 }
 
-/* A buffer for a request of len bytes: a spare, or a new one. Every
- * buffer holds the largest request kept yet. */
+/* What a buffer for a request of len bytes holds: the largest request
+ * kept yet, so that every spare fits whatever comes. */
+static uint32_t pkt_cap(const struct ur_nic *nic, uint32_t len)
+{
+	return UR_MAX(len, nic->reorder_cap);
+}
+
+/* A buffer for a request of len bytes: a spare, or a new one. */
 static struct ur_reorder_pkt *pkt_get(struct ur_nic *nic, uint32_t len)
 {
 	struct ur_reorder_pkt *p;
 
-	if (len > nic->reorder_cap) {
-		nic->reorder_cap = len;
+	if (pkt_cap(nic, len) > nic->reorder_cap) {
+		nic->reorder_cap = pkt_cap(nic, len);
 		ur_reorder_spares_free(nic);	/* all too small now */
 	}
 	p = nic->reorder_spare;
@@ -138,7 +144,7 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 	}
 	if (p)	/* an earlier lap's, never drained: its PSN was skipped */
 		slot_drop(xp, p->psn, true);
-	bytes = sizeof(*p) + UR_MAX(d->len, xp->nic->reorder_cap);
+	bytes = sizeof(*p) + pkt_cap(xp->nic, d->len);
 	if (atomic_load_explicit(&xp->nic->reorder_bytes,
 				 memory_order_relaxed) + bytes >
 	    UR_REORDER_MAX_BYTES)

@@ -27,8 +27,8 @@
  * value fails ur_link_open() with -EINVAL and an error log line.
  *
  * Per datagram (a GSO train counts as its datagrams) the stage draws a
- * fixed number of random values, so the
- * decisions depend only on the seed and the datagram order. Precedence:
+ * fixed number of random values, so the decisions depend only on the seed
+ * and the datagram order. Precedence:
  * drop; else corrupt, then dup (the copy goes out at once), then reorder,
  * else delay. Held datagrams are released by later ur_link_send()/recv()
  * calls; with a spec at open, ur_link_fd() is an epoll fd over

@@ -165,10 +165,11 @@ void soak_explain_sgl(char *buf, size_t n, const uint8_t *base,
 		if ((b = msg_byte(base, g, pos)) != byte_at(key, pos))
 			break;
 	if (pos == len) {
-		snprintf(buf, n, "the message bytes are right (a canary is not)");
+		snprintf(buf, n,
+			 "the message bytes are right (a canary is not)");
 		return;
 	}
-	at = (pos + 7) & ~7ull;		/* a whole pattern word from here */
+	at = (pos + 7) & ~7ull;	/* a whole pattern word from here */
 	for (unsigned int k = 0; k < 8; k++) {
 		b = msg_byte(base, g, at + k);
 		if (b < 0)

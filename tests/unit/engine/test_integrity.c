@@ -579,7 +579,8 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 						IBV_WR_RDMA_READ :
 						IBV_WR_RDMA_WRITE,
 						ids[i] = 60 + i, &p->ba,
-						i * len, i < nreads ? len : 1024);
+						i * len,
+						i < nreads ? len : 1024);
 
 		w->rdma.remote_addr = (uintptr_t)p->bb.buf + i * len;
 		w->rdma.rkey = p->bb.mr->ibmr.rkey;
@@ -591,7 +592,8 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 	assert_int_equal(fe_set_filter(NULL), n * times);
 	rd_limit_qp = NULL;
 	check_read(p->ba.buf, p->bb.buf, end);
-	if (write)	/* executed at the responder, not taken as a duplicate */
+	/* the WRITE executed at the responder, not taken as a duplicate */
+	if (write)
 		assert_memory_equal(p->bb.buf + end, p->ba.buf + end, 1024);
 }
 

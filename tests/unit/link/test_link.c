@@ -407,7 +407,8 @@ static int fi_run(struct pair *p, uint32_t *seq, uint32_t *len)
 	while (idle < 3) {
 		/* poke the sender so its held datagrams go out when due */
 		assert_int_equal(ur_link_recv(p->a, d, 4), 0);
-		idle = fi_collect(p, seq, len, NULL, &got, 20) > 0 ? 0 : idle + 1;
+		idle = fi_collect(p, seq, len, NULL, &got, 20) > 0 ? 0 :
+								    idle + 1;
 	}
 	return (int)got;
 }
@@ -440,7 +441,8 @@ static int fi_run_trains(struct pair *p, unsigned int train, uint32_t *seq,
 	}
 	while (idle < 3) {
 		assert_int_equal(ur_link_recv(p->a, d, 4), 0);
-		idle = fi_collect(p, seq, NULL, at, &got, 20) > 0 ? 0 : idle + 1;
+		idle = fi_collect(p, seq, NULL, at, &got, 20) > 0 ? 0 :
+								   idle + 1;
 	}
 	return (int)got;
 }
