@@ -10,6 +10,7 @@
 #include "api/rdmacm/rdmacm_priv.h"
 
 uint64_t cma_interval_ns(void);		/* one CM retransmission period */
+uint64_t cma_dreq_interval_ns(const struct cma_id *id);
 uint32_t cma_new_comm_id(void);		/* random, non-zero, unused */
 uint64_t cma_new_tid(void);
 

@@ -474,8 +474,9 @@ static void linger(struct cma_id *id)
 	l->remote_comm_id = id->remote_comm_id;
 	memcpy(l->mad, id->mad, UR_MAD_SIZE);
 	l->retries_left = id->retries_left;
+	l->interval_ns = cma_dreq_interval_ns(id);
 	l->deadline_ns = id->deadline_ns ? id->deadline_ns :
-					   ur_now_ns() + cma_interval_ns();
+					   ur_now_ns() + l->interval_ns;
 	ur_list_add_tail(&cma.lingering, &l->node);
 }
 

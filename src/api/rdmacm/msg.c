@@ -20,6 +20,23 @@ uint64_t cma_interval_ns(void)
 	return ur_iba_timeout_ns(UR_CM_RESPONSE_TIMEOUT);
 }
 
+/*
+ * Our QP is in ERR once we disconnect, so the peer's QP retries whatever
+ * we had not ACKed and fails with RETRY_EXC after retry_count + 1 ACK
+ * timeouts unless our DREQ reaches it first and flushes it. A DREQ is
+ * resent at the connection's ACK timeout, then, when that is shorter than
+ * the CM's period (67 ms at rdma_cm's default, against 1.07 s): one lost
+ * DREQ no longer costs the peer its completions. A duplicate DREQ only
+ * gets another DREP.
+ */
+uint64_t cma_dreq_interval_ns(const struct cma_id *id)
+{
+	uint64_t cm = cma_interval_ns();
+	uint64_t ack = ur_iba_timeout_ns(id->ack_timeout);
+
+	return id->ack_timeout && ack < cm ? ack : cm;
+}
+
 uint32_t cma_new_comm_id(void)
 {
 	for (;;) {
@@ -129,6 +146,10 @@ void cma_send_dreq(struct cma_id *id, bool retransmit)
 	m.dreq.remote_comm_id = id->remote_comm_id;
 	m.dreq.remote_qpn = id->remote_qpn;
 	cma_send_msg(id, &m, retransmit);
+	if (retransmit) {
+		id->interval_ns = cma_dreq_interval_ns(id);
+		id->deadline_ns = ur_now_ns() + id->interval_ns;
+	}
 }
 
 void cma_conn_param_of(struct rdma_conn_param *c, uint8_t resp_res,

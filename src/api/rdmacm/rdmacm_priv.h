@@ -181,6 +181,7 @@ struct cma_linger {
 	uint8_t mad[UR_MAD_SIZE];
 	int retries_left;
 	uint64_t deadline_ns;
+	uint64_t interval_ns;		/* the id's DREQ period */
 };
 
 struct cma_global {

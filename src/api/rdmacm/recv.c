@@ -611,7 +611,7 @@ static uint64_t run_timers(struct cma_dev *dev, uint64_t now)
 			}
 			cma_agent_send(dev, l->sgid, l->peer_gid, l->mad);
 			dev->stats[CMA_STAT_RETX]++;
-			l->deadline_ns = now + cma_interval_ns();
+			l->deadline_ns = now + l->interval_ns;
 		}
 		if (!next || l->deadline_ns < next)
 			next = l->deadline_ns;

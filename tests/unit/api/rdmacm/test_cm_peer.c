@@ -19,7 +19,8 @@
  *    MRA stops the retransmissions; a REP seen again gets the RTU again; a
  *    REJ carries its reason and private data to REJECTED; a REP for an
  *    unknown connection gets a REJ; rdma_disconnect and rdma_destroy_id
- *    while the REQ is out send a REJ; a DREQ never answered is resent,
+ *    while the REQ is out send a REJ; a DREQ never answered is resent
+ *    (within the peer QP's retry budget, also after rdma_destroy_id),
  *    then DISCONNECTED comes anyway;
  *  - malformed MADs (short, wrong class or version or method, unknown
  *    attribute, a REQ with a bad rdma_cm header or transport) raise no
@@ -55,6 +56,7 @@
 #include "cm/mad.h"
 #include "ta_cm.h"
 #include "tw_util.h"
+#include "util/iba.h"
 #include "util/rundir.h"
 #include "wire/wire.h"
 
@@ -696,6 +698,64 @@ static void test_active_peer_vanishes_at_disconnect(void **state)
 	expect_no_msg(QUIET_MS);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Regression: a DREQ was resent only every 1.07 s, while the peer's QP,
+ * whose last requests our QP (in ERR since the disconnect) no longer
+ * ACKs, fails with RETRY_EXC after retry_count + 1 ACK timeouts (0.54 s
+ * at rdma_cm's default): one lost DREQ cost the peer its completions
+ * (rping under loss: "cq completion failed status 12"). Three DREQs must
+ * come within that budget, from the id and, after rdma_destroy_id, from
+ * what lingers of it; the DREP ends them.
+ */
+static void test_regress_dreq_within_peer_retry_budget(void **state)
+{
+	for (int destroy = 0; destroy < 2; destroy++) {
+		struct ur_cm_msg req, m, drep;
+		struct rdma_cm_id *c;
+		uint64_t budget, first = 0;
+		int dreqs = 0;
+
+		c = active_start(new_port(), &req, NULL);
+		budget = ur_iba_timeout_ns(req.req.primary.local_ack_timeout) *
+			 (req.req.retry_count + 1u);
+		assert_true(req.req.primary.local_ack_timeout > 0);
+		rep_build(&m, &req, 0xE1 + destroy);
+		send_msg(&m);
+		expect_msg(&m, UR_CM_ATTR_RTU, EV_MS);
+		rdma_ack_cm_event(expect_ev(RDMA_CM_EVENT_ESTABLISHED));
+		assert_int_equal(rdma_disconnect(c), 0);
+		if (destroy) {
+			rdma_destroy_qp(c);
+			assert_int_equal(rdma_destroy_id(c), 0);
+		}
+		while (dreqs < 3 && recv_msg(&m, 2500)) {
+			assert_int_equal(m.hdr.attr_id, UR_CM_ATTR_DREQ);
+			if (!dreqs++)
+				first = mono_ns();
+		}
+		assert_int_equal(dreqs, 3);
+		assert_true(mono_ns() - first < budget);
+		reply_build(&drep, UR_CM_ATTR_DREP, m.hdr.tid, 0xE1 + destroy,
+			    m.dreq.local_comm_id);
+		send_msg(&drep);
+		if (!destroy) {
+			rdma_ack_cm_event(
+				expect_ev(RDMA_CM_EVENT_DISCONNECTED));
+			rdma_destroy_qp(c);
+			assert_int_equal(rdma_destroy_id(c), 0);
+		}
+		expect_no_msg(QUIET_MS);
+	}
+}
+
 static void test_active_rejected_with_private_data(void **state)
 {
 	static const char why[] = "no room";
@@ -967,6 +1027,7 @@ int main(void)
 		cmocka_unit_test_setup(test_active_loss_mra_dups, drain),
 		cmocka_unit_test_setup(test_active_rejected_with_private_data, drain),
 		cmocka_unit_test_setup(test_active_peer_vanishes_at_disconnect, drain),
+		cmocka_unit_test_setup(test_regress_dreq_within_peer_retry_budget, drain),
 		cmocka_unit_test_setup(test_active_disconnect_destroy_while_connecting, drain),
 		cmocka_unit_test_setup(test_passive_disconnect_each_state, drain),
 		cmocka_unit_test_setup(test_passive_peer_vanishes, drain),
