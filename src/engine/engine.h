@@ -36,9 +36,19 @@ int ur_engine_mcast_attach(struct ur_qp *qp, const uint8_t gid[16]);
 int ur_engine_mcast_detach(struct ur_qp *qp, const uint8_t gid[16]);
 
 /*
- * After ibv_modify_qp changed qp->state from old_state (attr_mask as given):
- * to RESET clears the transport state, to RTR/RTS picks up AV, PSNs and
- * timers, to ERR flushes every outstanding WQE with IBV_WC_WR_FLUSH_ERR.
+ * ibv_modify_qp holds these around obj/'s change and the engine's (the
+ * NIC's rx_lock, then qp->sq_lock): a packet, and a post from another
+ * thread, find the QP before the change or after all of it, never in its
+ * new state with the old PSNs and path.
+ */
+void ur_engine_qp_lock(struct ur_qp *qp);
+void ur_engine_qp_unlock(struct ur_qp *qp);
+
+/*
+ * After obj/ changed qp->state from old_state (attr_mask as given), under
+ * ur_engine_qp_lock: to RESET clears the transport state, to RTR/RTS picks
+ * up AV, PSNs and timers, to ERR flushes every outstanding WQE with
+ * IBV_WC_WR_FLUSH_ERR.
  */
 void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			   int attr_mask);

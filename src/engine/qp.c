@@ -122,19 +122,30 @@ static void xp_load_path(struct ur_qp *qp)
 	xp->flow.tos = qp->av.traffic_class;	/* the GRH traffic class */
 }
 
+void ur_engine_qp_lock(struct ur_qp *qp)
+{
+	if (qp->xp)
+		pthread_mutex_lock(&qp->xp->nic->rx_lock);
+	pthread_mutex_lock(&qp->sq_lock);
+}
+
+void ur_engine_qp_unlock(struct ur_qp *qp)
+{
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (qp->xp)
+		pthread_mutex_unlock(&qp->xp->nic->rx_lock);
+}
+
 void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			   int attr_mask)
 {
 	struct ur_qp_xport *xp = qp->xp;
-	struct ur_nic *nic;
 	bool kick = false;
 
-	UR_ASSERT_NOT_HELD(&qp->sq_lock);
+	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
-	nic = xp->nic;
-	pthread_mutex_lock(&nic->rx_lock);
-	pthread_mutex_lock(&qp->sq_lock);
+	UR_ASSERT_HELD(&xp->nic->rx_lock);
 	switch ((enum ibv_qp_state)qp->state) {	/* one atomic load */
 	case IBV_QPS_RESET:
 		xp_reset(qp);
@@ -180,8 +191,6 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	}
 	if (kick)
 		ur_send_step(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
-	pthread_mutex_unlock(&nic->rx_lock);
 }
 
 void ur_engine_rq_kick(struct ur_qp *qp)

@@ -298,8 +298,9 @@ int ur_qp_mask_check(enum ibv_qp_type type, enum ibv_qp_state cur,
 int ur_qp_modify_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 		       int mask);
 /*
- * Validates, then applies under qp->sq_lock (all or nothing). On success
- * *old_state is the state before; the caller then tells the engine.
+ * Validates, then applies (all or nothing); the caller holds qp->sq_lock
+ * (ibv_modify_qp: ur_engine_qp_lock). On success *old_state is the state
+ * before; the caller then tells the engine under the same hold.
  */
 int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 		 enum ibv_qp_state *old_state);

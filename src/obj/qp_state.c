@@ -11,6 +11,7 @@
 
 #include "obj/obj_priv.h"
 #include "util/addr.h"
+#include "util/lock_assert.h"
 
 #define S IBV_QP_STATE
 #define CUR IBV_QP_CUR_STATE
@@ -448,12 +449,11 @@ int ur_qp_modify(struct ur_qp *qp, const struct ibv_qp_attr *attr, int mask,
 {
 	int ret;
 
-	pthread_mutex_lock(&qp->sq_lock);
+	UR_ASSERT_HELD(&qp->sq_lock);
 	ret = ur_qp_modify_check(qp, attr, mask);
 	if (!ret) {
 		*old_state = qp->state;
 		modify_apply(qp, attr, mask_effective(qp->type, mask));
 	}
-	pthread_mutex_unlock(&qp->sq_lock);
 	return ret;
 }

@@ -23,11 +23,12 @@
 
 /*
  * A QP's modifies are serialized by its qp->modify_lock, from obj/'s
- * validation to the engine's apply, so the engine hears about its state
- * changes in the order they were applied (ur_engine_qp_modified takes the
- * NIC's receive lock and then qp->sq_lock, so it runs after ur_qp_modify
- * released sq_lock), and destroy's engine teardown never overlaps one.
- * Different QPs modify in parallel: nothing here is shared between them.
+ * validation to the engine's apply, and destroy's engine teardown never
+ * overlaps one. Both applies run under one hold of the NIC's receive lock
+ * and qp->sq_lock (ur_engine_qp_lock), so no packet and no post sees the
+ * new state before the engine has loaded its PSNs and path. QPs of one
+ * device modify one at a time (that receive lock); of different devices,
+ * in parallel.
  */
 
 /* The PD, CQs and SRQ a new QP names must be live objects of ours. */
@@ -197,9 +198,11 @@ UR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (ret)
 		return ur_api_ret(ret);
 	pthread_mutex_lock(&qp->modify_lock);
+	ur_engine_qp_lock(qp);
 	ret = ur_qp_modify(qp, attr, attr_mask, &old);
 	if (!ret)
 		ur_engine_qp_modified(qp, old, attr_mask);
+	ur_engine_qp_unlock(qp);
 	pthread_mutex_unlock(&qp->modify_lock);
 	if (!ret && qp->state == IBV_QPS_RESET)
 		clean_cqs(qp);

@@ -636,7 +636,7 @@ void fe_qp_modify(struct ur_qp *qp, enum ibv_qp_state st, int mask)
 {
 	enum ibv_qp_state old;
 
-	pthread_mutex_lock(&qp->sq_lock);
+	ur_engine_qp_lock(qp);
 	old = qp->state;
 	if (st == IBV_QPS_RESET) {
 		qp->sq.producer = qp->sq.consumer = qp->sq.cursor = 0;
@@ -646,8 +646,8 @@ void fe_qp_modify(struct ur_qp *qp, enum ibv_qp_state st, int mask)
 	}
 	qp->state = st;
 	qp->attr.qp_state = st;
-	pthread_mutex_unlock(&qp->sq_lock);
 	ur_engine_qp_modified(qp, old, mask | IBV_QP_STATE);
+	ur_engine_qp_unlock(qp);
 }
 
 void fe_set_port(union ur_sockaddr *a)

@@ -34,6 +34,18 @@ static inline int qp_fx_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 	return ret;
 }
 
+/* ibv_modify_qp's obj/ part, under qp->sq_lock as the engine holds it */
+static inline int qp_fx_modify(struct ur_qp *qp, const struct ibv_qp_attr *at,
+			       int mask, enum ibv_qp_state *old)
+{
+	int ret;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	ret = ur_qp_modify(qp, at, mask, old);
+	pthread_mutex_unlock(&qp->sq_lock);
+	return ret;
+}
+
 static inline int qp_fx_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 				const struct ibv_mw_bind *bind)
 {
@@ -246,7 +258,7 @@ static int qp_fx_to_rts(struct ur_qp *qp)
 
 	for (i = 0; i < 3; i++) {
 		qp_fx_good_attr(&at, st[i], st[i + 1]);
-		ret = ur_qp_modify(qp, &at, IBV_QP_STATE | m[i], &old);
+		ret = qp_fx_modify(qp, &at, IBV_QP_STATE | m[i], &old);
 		if (ret)
 			return ret;
 	}

@@ -216,7 +216,7 @@ static void test_post_state(void **state)
 	wr_init(&wr, &sg, 1, IBV_WR_SEND);
 	assert_int_equal(post1(qp, &wr), EINVAL);	/* RESET */
 	qp_fx_good_attr(&at, IBV_QPS_RESET, IBV_QPS_INIT);
-	assert_int_equal(ur_qp_modify(qp, &at, IBV_QP_STATE | IBV_QP_PORT |
+	assert_int_equal(qp_fx_modify(qp, &at, IBV_QP_STATE | IBV_QP_PORT |
 				      IBV_QP_PKEY_INDEX |
 				      IBV_QP_ACCESS_FLAGS, &old), 0);
 	assert_int_equal(post1(qp, &wr), EINVAL);	/* INIT */
@@ -861,7 +861,7 @@ static void test_reset_empties_queues(void **state)
 	memset(&rwr, 0, sizeof(rwr));
 	assert_int_equal(ur_qp_post_recv(qp, &rwr, &rbad), 0);
 	qp_fx_good_attr(&at, IBV_QPS_RTS, IBV_QPS_RESET);
-	assert_int_equal(ur_qp_modify(qp, &at, IBV_QP_STATE, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, IBV_QP_STATE, &old), 0);
 	assert_int_equal(qp->sq.producer - qp->sq.consumer, 0);
 	assert_int_equal(qp->rq.producer - qp->rq.consumer, 0);
 	assert_int_equal(qp->attr.sq_psn, 0);

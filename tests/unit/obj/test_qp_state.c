@@ -126,7 +126,7 @@ static int try(struct ur_qp *qp, enum ibv_qp_state cur,
 
 	force_state(qp, cur);
 	qp_fx_good_attr(&at, cur, next);
-	ret = ur_qp_modify(qp, &at, mask, &old);
+	ret = qp_fx_modify(qp, &at, mask, &old);
 	if (!ret) {
 		assert_int_equal(old, cur);
 		assert_int_equal(qp->state, next);
@@ -229,7 +229,7 @@ static void test_unknown_mask_bit(void **state)
 
 		qp_fx_good_attr(&at, IBV_QPS_RTS, IBV_QPS_RTS);
 		at.qp_state = IBV_QPS_UNKNOWN;
-		assert_int_equal(ur_qp_modify(qp, &at, S, &old), -EINVAL);
+		assert_int_equal(qp_fx_modify(qp, &at, S, &old), -EINVAL);
 	}
 	qp_fx_destroy(qp);
 	qp_fx_free(f);
@@ -251,7 +251,7 @@ static void bad_value(struct ur_qp *qp, enum ibv_qp_state cur,
 	ur_qp_query(qp, &q0, &i0);
 	av0 = qp->av;
 	mtu0 = qp->path_mtu_bytes;
-	assert_int_equal(ur_qp_modify(qp, &at, mask, &old), -EINVAL);
+	assert_int_equal(qp_fx_modify(qp, &at, mask, &old), -EINVAL);
 	ur_qp_query(qp, &q1, &i1);
 	assert_memory_equal(&q0, &q1, sizeof(q0));
 	assert_memory_equal(&i0, &i1, sizeof(i0));
@@ -303,7 +303,7 @@ static void test_values_and_atomicity(void **state)
 	bad_value(qp, IBV_QPS_RESET, IBV_QPS_INIT, init_m, sp_pkey);
 	bad_value(qp, IBV_QPS_RESET, IBV_QPS_INIT, init_m, sp_acc);
 	qp_fx_good_attr(&at, IBV_QPS_RESET, IBV_QPS_INIT);
-	assert_int_equal(ur_qp_modify(qp, &at, init_m, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, init_m, &old), 0);
 
 	bad_value(qp, IBV_QPS_INIT, IBV_QPS_RTR, rtr_m, sp_mtu0);
 	bad_value(qp, IBV_QPS_INIT, IBV_QPS_RTR, rtr_m, sp_mtu6);
@@ -319,7 +319,7 @@ static void test_values_and_atomicity(void **state)
 	/* a good attr but a required bit missing: also nothing changes */
 	bad_value(qp, IBV_QPS_INIT, IBV_QPS_RTR, rtr_m & ~RQ, sp_none);
 	qp_fx_good_attr(&at, IBV_QPS_INIT, IBV_QPS_RTR);
-	assert_int_equal(ur_qp_modify(qp, &at, rtr_m, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, rtr_m, &old), 0);
 	assert_int_equal(qp->path_mtu_bytes, 1024);
 	assert_int_equal(qp->av.dest.in.sin_family, AF_INET);
 	assert_int_equal(ntohs(qp->av.dest.in.sin_port), 4791);
@@ -334,18 +334,18 @@ static void test_values_and_atomicity(void **state)
 	bad_value(qp, IBV_QPS_RTR, IBV_QPS_RTS, rts_m | CUR, sp_cur);
 	bad_value(qp, IBV_QPS_RTR, IBV_QPS_RTS, rts_m | MIG, sp_mig);
 	qp_fx_good_attr(&at, IBV_QPS_RTR, IBV_QPS_RTS);
-	assert_int_equal(ur_qp_modify(qp, &at, rts_m | CUR, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, rts_m | CUR, &old), 0);
 	assert_int_equal(qp->state, IBV_QPS_RTS);
 
 	/* RESET clears the attributes back to the creation defaults */
 	at.qp_state = IBV_QPS_RESET;
-	assert_int_equal(ur_qp_modify(qp, &at, S, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, S, &old), 0);
 	assert_int_equal(old, IBV_QPS_RTS);
 	assert_int_equal(qp->attr.dest_qp_num, 0);
 	assert_int_equal(qp->attr.path_mtu, IBV_MTU_256);
 	/* RESET -> ERR is not in the table */
 	at.qp_state = IBV_QPS_ERR;
-	assert_int_equal(ur_qp_modify(qp, &at, S, &old), -EINVAL);
+	assert_int_equal(qp_fx_modify(qp, &at, S, &old), -EINVAL);
 	qp_fx_destroy(qp);
 	qp_fx_free(f);
 }
@@ -412,11 +412,11 @@ static void test_flow_label_masked(void **state)
 
 	(void)state;
 	qp_fx_good_attr(&at, IBV_QPS_RESET, IBV_QPS_INIT);
-	assert_int_equal(ur_qp_modify(qp, &at, S | PK | PORT | ACC, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, S | PK | PORT | ACC, &old), 0);
 	qp_fx_good_attr(&at, IBV_QPS_INIT, IBV_QPS_RTR);
 	at.ah_attr.grh.flow_label = 0xFFFFFFFF;
 	at.alt_ah_attr.grh.flow_label = 0xABC12345;
-	assert_int_equal(ur_qp_modify(qp, &at, rtr_m, &old), 0);
+	assert_int_equal(qp_fx_modify(qp, &at, rtr_m, &old), 0);
 	assert_int_equal(qp->state, IBV_QPS_RTR);
 	assert_int_equal(qp->av.flow_label, 0xFFFFF);
 	ur_qp_query(qp, &q, &init);
