@@ -24,6 +24,7 @@ static pthread_mutex_t fe_net_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fe_fault fe_fault;
 static fe_tap_fn *fe_tap;
 static fe_filter_fn *fe_filter;
+static fe_rx_hook_fn *fe_rx_hook;
 static unsigned int fe_filtered;
 static struct fe_counts fe_cnt;
 
@@ -40,6 +41,13 @@ void fe_set_tap(fe_tap_fn *tap)
 {
 	pthread_mutex_lock(&fe_net_lock);
 	fe_tap = tap;
+	pthread_mutex_unlock(&fe_net_lock);
+}
+
+void fe_set_rx_hook(fe_rx_hook_fn *hook)
+{
+	pthread_mutex_lock(&fe_net_lock);
+	fe_rx_hook = hook;
 	pthread_mutex_unlock(&fe_net_lock);
 }
 
@@ -329,6 +337,7 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 
 int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 {
+	fe_rx_hook_fn *hook;
 	unsigned int n = 0;
 	uint64_t v;
 	ssize_t r;
@@ -356,7 +365,10 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	pthread_mutex_unlock(&l->lock);
 	pthread_mutex_lock(&fe_net_lock);
 	l->st.rx_pkts += n;
+	hook = fe_rx_hook;
 	pthread_mutex_unlock(&fe_net_lock);
+	if (hook)	/* outside fe_net_lock: senders hold sq_lock, then it */
+		hook(l == fe_links[0] ? 0 : 1);
 	return (int)n;
 }
 

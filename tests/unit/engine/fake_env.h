@@ -49,6 +49,12 @@ static inline uint32_t fe_pkt_psn(const uint8_t *d)
  * at a time; what it recorded is safe to read after fe_set_tap(NULL). */
 typedef void fe_tap_fn(int to_dev, const uint8_t *data, uint32_t len);
 void fe_set_tap(fe_tap_fn *tap);
+/* Called by device dev's NIC when it takes datagrams off the fake link,
+ * with its receive lock held and no lock of the fake network's: where a
+ * test may change a QP of that device under the QP's sq_lock, as the
+ * engine's own receive path would (the canonical lock order). */
+typedef void fe_rx_hook_fn(int dev);
+void fe_set_rx_hook(fe_rx_hook_fn *hook);
 /* Puts a datagram from the other device into device to_dev's queue. */
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len);
 /* Same with any source address (a third host). */

@@ -514,7 +514,21 @@ static unsigned int rd_responses, rd_requests, rd_writes;
 static uint32_t rd_request_psn[32], rd_write_psn[8];
 
 /* If set, its max_rd_atomic becomes 1 once the last drop is done. */
-static struct ur_qp *rd_limit_qp;
+static struct ur_qp *rd_limit_qp;	/* on device 0 */
+static bool rd_limit_due;
+
+/* The requester reads max_rd_atomic under the QP's sq_lock; the filter
+ * runs inside senders that may hold it, so device 0's receive path,
+ * which comes next, writes it. */
+static void rd_limit_apply(int dev)
+{
+	if (dev != 0 || !__atomic_load_n(&rd_limit_due, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&rd_limit_qp->sq_lock);
+	rd_limit_qp->attr.max_rd_atomic = 1;
+	pthread_mutex_unlock(&rd_limit_qp->sq_lock);
+	__atomic_store_n(&rd_limit_due, false, __ATOMIC_RELEASE);
+}
 
 static bool drop_read_responses(int to, const uint8_t *d, uint32_t len)
 {
@@ -538,7 +552,8 @@ static bool drop_read_responses(int to, const uint8_t *d, uint32_t len)
 	for (i = 0; i < T_RD_DROPS; i++)
 		if (rd_drop_left[i] && psn == rd_drop[i]) {
 			if (!--rd_drop_left[i] && rd_limit_qp)
-				rd_limit_qp->attr.max_rd_atomic = 1;
+				__atomic_store_n(&rd_limit_due, true,
+						 __ATOMIC_RELEASE);
 			return true;
 		}
 	return false;
@@ -566,13 +581,15 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 		rd_drop_left[i] = times;
 	}
 	rd_responses = rd_requests = rd_writes = 0;
+	rd_limit_qp = write ? p->a.qp : NULL;	/* before the hooks see it */
+	rd_limit_due = false;
+	fe_set_rx_hook(rd_limit_apply);
 	fe_set_filter(drop_read_responses);
 	pthread_mutex_lock(&p->a.qp->sq_lock);
 	if (write) {
 		/* every request out at once, as after a long stream; after
 		 * the losses the requester stops inside the second READ */
 		p->a.qp->xp->cwnd = UR_WINDOW_PSNS;
-		rd_limit_qp = p->a.qp;
 	}
 	for (i = 0; i < nreads + write; i++) {
 		struct ur_send_wqe *w = wqe_new(&p->a, i < nreads ?
@@ -590,7 +607,8 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 	pthread_mutex_unlock(&p->a.qp->sq_lock);
 	expect_sends(p, ids, nreads + write);
 	assert_int_equal(fe_set_filter(NULL), n * times);
-	rd_limit_qp = NULL;
+	fe_set_rx_hook(NULL);
+	assert_false(__atomic_load_n(&rd_limit_due, __ATOMIC_ACQUIRE));
 	check_read(p->ba.buf, p->bb.buf, end);
 	/* the WRITE executed at the responder, not taken as a duplicate */
 	if (write)
