@@ -23,9 +23,9 @@ uint64_t cma_interval_ns(void)
 /*
  * Our QP is in ERR once we disconnect, so the peer's QP retries whatever
  * we had not ACKed and fails with RETRY_EXC after retry_count + 1 ACK
- * timeouts unless our DREQ reaches it first and flushes it. A DREQ is
- * resent at the connection's ACK timeout, then, when that is shorter than
- * the CM's period (67 ms at rdma_cm's default, against 1.07 s): one lost
+ * timeouts unless our DREQ reaches it first and flushes it. So a DREQ is
+ * resent at the connection's ACK timeout when that is shorter than the
+ * CM's period (67 ms at rdma_cm's default, against 1.07 s), and one lost
  * DREQ no longer costs the peer its completions. A duplicate DREQ only
  * gets another DREP.
  */
