@@ -55,8 +55,8 @@ static struct ur_reorder_pkt *pkt_get(struct ur_nic *nic, uint32_t len)
 {
 	struct ur_reorder_pkt *p;
 
-	if (pkt_cap(nic, len) > nic->reorder_cap) {
-		nic->reorder_cap = pkt_cap(nic, len);
+	if (len > nic->reorder_cap) {
+		nic->reorder_cap = len;
 		ur_reorder_spares_free(nic);	/* all too small now */
 	}
 	p = nic->reorder_spare;
