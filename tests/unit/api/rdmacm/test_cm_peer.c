@@ -58,6 +58,7 @@
 #include "tw_util.h"
 #include "util/iba.h"
 #include "util/rundir.h"
+#include "util/time.h"
 #include "wire/wire.h"
 
 #define EV_MS 5000
@@ -698,14 +699,6 @@ static void test_active_peer_vanishes_at_disconnect(void **state)
 	expect_no_msg(QUIET_MS);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /*
  * Regression: a DREQ was resent only every 1.07 s, while the peer's QP,
  * whose last requests our QP (in ERR since the disconnect) no longer
@@ -739,10 +732,10 @@ static void test_regress_dreq_within_peer_retry_budget(void **state)
 		while (dreqs < 3 && recv_msg(&m, 2500)) {
 			assert_int_equal(m.hdr.attr_id, UR_CM_ATTR_DREQ);
 			if (!dreqs++)
-				first = mono_ns();
+				first = ur_now_ns();
 		}
 		assert_int_equal(dreqs, 3);
-		assert_true(mono_ns() - first < budget);
+		assert_true(ur_now_ns() - first < budget);
 		reply_build(&drep, UR_CM_ATTR_DREP, m.hdr.tid, 0xE1 + destroy,
 			    m.dreq.local_comm_id);
 		send_msg(&drep);
