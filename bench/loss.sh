@@ -142,7 +142,7 @@ cell() { # all rounds' values of a key, then their median
 
 echo "## Loss and a shallow bottleneck"
 echo
-echo "\`bench/loss.sh build $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit" \
+echo "\`bench/loss.sh ${1:-build} $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit" \
 	"$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo ?)," \
 	"$(nproc) cores, load $(load) at the end (other work was running)."
 echo "Gb/s is perftest's average; every value of every round, then the median."
