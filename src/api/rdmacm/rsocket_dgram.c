@@ -27,6 +27,7 @@ int rsd_socket(int domain)
 
 	if (udp < 0)
 		return -1;
+	udp = rsk_number_above_open(udp);
 	rs = rsk_new_fd(udp);
 	if (rs)
 		rs->dg = calloc(1, sizeof(*rs->dg));

@@ -196,6 +196,9 @@ int64_t rsk_now_ms(void);		/* CLOCK_MONOTONIC */
 /* A socket with its channel (sizes and flags from parent, if any). */
 struct rsk *rsk_new(const struct rsk *parent);
 struct rsk *rsk_new_fd(int fd);		/* numbered fd, no channel, defaults */
+/* fd, or a duplicate above every open fd (the old one closed): a new
+ * socket's number, above librspreload's placeholder */
+int rsk_number_above_open(int fd);
 int rsk_publish(struct rsk *rs);	/* enters it in the table: 0 or -1 */
 void rsk_unpublish(struct rsk *rs);
 

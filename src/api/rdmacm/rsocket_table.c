@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rsockets' bottom file: the table from a socket's number (its event
- * channel's fd) to its struct rsk, a new socket's defaults, and errno.
+ * rsockets' bottom file: a new socket's number (its event channel's fd,
+ * or a datagram socket's UDP socket), the table from that number to its
+ * struct rsk, a new socket's defaults, and errno.
  * Calls nothing of the other rsocket files (rsocket_priv.h has their order).
  *
  * A socket is found by its number without a reference count: like a
  * kernel fd, an rsocket closed by one thread while another uses it is the
  * application's error.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
@@ -77,6 +80,54 @@ void rsk_unpublish(struct rsk *rs)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
+/* The highest fd this process has open, or -1 if /proc cannot say. */
+static int highest_open_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int top = -1, fd;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		fd = atoi(e->d_name);	/* "." and ".." give 0 */
+		if (fd != dirfd(d) && fd > top)
+			top = fd;
+	}
+	closedir(d);
+	return top;
+}
+
+/*
+ * librspreload hands the application a placeholder fd, opened just before
+ * it calls rsocket() or raccept(), and maps rpoll's answer back to the
+ * application's fds by scanning fd numbers upward for the first one
+ * whose rsocket number matches (an fd it does not track stands for
+ * itself). That finds the placeholder only if the rsocket's number is
+ * above it. The kernel hands out the lowest free fd, so it is, unless
+ * another thread closed a lower fd in between, and our own threads open
+ * and close files all the time (the device tree). iperf3 -u then waited
+ * in select for ever on a datagram reported under a different fd. The
+ * number is therefore moved above every fd open now; if that fails it
+ * stays as it is.
+ */
+int rsk_number_above_open(int fd)
+{
+	int top = highest_open_fd(), flags, n;
+
+	if (top <= fd)
+		return fd;
+	flags = fcntl(fd, F_GETFD);
+	n = fcntl(fd, F_DUPFD, top + 1);
+	if (n < 0 || flags < 0 || fcntl(n, F_SETFD, flags)) {
+		if (n >= 0)
+			close(n);
+		return fd;
+	}
+	close(fd);
+	return n;
+}
+
 struct rsk *rsk_new_fd(int fd)
 {
 	struct rsk *rs = calloc(1, sizeof(*rs));
@@ -100,6 +151,7 @@ struct rsk *rsk_new(const struct rsk *parent)
 
 	if (!chan)
 		return NULL;
+	chan->fd = rsk_number_above_open(chan->fd);
 	if (fcntl(chan->fd, F_SETFL, O_NONBLOCK)) {
 		rdma_destroy_event_channel(chan);
 		return NULL;

@@ -2,13 +2,15 @@
 /*
  * Helpers shared by the rdma_cm unit tests (include after cmocka.h): the
  * loopback address, an RC QP for an id, the next event of a channel
- * checked for its type, and the process's open fds for leak checks.
+ * checked for its type, the process's open fds for leak checks, and
+ * librspreload's placeholder fd.
  */
 #ifndef UR_TESTS_API_RDMACM_TA_CM_H
 #define UR_TESTS_API_RDMACM_TA_CM_H
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -81,6 +83,23 @@ static inline int ta_fewest_fds(void)
 			least = n;
 	}
 	return least;
+}
+
+/*
+ * librspreload opens a placeholder fd for the application, then calls
+ * rsocket() or raccept(). This opens one with a free fd below it, as
+ * another thread closing a file at that moment leaves; the caller closes
+ * the placeholder.
+ */
+static inline int ta_placeholder_over_hole(void)
+{
+	int hole = open("/dev/null", O_RDONLY);
+	int placeholder = open("/dev/null", O_RDONLY);
+
+	assert_true(hole >= 0);
+	assert_true(placeholder > hole);
+	close(hole);
+	return placeholder;
 }
 
 #endif

@@ -17,7 +17,9 @@
  *  - no listener: a blocking rconnect fails with ECONNREFUSED; a listener
  *    closed with a request pending refuses it (POLLERR, ECONNREFUSED);
  *  - riomap/riowrite: bytes land in the peer's mapped buffer;
- *  - 30 connect/close cycles leave no file descriptor behind.
+ *  - 30 connect/close cycles leave no file descriptor behind;
+ *  - a socket from rsocket() or raccept() is numbered above an fd opened
+ *    just before (librspreload's placeholder), even with a free fd below.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -559,6 +561,41 @@ static void test_cycles_no_leak(void **state)
 	assert_int_equal(rclose(l), 0);
 }
 
+/*
+ * librspreload maps rpoll's answer back to the application's fds by
+ * scanning upward for the first fd whose rsocket number matches: a
+ * socket numbered below its placeholder is reported under another fd.
+ */
+static void test_number_above_placeholder(void **state)
+{
+	uint16_t port = next_port++;
+	int l = listener(&port, 0), c, s, ph;
+	struct sockaddr_in a = lo(port);
+	struct pollfd p;
+
+	ph = ta_placeholder_over_hole();
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c > ph);
+	close(ph);
+
+	assert_int_equal(rfcntl(c, F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(rconnect(c, (struct sockaddr *)&a, sizeof(a)), -1);
+	assert_int_equal(errno, EINPROGRESS);
+	p = (struct pollfd){ .fd = l, .events = POLLIN };
+	assert_int_equal(rpoll(&p, 1, WAIT_MS), 1);
+	ph = ta_placeholder_over_hole();
+	s = raccept(l, NULL, NULL);
+	assert_true(s > ph);
+	close(ph);
+
+	p = (struct pollfd){ .fd = c, .events = POLLOUT };
+	assert_int_equal(rpoll(&p, 1, WAIT_MS), 1);
+	assert_int_equal(rsend(c, "x", 1, 0), 1);
+	assert_int_equal(rclose(c), 0);
+	assert_int_equal(rclose(s), 0);
+	assert_int_equal(rclose(l), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -571,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_close_listener_pending),
 		cmocka_unit_test(test_iomap),
 		cmocka_unit_test(test_cycles_no_leak),
+		cmocka_unit_test(test_number_above_placeholder),
 	};
 
 	next_port = (uint16_t)(20000 + getpid() % 20000);

@@ -15,7 +15,9 @@
  *  - non-blocking: EAGAIN with nothing queued, rpoll 0 then POLLIN once a
  *    datagram is there, POLLOUT; a blocking rrecv woken by a later send;
  *  - a burst of 40 datagrams all arrive, in order; IPv6 (::1) works;
- *  - 20 socket/exchange/close cycles leave no file descriptor behind.
+ *  - 20 socket/exchange/close cycles leave no file descriptor behind;
+ *  - a socket is numbered above an fd opened just before it (librspreload's
+ *    placeholder), even with a free fd below, and works.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -382,6 +384,29 @@ static void test_no_fd_leak(void **state)
 	assert_int_equal(ta_fewest_fds(), before);
 }
 
+/*
+ * librspreload maps rpoll's answer back to the application's fds by
+ * scanning upward for the first fd whose rsocket number matches: a
+ * socket numbered below its placeholder is reported under another fd.
+ */
+static void test_number_above_placeholder(void **state)
+{
+	struct sockaddr_in lo = ta_lo(0);
+	int ph, a, b;
+
+	(void)state;
+	ph = ta_placeholder_over_hole();
+	a = rsocket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(a > ph);
+	close(ph);
+	assert_int_equal(rbind(a, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	b = dsock(AF_INET, 0);
+	one_way(a, b, 100, 1);
+	one_way(b, a, 100, 2);
+	assert_int_equal(rclose(a), 0);
+	assert_int_equal(rclose(b), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_no_fd_leak),
+		cmocka_unit_test(test_number_above_placeholder),
 	};
 	char path[512];
 	int ret;
