@@ -33,6 +33,18 @@ int tree_mkdirs(const char *path)
 	return 0;
 }
 
+/*
+ * A file is replaced whole, so that a reader sees the old text or the new
+ * one. The text goes into the file's shadow (.name.tmp), which then trades
+ * places with the file (RENAME_EXCHANGE) and is kept for the next write:
+ * no inode is made or freed. A new file per write (then renamed over the
+ * old one, which was freed) cost ext4 an inode allocation, a free and a
+ * discard of its block each time: 13-19 % of a perftest responder's CPU
+ * samples while its counters moved. A reader that holds the file open
+ * across two refreshes may see the shadow being rewritten. Without the
+ * exchange (a first write, or a file system that lacks it) the shadow is
+ * renamed over the file.
+ */
 int tree_put_buf(const char *dir, const char *name, const char *buf,
 		 size_t len)
 {
@@ -45,12 +57,20 @@ int tree_put_buf(const char *dir, const char *name, const char *buf,
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
 		    (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	w = write(fd, buf, len);
+	w = pwrite(fd, buf, len, 0);
+	if (w == (ssize_t)len && ftruncate(fd, (off_t)len))
+		w = -1;
 	close(fd);
-	if (w != (ssize_t)len || rename(tmp, path)) {
+	if (w != (ssize_t)len) {
+		unlink(tmp);
+		return -EIO;
+	}
+	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
+		return 0;
+	if (rename(tmp, path)) {
 		unlink(tmp);
 		return -EIO;
 	}
