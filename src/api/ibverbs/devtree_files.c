@@ -39,11 +39,11 @@ int tree_mkdirs(const char *path)
  * places with the file (RENAME_EXCHANGE) and is kept for the next write:
  * no inode is made or freed. A new file per write (then renamed over the
  * old one, which was freed) cost ext4 an inode allocation, a free and a
- * discard of its block each time: 13-19 % of a perftest responder's CPU
- * samples while its counters moved. A reader that holds the file open
- * across two refreshes may see the shadow being rewritten. Without the
- * exchange (a first write, or a file system that lacks it) the shadow is
- * renamed over the file.
+ * discard of its block each time, a large share of a busy process's CPU
+ * (docs/benchmarks.md, "The device tree's files rewritten in place").
+ * A reader that holds the file open across two refreshes may see the
+ * shadow being rewritten. Without the exchange (a first write, or a file
+ * system that lacks it) the shadow is renamed over the file.
  */
 int tree_put_buf(const char *dir, const char *name, const char *buf,
 		 size_t len)
