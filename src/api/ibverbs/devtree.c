@@ -403,6 +403,13 @@ void ur_devtree_publish(struct ur_device *devs, unsigned int n)
 	if (!rc) {
 		char d[PATH_MAX];
 
+		/* without it, files are renamed over as before */
+		tree_pathf(d, sizeof(d), "%s/" TREE_SHADOW_DIR, devtree.dir);
+		(void)tree_mkdirs(d);
+	}
+	if (!rc) {
+		char d[PATH_MAX];
+
 		tree_pathf(d, sizeof(d), "%s/class/infiniband_verbs", devtree.sys);
 		rc = tree_mkdirs(d);
 		tree_put(d, "abi_version", "%d", IB_USER_VERBS_ABI_VERSION);

@@ -3,6 +3,8 @@
  * Writing the device tree's files (devtree_priv.h), atomically.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,29 +36,42 @@ int tree_mkdirs(const char *path)
 }
 
 /*
- * A file is replaced whole, so that a reader sees the old text or the new
- * one. The text goes into the file's shadow (.name.tmp), which then trades
- * places with the file (RENAME_EXCHANGE) and is kept for the next write:
- * no inode is made or freed. A new file per write (then renamed over the
- * old one, which was freed) cost ext4 an inode allocation, a free and a
- * discard of its block each time, a large share of a busy process's CPU
- * (docs/benchmarks.md, "The device tree's files rewritten in place").
- * A reader that holds the file open across two refreshes may see the
- * shadow being rewritten. Without the exchange (a first write, or a file
- * system that lacks it) the shadow is renamed over the file.
+ * The shadow of path (a file of the tree): <tree>/shadow/<its path below
+ * the tree, '/' written as %2F and '%' as %25>. Outside the directories a
+ * reader lists: a kept file next to its original would be an extra entry
+ * (pyverbs' test counts a port's gids/). -1 if path is not in the tree or
+ * the name is too long.
  */
-int tree_put_buf(const char *dir, const char *name, const char *buf,
-		 size_t len)
+static int shadow_path(char *out, size_t len, const char *path)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
+	size_t root = strlen(devtree.dir), n, start, k;
+	const char *p, *esc;
+	int w;
+
+	if (!root || strncmp(path, devtree.dir, root) || path[root] != '/')
+		return -1;
+	w = snprintf(out, len, "%s/" TREE_SHADOW_DIR "/", devtree.dir);
+	if (w < 0 || (size_t)w >= len)
+		return -1;
+	n = start = (size_t)w;
+	for (p = path + root + 1; *p; p++) {
+		esc = *p == '/' ? "%2F" : *p == '%' ? "%25" : NULL;
+		k = esc ? 3 : 1;
+		if (n + k >= len)
+			return -1;
+		memcpy(out + n, esc ? esc : p, k);
+		n += k;
+	}
+	out[n] = 0;
+	return n - start > NAME_MAX ? -1 : 0;
+}
+
+/* The text of a new file at tmp (made if need be); 0 or -EIO. */
+static int put_text(const char *tmp, const char *buf, size_t len)
+{
 	ssize_t w;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
-		    (int)sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
-		    (int)sizeof(tmp))
-		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -64,11 +79,49 @@ int tree_put_buf(const char *dir, const char *name, const char *buf,
 	if (w == (ssize_t)len && ftruncate(fd, (off_t)len))
 		w = -1;
 	close(fd);
-	if (w != (ssize_t)len) {
+	return w == (ssize_t)len ? 0 : -EIO;
+}
+
+/*
+ * A file is replaced whole, so that a reader sees the old text or the new
+ * one. The text goes into the file's shadow (shadow_path), which then
+ * trades places with the file (RENAME_EXCHANGE) and is kept for the next
+ * write: no inode is made or freed. A new file per write (renamed over
+ * the old one, which was freed) cost ext4 an inode allocation, a free and
+ * a discard of its block each time, a large share of a busy process's CPU
+ * (docs/benchmarks.md, "The device tree's files rewritten in place").
+ * A reader that holds the file open across two refreshes may see the
+ * shadow being rewritten. A first write, or a file system without the
+ * exchange, renames the shadow over the file; a file without a shadow
+ * (outside the tree) is written to .name.tmp beside it and renamed.
+ */
+int tree_put_buf(const char *dir, const char *name, const char *buf,
+		 size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	bool kept;
+	int rc;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	kept = !shadow_path(tmp, sizeof(tmp), path);
+	rc = kept ? put_text(tmp, buf, len) : -ENOENT;
+	if (rc && kept) {
 		unlink(tmp);
-		return -EIO;
+		kept = false;
 	}
-	if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
+	if (!kept) {
+		if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
+		    (int)sizeof(tmp))
+			return -ENAMETOOLONG;
+		rc = put_text(tmp, buf, len);
+	}
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	if (kept && !renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
 		return 0;
 	if (rename(tmp, path)) {
 		unlink(tmp);

@@ -30,6 +30,9 @@ extern struct devtree_state devtree;
 /* devtree_files.c: every file is replaced by rename(), so a reader sees
  * the old or the new value, never a partial one. */
 int tree_mkdirs(const char *path);
+/* <root>/<pid>/TREE_SHADOW_DIR holds the files' shadows (devtree_files.c) */
+#define TREE_SHADOW_DIR "shadow"
+
 /* dir/name := buf[0..len). 0 or -errno. */
 int tree_put_buf(const char *dir, const char *name, const char *buf,
 		 size_t len);
