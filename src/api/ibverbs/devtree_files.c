@@ -66,7 +66,7 @@ static int shadow_path(char *out, size_t len, const char *path)
 	return n - start > NAME_MAX ? -1 : 0;
 }
 
-/* The text of a new file at tmp (made if need be); 0 or -EIO. */
+/* tmp := buf[0..len), the file made if need be. 0 or -errno. */
 static int put_text(const char *tmp, const char *buf, size_t len)
 {
 	ssize_t w;

@@ -27,8 +27,9 @@ struct devtree_state {
 };
 extern struct devtree_state devtree;
 
-/* devtree_files.c: every file is replaced by rename(), so a reader sees
- * the old or the new value, never a partial one. */
+/* devtree_files.c: every file is replaced whole (it trades places with a
+ * kept shadow, or one is renamed over it), so a reader sees the old or the
+ * new value, never a partial one. */
 int tree_mkdirs(const char *path);
 /* <root>/<pid>/TREE_SHADOW_DIR holds the files' shadows (devtree_files.c) */
 #define TREE_SHADOW_DIR "shadow"
