@@ -3,8 +3,8 @@
  * The per-process device tree through the public API, as a sysfs reader
  * sees it: paths, the values the verbs queries return, live hw_counters
  * while traffic flows, each QP's own counters, rewritten without a new
- * file each time, next to no CPU while idle, removal at exit, removal of a SIGKILLed process's
- * tree by the next process, no trampling between a parent and its child,
+ * file each time, next to no CPU while idle, removal at exit, removal of a
+ * SIGKILLed process's tree by the next process, no trampling between a parent and its child,
  * and the trees of live processes left alone.
  */
 #include <stdarg.h>
@@ -74,6 +74,20 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One SEND of len bytes from p's end 0 to end 1, both completions good. */
+static void send_one(struct te_pair *p, int id, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(te_post_recv(&p->s[1], (uint64_t)id, 0, len), 0);
+	assert_int_equal(te_post_send(&p->s[0], IBV_WR_SEND, (uint64_t)id, 0,
+				      len, 0, 0, IBV_SEND_SIGNALED), 0);
+	assert_int_equal(te_poll(p->s[0].scq, &wc, 3000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(te_poll(p->s[1].rcq, &wc, 3000), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
 
 /* A pid that belonged to a process that is gone now. */
@@ -205,7 +219,6 @@ static void t_live_counters(void **state)
 {
 	struct ibv_device **list;
 	struct te_pair p;
-	struct ibv_wc wc;
 	char hw0[PATH_MAX], hw1[PATH_MAX];
 	char pc0[PATH_MAX];
 	uint64_t sent0, rcvd0, xmit0, t0;
@@ -249,12 +262,7 @@ static void t_live_counters(void **state)
 	xmit0 = read_u64(pc0, "port_xmit_packets");
 	rcvd0 = read_u64(hw1, "rcvd_pkts");
 	for (int i = 0; i < 20; i++) {
-		assert_int_equal(te_post_recv(&p.s[1], i, 0, 64), 0);
-		assert_int_equal(te_post_send(&p.s[0], IBV_WR_SEND, i, 0, 64,
-					      0, 0, IBV_SEND_SIGNALED), 0);
-		assert_int_equal(te_poll(p.s[0].scq, &wc, 3000), 1);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(te_poll(p.s[1].rcq, &wc, 3000), 1);
+		send_one(&p, i, 64);
 	}
 	t0 = now_ms();
 	while (read_u64(hw0, "sent_pkts") < sent0 + 20 ||
@@ -272,14 +280,14 @@ static void t_live_counters(void **state)
 
 /*
  * A counter rewritten as traffic moves it trades places with its kept
- * shadow: two inodes in all, and no shadow in the counter's directory. A new file per rewrite (an inode made and
- * one freed each time) cost ext4 a fifth of a perftest responder's CPU.
+ * shadow: two inodes in all, and no shadow in the counter's directory. A
+ * new file per rewrite (an inode made and one freed each time) cost ext4
+ * much of a perftest responder's CPU (docs/benchmarks.md).
  */
 static void t_rewrite_keeps_files(void **state)
 {
 	struct ibv_device **list;
 	struct te_pair p;
-	struct ibv_wc wc;
 	char hw1[PATH_MAX], file[PATH_MAX];
 	ino_t seen[2] = { 0, 0 };
 	struct dirent *e;
@@ -299,11 +307,7 @@ static void t_rewrite_keeps_files(void **state)
 	assert_int_equal(te_pair_connect(&p, NULL), 0);
 	for (i = 0; i < 8; i++) {
 		rcvd = read_u64(hw1, "rcvd_pkts");
-		assert_int_equal(te_post_recv(&p.s[1], i, 0, 64), 0);
-		assert_int_equal(te_post_send(&p.s[0], IBV_WR_SEND, i, 0, 64,
-					      0, 0, IBV_SEND_SIGNALED), 0);
-		assert_int_equal(te_poll(p.s[0].scq, &wc, 3000), 1);
-		assert_int_equal(te_poll(p.s[1].rcq, &wc, 3000), 1);
+		send_one(&p, i, 64);
 		t0 = now_ms();
 		while (read_u64(hw1, "rcvd_pkts") <= rcvd) {
 			assert_true(now_ms() - t0 < SHOWS_WITHIN_MS);
@@ -379,7 +383,6 @@ static void t_qp_counters(void **state)
 	uint32_t q0, q1;
 	int64_t resent;
 	struct te_pair p;
-	struct ibv_wc wc;
 	uint64_t t0;
 	int n;
 
@@ -401,12 +404,7 @@ static void t_qp_counters(void **state)
 		 r0.tx_bytes < 0);
 	assert_int_equal(qp_counter(d0, q0, "retransmits"), 0);
 	for (int i = 0; i < 20; i++) {
-		assert_int_equal(te_post_recv(&p.s[1], i, 0, 100), 0);
-		assert_int_equal(te_post_send(&p.s[0], IBV_WR_SEND, i, 0, 100,
-					      0, 0, IBV_SEND_SIGNALED), 0);
-		assert_int_equal(te_poll(p.s[0].scq, &wc, 3000), 1);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(te_poll(p.s[1].rcq, &wc, 3000), 1);
+		send_one(&p, i, 100);
 	}
 	t0 = now_ms();
 	for (;;) {
