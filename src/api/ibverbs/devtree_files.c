@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +81,16 @@ static int put_text(const char *tmp, const char *buf, size_t len)
 	return w == (ssize_t)len ? 0 : -EIO;
 }
 
+/* tmp renamed over path; 0 or -EIO (tmp removed). */
+static int replace(const char *tmp, const char *path)
+{
+	if (rename(tmp, path)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
 /*
  * A file is replaced whole, so that a reader sees the old text or the new
  * one. The text goes into the file's shadow (shadow_path), which then
@@ -99,35 +108,29 @@ int tree_put_buf(const char *dir, const char *name, const char *buf,
 		 size_t len)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
-	bool kept;
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	kept = !shadow_path(tmp, sizeof(tmp), path);
-	rc = kept ? put_text(tmp, buf, len) : -ENOENT;
-	if (rc && kept) {
-		unlink(tmp);
-		kept = false;
-	}
-	if (!kept) {
-		if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
-		    (int)sizeof(tmp))
-			return -ENAMETOOLONG;
+	if (!shadow_path(tmp, sizeof(tmp), path)) {
 		rc = put_text(tmp, buf, len);
+		if (!rc && !renameat2(AT_FDCWD, tmp, AT_FDCWD, path,
+				      RENAME_EXCHANGE))
+			return 0;
+		if (!rc)
+			return replace(tmp, path);
+		unlink(tmp);
 	}
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
+	    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	rc = put_text(tmp, buf, len);
 	if (rc) {
 		unlink(tmp);
 		return rc;
 	}
-	if (kept && !renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
-		return 0;
-	if (rename(tmp, path)) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
+	return replace(tmp, path);
 }
 
 int tree_put(const char *dir, const char *name, const char *fmt, ...)

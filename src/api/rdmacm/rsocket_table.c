@@ -115,13 +115,14 @@ int rsk_number_above_open(int fd)
 {
 	int top = highest_open_fd(), flags, n;
 
-	if (top <= fd)
+	flags = top > fd ? fcntl(fd, F_GETFD) : -1;
+	if (flags < 0)
 		return fd;
-	flags = fcntl(fd, F_GETFD);
 	n = fcntl(fd, F_DUPFD, top + 1);
-	if (n < 0 || flags < 0 || fcntl(n, F_SETFD, flags)) {
-		if (n >= 0)
-			close(n);
+	if (n < 0)
+		return fd;
+	if (fcntl(n, F_SETFD, flags)) {
+		close(n);
 		return fd;
 	}
 	close(fd);
