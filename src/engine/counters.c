@@ -99,8 +99,12 @@ void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 		"\nlink_rx_bytes %" PRIu64 "\nlink_rx_truncated %" PRIu64
 		"\nfault_dropped %" PRIu64 "\nfault_duplicated %" PRIu64
 		"\nfault_reordered %" PRIu64 "\nfault_corrupted %" PRIu64
-		"\nfault_delayed %" PRIu64 "\n",
+		"\nfault_delayed %" PRIu64 "\nshm_tx_pkts %" PRIu64
+		"\nshm_rx_pkts %" PRIu64 "\nshm_doorbells %" PRIu64
+		"\nshm_full_drops %" PRIu64 "\n",
 		ls.tx_pkts, ls.tx_bytes, ls.tx_errors, ls.rx_pkts, ls.rx_bytes,
 		ls.rx_truncated, ls.fi_dropped, ls.fi_duplicated,
-		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed);
+		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed,
+		ls.shm_tx_pkts, ls.shm_rx_pkts, ls.shm_doorbells,
+		ls.shm_full_drops);
 }

@@ -85,6 +85,7 @@ static int nic_open_link(struct ur_nic *nic)
 		cfg.use_gso = nic->use_gso;
 		cfg.use_gro = 1;
 		cfg.fault = ur_config_get()->fault;
+		cfg.same_host = ur_config_get()->same_host;
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;

@@ -317,6 +317,9 @@ static void nic_wait(struct ur_nic *nic)
 		ts.tv_nsec = (long)(d % 1000000000ull);
 		tsp = &ts;
 	}
+	/* a deaf wait leaves the same-host ring to poll_cq, as the socket */
+	if (!deaf && ur_link_wait_arm(nic->link))
+		goto awake;
 	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
 		if (pfd[0].revents & POLLIN)
 			r = read(nic->wake_fd, &v, sizeof(v));
@@ -324,6 +327,9 @@ static void nic_wait(struct ur_nic *nic)
 			r = read(nic->timer_fd, &v, sizeof(v));
 		(void)r;
 	}
+	if (!deaf)
+		ur_link_wait_disarm(nic->link);
+awake:
 	atomic_store(&nic->sleep_until, 0);
 	atomic_store_explicit(&nic->wait_deaf, false, memory_order_relaxed);
 }

@@ -108,6 +108,16 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	return ur_udp_recv(l->udp, d, max);
 }
 
+bool ur_link_wait_arm(struct ur_link *l)
+{
+	return ur_udp_wait_arm(l->udp);
+}
+
+void ur_link_wait_disarm(struct ur_link *l)
+{
+	ur_udp_wait_disarm(l->udp);
+}
+
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -3,7 +3,8 @@
  * link/: datagrams in and out. The engine hands the link complete RoCEv2
  * UDP payloads (BTH .. ICRC) and gets them back; the link knows nothing of
  * their contents. Today's link is a UDP socket bound to <ip>:4791 with
- * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive (udp.c), plus a
+ * sendmmsg/recvmmsg, UDP GSO on send and GRO on receive (udp.c), with
+ * shared-memory rings to uroce processes of this host (shm.c), plus a
  * fault injection filter (drop, duplicate, reorder, corrupt, delay;
  * fault.c) configured by ur_link_config.fault (the engine passes
  * UROCE_FAULT); link.c joins the two.
@@ -15,6 +16,7 @@
 #ifndef UR_LINK_LINK_H
 #define UR_LINK_LINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -41,6 +43,9 @@ struct ur_link_config {
 	int use_gro;			/* enable UDP_GRO on receive */
 	const char *fault;		/* fault injection spec (fault.c) or
 					 * NULL; the engine passes UROCE_FAULT */
+	int same_host;			/* move datagrams to uroce processes of
+					 * this host through shared-memory rings
+					 * (shm.h); the engine passes UROCE_LINK */
 };
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
@@ -115,11 +120,24 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n);
  */
 int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max);
 
+/*
+ * The receiving thread's sleep. Before it blocks on ur_link_fd(), it
+ * calls ur_link_wait_arm(): true means datagrams are already there (do
+ * not block); false, that every way in will now make the fd readable
+ * (a same-host sender rings a doorbell). ur_link_wait_disarm() once
+ * awake. A thread that polls without blocking calls neither.
+ */
+bool ur_link_wait_arm(struct ur_link *l);
+void ur_link_wait_disarm(struct ur_link *l);
+
 struct ur_link_stats {
 	uint64_t tx_pkts, tx_bytes, tx_errors;
 	uint64_t rx_pkts, rx_bytes, rx_truncated;
 	uint64_t fi_dropped, fi_duplicated, fi_reordered, fi_corrupted,
 		fi_delayed;
+	/* the same-host rings: datagrams in and out (also in tx_pkts and
+	 * rx_pkts), doorbells sent, datagrams lost to this link's full ring */
+	uint64_t shm_tx_pkts, shm_rx_pkts, shm_doorbells, shm_full_drops;
 };
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
 

@@ -51,4 +51,24 @@
  * cutting it into datagrams: a GSO train is at most 64 KiB (UDP's limit). */
 #define UR_FAULT_SCRATCH 65536
 
+/*
+ * The same-host rings (shm.c). A slot carries one datagram: the largest
+ * RoCEv2 datagram at the largest IB MTU (4096 payload + BTH, the largest
+ * extended headers, ICRC: under 4200 bytes) fits, and a larger one (a
+ * path MTU beyond 4096) goes by UDP. 2048 slots, about 9 MiB of tmpfs per
+ * process, touched only as far as traffic fills them: room for what the
+ * peers' send windows put in flight while the owner is off the core, as
+ * the UDP receive buffer above.
+ */
+#define UR_SHM_SLOTS 2048u
+#define UR_SHM_SLOT_DATA 4352u
+/* Peers whose rings a link keeps mapped; further ones go by UDP. */
+#define UR_SHM_MAX_PEERS 256u
+/* An address with no ring (a remote host, a peer with UROCE_LINK=udp) is
+ * looked up again after this long, so a peer that opens its device later
+ * still moves to the rings. */
+#define UR_SHM_ABSENT_NS (1000ull * 1000000ull)
+/* Stale rings of dead processes removed per ur_shm_open(). */
+#define UR_SHM_SWEEP_MAX 256u
+
 #endif

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The UDP socket link: one unconnected socket per address bound to
+ * The datagram backend: one unconnected socket per address bound to
  * <ip>:<port> (sock.c says why), one per joined multicast group, batches
- * with sendmmsg/recvmmsg, UDP_SEGMENT (GSO) on send, UDP_GRO on receive.
+ * with sendmmsg/recvmmsg, UDP_SEGMENT (GSO) on send, UDP_GRO on receive;
+ * and, with ur_link_config.same_host, the same-host rings (shm.c): a
+ * descriptor for a uroce process of this host goes into its ring, the
+ * rest to the sockets, and receives take turns between the two.
  * A datagram leaves from the socket of the address its descriptor names
  * (ur_txd.via); receives take turns over the sockets, and the link's fd is
  * the lone socket or, once there are several, an epoll fd over them.
@@ -31,6 +34,7 @@
  * or with GRO a train that is handed out as separate datagrams (possibly
  * across several ur_udp_recv() calls; the arena is not refilled until the
  * last message is out, so earlier pointers stay valid as link.h promises).
+ * The receive side is udp_rx.c.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -47,86 +51,14 @@
 #include <unistd.h>
 
 #include "link/params.h"
-#include "link/sock.h"
-#include "link/udp.h"
+#include "link/udp_priv.h"
 #include "util/log.h"
 #include "util/compiler.h"
-
-/* What we parsed from one received message (a datagram or a GRO train). */
-struct udp_rxmeta {
-	uint32_t len;			/* bytes in the slot */
-	uint16_t seg;			/* GRO segment size, 0 = one datagram */
-	uint8_t tos, ttl;
-	union ur_sockaddr src, dst;
-};
-
-struct ur_udp {
-	struct ur_link_config cfg;	/* buffers, GSO/GRO for later sockets */
-	/* [0, n_addr): the addresses (fd -1 if not bound), then the groups;
-	 * allocated whole at open: senders read the addresses' entries
-	 * with no lock while a join adds a group */
-	struct ur_sock *socks;
-	unsigned int n_addr, n_sock;
-	int ep_fd;			/* epoll over every open socket */
-	atomic_int poll_fd;		/* ur_udp_fd(): a lone socket or ep_fd */
-	uint32_t max_payload;
-	bool gso_ok;			/* kernel accepts UDP_SEGMENT */
-	bool gro_on;			/* UDP_GRO enabled on the sockets */
-
-	/* receive side: one thread at a time (link.h) */
-	unsigned int next_sock;		/* where the next recvmmsg starts */
-	unsigned int nslots;
-	size_t slot_size;
-	size_t arena_size;
-	uint8_t *arena;			/* nslots * slot_size, mmap'd */
-	struct mmsghdr *rx_msgs;
-	struct iovec *rx_iov;
-	uint8_t *rx_cmsg;		/* nslots * UR_LINK_CMSG_SPACE */
-	struct udp_rxmeta *rx_meta;
-	unsigned int pend_cnt;		/* messages of the last recvmmsg */
-	unsigned int pend_idx;		/* next message to hand out */
-	uint32_t pend_off;		/* offset inside that message */
-
-	_Atomic uint64_t tx_pkts, tx_bytes, tx_errors;
-	_Atomic uint64_t rx_pkts, rx_bytes, rx_truncated;
-};
-
-static inline void udp_count(_Atomic uint64_t *c, uint64_t v)
-{
-	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-}
 
 static socklen_t sa_len(const union ur_sockaddr *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 					      sizeof(struct sockaddr_in);
-}
-
-static int rx_setup(struct ur_udp *u)
-{
-	unsigned int i;
-
-	u->nslots = u->gro_on ? UR_LINK_RX_SLOTS_GRO : UR_LINK_RX_SLOTS;
-	u->slot_size = u->gro_on ? UR_LINK_RX_BUF_GRO : UR_LINK_RX_BUF;
-	u->arena_size = (size_t)u->nslots * u->slot_size;
-	/* mmap: pages stay unbacked until a datagram that large arrives */
-	u->arena = mmap(NULL, u->arena_size, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (u->arena == MAP_FAILED) {
-		u->arena = NULL;
-		return -ENOMEM;
-	}
-	u->rx_msgs = calloc(u->nslots, sizeof(*u->rx_msgs));
-	u->rx_iov = calloc(u->nslots, sizeof(*u->rx_iov));
-	u->rx_cmsg = calloc(u->nslots, UR_LINK_CMSG_SPACE);
-	u->rx_meta = calloc(u->nslots, sizeof(*u->rx_meta));
-	if (!u->rx_msgs || !u->rx_iov || !u->rx_cmsg || !u->rx_meta)
-		return -ENOMEM;
-	for (i = 0; i < u->nslots; i++) {
-		u->rx_iov[i].iov_base = u->arena + (size_t)i * u->slot_size;
-		u->rx_iov[i].iov_len = u->slot_size;
-	}
-	return 0;
 }
 
 /* Watches socket i in the epoll set; ur_udp_fd() is that set as soon as
@@ -172,17 +104,18 @@ static int open_addr(struct ur_udp *u, unsigned int i,
 	return set_watch(u, i);
 }
 
-static uint16_t port_of(const union ur_sockaddr *a)
+/* The same-host ring under the bound addresses; without one (no loopback
+ * address, no /dev/shm) every datagram goes by UDP. */
+static void shm_setup(struct ur_udp *u)
 {
-	return a->sa.sa_family == AF_INET ? a->in.sin_port : a->in6.sin6_port;
-}
+	union ur_sockaddr bound[UR_LINK_MAX_ADDRS];
+	unsigned int i, n = 0;
 
-static void set_port(union ur_sockaddr *a, uint16_t port)
-{
-	if (a->sa.sa_family == AF_INET)
-		a->in.sin_port = port;
-	else
-		a->in6.sin6_port = port;
+	for (i = 0; i < u->n_addr; i++)
+		if (u->socks[i].fd >= 0)
+			bound[n++] = u->socks[i].local;
+	if (ur_shm_open(bound, n, &u->shm))
+		u->shm = NULL;
 }
 
 int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
@@ -211,13 +144,16 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 		if (i)
 			rc = 0;
 	}
-	rc = rc ?: rx_setup(u);
+	rc = rc ?: ur_udp_rx_setup(u);
 	if (rc) {
 		ur_udp_close(u);
 		return rc;
 	}
-	ur_info("link: %u address(es), max payload %u, gso %d, gro %d", n,
-		u->max_payload, u->gso_ok, u->gro_on);
+	if (cfg->same_host)
+		shm_setup(u);
+	ur_info("link: %u address(es), max payload %u, gso %d, gro %d, "
+		"same-host rings %d", n, u->max_payload, u->gso_ok, u->gro_on,
+		u->shm != NULL);
 	*out = u;
 	return 0;
 }
@@ -228,6 +164,7 @@ void ur_udp_close(struct ur_udp *u)
 
 	if (!u)
 		return;
+	ur_shm_close(u->shm);
 	for (i = 0; i < u->n_sock; i++)
 		ur_sock_close(&u->socks[i]);
 	if (u->ep_fd >= 0)
@@ -556,14 +493,75 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 	return sent;
 }
 
+/* The local address datagrams from address via leave from. */
+static const union ur_sockaddr *tx_src(const struct ur_udp *u, uint8_t via)
+{
+	if (via < u->n_addr && u->socks[via].fd >= 0)
+		return &u->socks[via].local;
+	return &u->socks[0].local;
+}
+
+/* The ring's owner sleeps: wake it with a zero-length datagram, which
+ * its receive drops (rx_fill). */
+static void shm_doorbell(struct ur_udp *u, uint8_t via,
+			 const union ur_sockaddr *dst)
+{
+	if (!send_one(tx_fd(u, via), dst, NULL, 0, 0, 0))
+		ur_shm_note_doorbell(u->shm);
+}
+
+/*
+ * Hands the descriptors bound for same-host rings to them; the others go
+ * to rest (at most n). Returns how many are left for the sockets and adds
+ * the ones the rings took to *taken.
+ */
+static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
+			      unsigned int n, struct ur_txd *rest,
+			      unsigned int *taken)
+{
+	const struct ur_txd *rang = NULL;	/* the last doorbell's */
+	uint64_t pkts = 0, bytes = 0;
+	unsigned int i, left = 0;
+	enum ur_shm_tx r;
+	size_t len;
+
+	for (i = 0; i < n; i++) {
+		len = iov_total(d[i].iov, d[i].iovcnt);
+		r = ur_shm_send(u->shm, &d[i], len, tx_src(u, d[i].via));
+		if (r == UR_SHM_NOT_LOCAL) {
+			rest[left++] = d[i];
+			continue;
+		}
+		/* one doorbell per run of descriptors to one peer */
+		if (r == UR_SHM_SENT_WAKE &&
+		    !(rang && rang->dst == d[i].dst)) {
+			shm_doorbell(u, d[i].via, d[i].dst);
+			rang = &d[i];
+		}
+		pkts += txd_segments(&d[i], len);
+		bytes += len;
+		(*taken)++;
+	}
+	udp_count(&u->tx_pkts, pkts);
+	udp_count(&u->tx_bytes, bytes);
+	return left;
+}
+
 int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 {
-	unsigned int done = 0, sent = 0, k;
+	struct ur_txd rest[UR_LINK_TX_CHUNK];
+	unsigned int done = 0, sent = 0, k, left;
 	int err = -EIO;
 
 	while (done < n) {
 		k = UR_MIN(n - done, (unsigned int)UR_LINK_TX_CHUNK);
-		sent += send_chunk(u, d + done, k, &err);
+		if (u->shm) {
+			left = shm_route(u, d + done, k, rest, &sent);
+			if (left)
+				sent += send_chunk(u, rest, left, &err);
+		} else {
+			sent += send_chunk(u, d + done, k, &err);
+		}
 		done += k;
 	}
 	return sent || !n ? (int)sent : err;
@@ -573,9 +571,14 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 		  const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	/* fault stage: class lost */
-	int rc = send_one(tx_fd(u, via), dst, &iov, 1, 0, 0);
+	struct ur_txd d = { .dst = dst, .iov = &iov, .iovcnt = 1, .via = via };
+	unsigned int taken = 0;
+	int rc;
 
+	if (u->shm && !shm_route(u, &d, 1, &d, &taken))
+		return 0;
+	/* fault stage: class lost */
+	rc = send_one(tx_fd(u, via), dst, &iov, 1, 0, 0);
 	if (rc) {
 		udp_count(&u->tx_errors, 1);
 		return rc;
@@ -583,167 +586,6 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 	udp_count(&u->tx_pkts, 1);
 	udp_count(&u->tx_bytes, len);
 	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Receive                                                             */
-/* ------------------------------------------------------------------ */
-
-/* Message i, received by socket s. */
-static void rx_parse(struct ur_udp *u, const struct ur_sock *s,
-		     unsigned int i)
-{
-	struct msghdr *m = &u->rx_msgs[i].msg_hdr;
-	struct udp_rxmeta *mt = &u->rx_meta[i];
-	struct cmsghdr *c;
-	int v;
-
-	mt->len = u->rx_msgs[i].msg_len;
-	mt->seg = 0;
-	mt->tos = 0;
-	mt->ttl = 0;
-	memset(&mt->dst, 0, sizeof(mt->dst));
-	mt->dst.sa.sa_family = s->local.sa.sa_family;
-	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-			struct in_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			mt->dst.in.sin_addr = pi.ipi_addr;
-		} else if (c->cmsg_level == IPPROTO_IP &&
-			   c->cmsg_type == IP_TOS) {
-			mt->tos = *(uint8_t *)CMSG_DATA(c);
-		} else if (c->cmsg_level == IPPROTO_IP &&
-			   c->cmsg_type == IP_TTL) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			mt->ttl = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IPV6 &&
-			   c->cmsg_type == IPV6_PKTINFO) {
-			struct in6_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			mt->dst.in6.sin6_addr = pi.ipi6_addr;
-		} else if (c->cmsg_level == IPPROTO_IPV6 &&
-			   c->cmsg_type == IPV6_TCLASS) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			mt->tos = (uint8_t)v;
-		} else if (c->cmsg_level == IPPROTO_IPV6 &&
-			   c->cmsg_type == IPV6_HOPLIMIT) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			mt->ttl = (uint8_t)v;
-		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			mt->seg = (uint16_t)v;
-		}
-	}
-	/* mt->src was filled by the kernel (msg_name points at it) */
-	set_port(&mt->dst, port_of(&s->local));
-}
-
-/*
- * One recvmmsg of up to want messages from the first socket, in turn from
- * u->next_sock, that has any (so that no socket starves the others).
- * Returns the count of untruncated ones, -EAGAIN when no socket had any,
- * or -errno.
- */
-static int rx_fill(struct ur_udp *u, unsigned int want)
-{
-	unsigned int i, k, n = UR_MIN(want, u->nslots), good = 0;
-	const struct ur_sock *s = NULL;
-	int r = -1;
-
-	for (i = 0; i < n; i++) {
-		struct msghdr *m = &u->rx_msgs[i].msg_hdr;
-
-		m->msg_name = &u->rx_meta[i].src;
-		m->msg_namelen = sizeof(union ur_sockaddr);
-		m->msg_iov = &u->rx_iov[i];
-		m->msg_iovlen = 1;
-		m->msg_control = u->rx_cmsg + (size_t)i * UR_LINK_CMSG_SPACE;
-		m->msg_controllen = UR_LINK_CMSG_SPACE;
-		m->msg_flags = 0;
-	}
-	for (k = 0; k < u->n_sock; k++) {
-		s = &u->socks[(u->next_sock + k) % u->n_sock];
-		if (s->fd < 0)
-			continue;
-		r = recvmmsg(s->fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
-		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			break;
-	}
-	if (r < 0)
-		return k == u->n_sock ? -EAGAIN : -errno;
-	u->next_sock = (u->next_sock + k + 1) % u->n_sock;
-	for (i = 0; i < (unsigned int)r; i++) {
-		if (u->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-			udp_count(&u->rx_truncated, 1);
-			continue;
-		}
-		/* msg_name points at rx_meta[i].src: parse before compacting */
-		rx_parse(u, s, i);
-		if (good != i) {
-			/* keep the slot bases a permutation of the arena */
-			void *b = u->rx_iov[good].iov_base;
-
-			u->rx_meta[good] = u->rx_meta[i];
-			u->rx_iov[good].iov_base = u->rx_iov[i].iov_base;
-			u->rx_iov[i].iov_base = b;
-		}
-		good++;
-	}
-	u->pend_cnt = good;
-	u->pend_idx = 0;
-	u->pend_off = 0;
-	return (int)good;
-}
-
-/* Hands out pending datagrams (GRO trains split at seg). */
-static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
-			    unsigned int max)
-{
-	unsigned int out = 0;
-	uint64_t bytes = 0;
-
-	while (out < max && u->pend_idx < u->pend_cnt) {
-		const struct udp_rxmeta *mt = &u->rx_meta[u->pend_idx];
-		uint32_t seg = mt->seg ? mt->seg : mt->len;
-		uint32_t chunk = UR_MIN(seg, mt->len - u->pend_off);
-		struct ur_rxd *x = &d[out++];
-
-		x->data = (uint8_t *)u->rx_iov[u->pend_idx].iov_base +
-			  u->pend_off;
-		x->len = chunk;
-		x->src = mt->src;
-		x->dst = mt->dst;
-		x->tos = mt->tos;
-		x->ttl = mt->ttl;
-		bytes += chunk;
-		u->pend_off += chunk;
-		if (u->pend_off >= mt->len || !chunk) {
-			u->pend_idx++;
-			u->pend_off = 0;
-		}
-	}
-	udp_count(&u->rx_pkts, out);
-	udp_count(&u->rx_bytes, bytes);
-	return out;
-}
-
-int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
-{
-	int r;
-
-	if (!max)
-		return 0;
-	if (u->pend_idx >= u->pend_cnt) {
-		/* slots are free again only once everything is out */
-		do {
-			r = rx_fill(u, max);
-		} while (r == 0);	/* all truncated: try again */
-		if (r < 0)
-			return r == -EAGAIN || r == -EWOULDBLOCK ? 0 : r;
-	}
-	return (int)rx_emit(u, d, max);
 }
 
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st)
@@ -756,4 +598,5 @@ void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st)
 	st->rx_pkts = atomic_load(&m->rx_pkts);
 	st->rx_bytes = atomic_load(&m->rx_bytes);
 	st->rx_truncated = atomic_load(&m->rx_truncated);
+	ur_shm_stats(m->shm, st);
 }

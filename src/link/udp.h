@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * link/'s socket backend: the UDP sockets of a device's addresses and of
- * its multicast groups, batched sends (sendmmsg, UDP GSO) and receives
- * (recvmmsg, UDP GRO), no policy. link.c (the facade the
+ * link/'s datagram backend: the UDP sockets of a device's addresses and
+ * of its multicast groups, batched sends (sendmmsg, UDP GSO) and receives
+ * (recvmmsg, UDP GRO), and the same-host rings (shm.h) for uroce
+ * processes of this host; no policy. link.c (the facade the
  * engine calls) and fault.c (the fault filter between the two) use it;
  * nothing outside link/ includes this.
  *
@@ -12,6 +13,7 @@
 #ifndef UR_LINK_UDP_H
 #define UR_LINK_UDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +49,10 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 /* Never blocks: hands out what is pending or what one recvmmsg brings.
  * Returns the count (0 when nothing came) or -errno. */
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);
+
+/* ur_link_wait_arm()/_disarm()'s contracts (the same-host ring's part). */
+bool ur_udp_wait_arm(struct ur_udp *u);
+void ur_udp_wait_disarm(struct ur_udp *u);
 
 /* Fills the socket's tx_* and rx_* counters of st (leaves the rest). */
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The same-host link (link/shm.c) with unmodified perftest and ibverbs-utils:
+#  - by default two processes of this host move every datagram through the
+#    shared-memory rings (UROCE_STATS: shm_tx_pkts equals link_tx_pkts on
+#    both sides), for RC WRITE/READ/SEND/atomics, UD SEND, and rdma_cm;
+#  - UROCE_LINK=udp on both sides puts everything on UDP (shm_tx_pkts 0);
+#    on one side only, the pair still works (the side with rings finds no
+#    ring for its peer and sends by UDP; the other always does);
+#  - a peer killed in the middle of a transfer looks like a dead host: the
+#    survivor retries and fails with "retry exceeded" within seconds,
+#    never hangs; the next process to open a device removes its ring.
+set -u
+. "$(dirname "$0")/lib.sh"
+e2e_libdir "${1:-}"
+for t in ib_write_bw ib_send_lat ib_read_bw ib_atomic_bw ibv_ud_pingpong; do
+	command -v $t >/dev/null || { echo "SKIP: $t not installed (scripts/install-deps.sh)"; exit 77; }
+done
+[[ -d /dev/shm && -w /dev/shm ]] || { echo "SKIP: no writable /dev/shm: the same-host rings are off"; exit 77; }
+export LD_LIBRARY_PATH=$LIBDIR
+e2e_runtime_dir
+
+# stat FILE NAME: the value of counter NAME in a UROCE_STATS file
+stat_of() { awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1"; }
+
+# rings_carried NAME: both sides' stats show every datagram on the rings
+rings_carried() {
+	local f ok=1 tx shm
+	for f in "$E2E_TMP/$1.stats."*; do
+		tx=$(stat_of "$f" link_tx_pkts)
+		shm=$(stat_of "$f" shm_tx_pkts)
+		((tx > 0 && shm == tx)) || { ok=0; echo "  $f: link_tx_pkts $tx, shm_tx_pkts $shm"; }
+	done
+	(($(ls "$E2E_TMP/$1.stats."* | wc -l) == 2)) || { ok=0; echo "  not two stats files"; }
+	((ok)) && e2e_pass "$1_on_rings" || e2e_fail "$1_on_rings"
+}
+
+# on_udp NAME: neither side put anything in a ring
+on_udp() {
+	local f ok=1
+	for f in "$E2E_TMP/$1.stats."*; do
+		(($(stat_of "$f" shm_tx_pkts) == 0 && $(stat_of "$f" link_tx_pkts) > 0)) ||
+			{ ok=0; echo "  $f: shm_tx_pkts $(stat_of "$f" shm_tx_pkts)"; }
+	done
+	((ok)) && e2e_pass "$1_on_udp" || e2e_fail "$1_on_udp"
+}
+
+# pair NAME ENV_SRV ENV_CLI BINARY ARGS...
+pair() {
+	local name=$1 es=$2 ec=$3 bin=$4 p
+	shift 4
+	p=$(e2e_port)
+	e2e_pair "$name" 60 \
+		"$es UROCE_STATS=$E2E_TMP/$name.stats.srv $bin -d uroce0 -x 0 -p $p $*" \
+		"$ec UROCE_STATS=$E2E_TMP/$name.stats.cli $bin -d uroce0 -x 0 -p $p $* 127.0.0.1"
+}
+
+pair write_bw "" "" ib_write_bw -s 65536 -n 2000
+rings_carried write_bw
+pair read_bw "" "" ib_read_bw -s 1048576 -n 200
+rings_carried read_bw
+pair send_lat "" "" ib_send_lat -s 64 -n 2000
+rings_carried send_lat
+pair atomic_bw "" "" ib_atomic_bw -n 2000
+rings_carried atomic_bw
+pair send_bw_cm "" "" ib_send_bw -R -s 4096 -n 2000
+rings_carried send_bw_cm
+
+p=$(e2e_port)
+e2e_pair ud_pingpong 60 \
+	"UROCE_STATS=$E2E_TMP/ud_pingpong.stats.srv ibv_ud_pingpong -d uroce0 -g 0 -p $p -n 500" \
+	"UROCE_STATS=$E2E_TMP/ud_pingpong.stats.cli ibv_ud_pingpong -d uroce0 -g 0 -p $p -n 500 127.0.0.1"
+rings_carried ud_pingpong
+
+pair forced_udp UROCE_LINK=udp UROCE_LINK=udp ib_write_bw -s 65536 -n 2000
+on_udp forced_udp
+pair one_side_udp UROCE_LINK=udp "" ib_write_bw -s 65536 -n 2000
+on_udp one_side_udp
+
+# --- a peer killed mid-transfer --------------------------------------
+p=$(e2e_port)
+ib_write_bw -d uroce0 -x 0 -p "$p" -D 20 >"$E2E_TMP/killed.srv" 2>&1 &
+srv=$!
+sleep 0.3
+t0=$SECONDS
+timeout 30 ib_write_bw -d uroce0 -x 0 -p "$p" -D 20 127.0.0.1 >"$E2E_TMP/killed.cli" 2>&1 &
+cli=$!
+# once the transfer runs: the server's receive counter moves
+rcv=$ROOT/$srv/sys/class/infiniband/uroce0/ports/1/counters/port_rcv_packets
+for _ in $(seq 100); do
+	(($(cat "$rcv" 2>/dev/null || echo 0) > 2000)) && break
+	sleep 0.1
+done
+kill -9 "$srv"
+wait "$srv" 2>/dev/null
+wait "$cli"
+rc=$?
+dt=$((SECONDS - t0))
+if ((rc != 0 && rc != 124 && dt < 25)) &&
+	grep -qiE 'retry|error' "$E2E_TMP/killed.cli"; then
+	e2e_pass killed_peer_retry_exceeded
+else
+	e2e_fail killed_peer_retry_exceeded "client rc $rc after $dt s: $(tail -3 "$E2E_TMP/killed.cli")"
+fi
+# the next process to open a device removes rings whose owners died
+ibv_devinfo -d uroce0 >/dev/null 2>&1
+stale=0
+for f in /dev/shm/uroce-"$(id -u)"-*; do
+	[[ -e $f ]] || continue
+	owner=$(od -An -t d4 -j 16 -N 4 "$f" | tr -d ' ')
+	[[ -n $owner ]] && ! kill -0 "$owner" 2>/dev/null && stale=$((stale + 1))
+done
+((stale == 0)) && e2e_pass dead_ring_swept ||
+	e2e_fail dead_ring_swept "$stale rings of dead processes in /dev/shm"
+e2e_summary
