@@ -205,7 +205,7 @@ else
 		# UDP: iperf3's datagram socket becomes a SOCK_DGRAM rsocket.
 		# regress_iperf3_udp_defaults: without -l, iperf3 sizes its
 		# datagrams from the control connection's TCP_MAXSEG, which
-		# was 4096, over the datagram rsocket's 2032 ("unable to write
+		# was 4096, over the datagram rsocket's 2040 ("unable to write
 		# to stream socket"); it now fits (the MSS commit)
 		P=$((P + 1))
 		UROCE_LIBDIR=$LIBDIR timeout 60 "$UROCE" run --rsocket -- \
@@ -299,7 +299,7 @@ else
 	# regress_tcp_opts_drop_in (unit_api_rsocket has the details): the
 	# echo's client sends with sendto(peer) and reads TCP_INFO: EISCONN
 	# and ENOTSUP before; ESTABLISHED and the datagram-sized MSS now
-	if grep -qx "tcp_info state 1 snd_mss 2032 maxseg 2032" "$E2E_TMP/echo.cli"; then
+	if grep -qx "tcp_info state 1 snd_mss 2040 maxseg 2040" "$E2E_TMP/echo.cli"; then
 		e2e_pass "regress_tcp_opts_drop_in: $(grep tcp_info "$E2E_TMP/echo.cli")"
 	else
 		e2e_fail regress_tcp_opts_drop_in "$(head -n 5 "$E2E_TMP/echo.cli")"

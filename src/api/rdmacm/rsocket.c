@@ -299,7 +299,7 @@ static int path_mtu(const struct rsk *rs)
 static int max_seg(const struct rsk *rs)
 {
 	int dg = RSD_MSG_MAX -
-		 (rs->domain == AF_INET6 ? RSD_UDP6_LEN : RSD_UDP4_LEN);
+		 (rs->domain == AF_INET6 ? RSD_HDR6_LEN : RSD_HDR4_LEN);
 
 	return UR_MIN(path_mtu(rs), dg);
 }
