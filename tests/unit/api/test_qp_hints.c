@@ -133,10 +133,11 @@ static void test_no_grh(void **state)
 	assert_said(", INIT -> RTR, refused: ah_attr.is_global is 0: RoCE has "
 		    "no LIDs");
 	assert_still_init(qp);
-	/* the same attributes with the GRH: accepted, and nothing said */
+	/* the same attributes with the GRH: accepted, no refusal said (the
+	 * progress thread may log something else meanwhile) */
 	rtr_attr(&a);
 	assert_int_equal(modify_capturing(qp, &a, RTR_MASK), 0);
-	assert_string_equal(said, "");
+	assert_null(strstr(said, "refused"));
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 }
 
