@@ -20,6 +20,7 @@ PKGS=(
 	infiniband-diags		# ibstat, ibstatus on the device tree (test_diag_tools.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
+	groff-base			# renders the man pages, warnings checked (check_man.sh)
 	# the rxe interop step (tests/interop/run_rxe.sh): a qemu guest with
 	# the stock kernel's rdma_rxe, its image made by debootstrap, the wire
 	# captured by tcpdump, packets dropped on the bridge by nft

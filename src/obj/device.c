@@ -107,6 +107,8 @@ static int device_init(struct ur_device *dev, unsigned int index,
 	ur_key_space_init(&dev->keys);
 	ur_u32_map_init(&dev->srqns);
 
+	if (index == 0 && cfg->addrs_bad)
+		return -EINVAL;	/* reported by util/config.c */
 	if (index == 0 && cfg->num_addrs) {
 		unsigned int n = UR_MIN(cfg->num_addrs, (unsigned int)UR_MAX_GID);
 

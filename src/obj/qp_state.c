@@ -7,11 +7,14 @@
  * first and only then applies, so a refused modify changes nothing.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "obj/obj_priv.h"
 #include "util/addr.h"
 #include "util/lock_assert.h"
+#include "util/log.h"
 
 #define S IBV_QP_STATE
 #define CUR IBV_QP_CUR_STATE
@@ -227,25 +230,177 @@ static bool mtu_ok(enum ibv_mtu mtu)
 	return mtu >= IBV_MTU_256 && mtu <= UR_MAX_MTU;
 }
 
-/* An address vector we can send to: RoCEv2 needs the GRH (GIDs). */
-static int av_check(const struct ur_device *dev, const struct ibv_ah_attr *ah)
+/* ---- why a modify was refused (UROCE_LOG=info) ---- */
+
+static const char *state_name(enum ibv_qp_state st)
 {
+	static const char *const names[UR_QPS_NUM] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	return (unsigned int)st < UR_QPS_NUM ? names[st] : "?";
+}
+
+static const char *type_name(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_RECV";
+	default:
+		return "this type of";
+	}
+}
+
+/* The IBV_QP_* names of mask's bits, "A | B", into buf. */
+static const char *mask_names(int mask, char *buf, size_t len)
+{
+	static const struct {
+		int bit;
+		const char *name;
+	} bits[] = {
+		{ S, "STATE" }, { CUR, "CUR_STATE" },
+		{ SQDN, "EN_SQD_ASYNC_NOTIFY" }, { ACC, "ACCESS_FLAGS" },
+		{ PKEY, "PKEY_INDEX" }, { PORT, "PORT" }, { QKEY, "QKEY" },
+		{ AV, "AV" }, { MTU, "PATH_MTU" }, { TMO, "TIMEOUT" },
+		{ RCNT, "RETRY_CNT" }, { RNR, "RNR_RETRY" },
+		{ RQPSN, "RQ_PSN" }, { RDA, "MAX_QP_RD_ATOMIC" },
+		{ ALT, "ALT_PATH" }, { MRNR, "MIN_RNR_TIMER" },
+		{ SQPSN, "SQ_PSN" }, { DRDA, "MAX_DEST_RD_ATOMIC" },
+		{ MIG, "PATH_MIG_STATE" }, { IBV_QP_CAP, "CAP" },
+		{ DQPN, "DEST_QPN" }, { IBV_QP_RATE_LIMIT, "RATE_LIMIT" },
+	};
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < UR_ARRAY_SIZE(bits) && off < len; i++)
+		if (mask & bits[i].bit)
+			off += (size_t)snprintf(buf + off, len - off,
+						"%sIBV_QP_%s", off ? " | " : "",
+						bits[i].name);
+	return buf;
+}
+
+static void refused(const struct ur_qp *qp, enum ibv_qp_state next,
+		    const char *fmt, ...) UR_PRINTF(3, 4);
+
+/*
+ * A beginner gets EINVAL from ibv_modify_qp() and nothing else: at
+ * UROCE_LOG=info, one line says which transition was refused and why, in
+ * the call's own terms (the mask bit, the attribute and its value).
+ */
+static void refused(const struct ur_qp *qp, enum ibv_qp_state next,
+		    const char *fmt, ...)
+{
+	char why[320];
+	va_list ap;
+
+	if (ur_log_level < UR_LOG_INFO)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	ur_info("%s: ibv_modify_qp of %s QP %u, %s -> %s, refused: %s",
+		qp->dev->ibdev.name, type_name(qp->type),
+		qp->ibqp_ex.qp_base.qp_num, state_name(qp->state),
+		state_name(next), why);
+}
+
+/* Says why ur_qp_mask_check() gave ret; returns ret. */
+static int mask_refused(const struct ur_qp *qp, enum ibv_qp_state next,
+			int mask, int ret)
+{
+	const struct ur_qp_trans *t = ur_qp_transition(qp->state, next);
+	int ti = ur_qp_type_index(qp->type);
+	char names[512];
+
+	if (ur_log_level < UR_LOG_INFO)
+		return ret;
+	if (ret == -EOPNOTSUPP)
+		refused(qp, next, "attr_mask 0x%x has bits libibverbs does not "
+			"define", mask & ~UR_QP_KNOWN_MASK);
+	else if (ti < 0)
+		refused(qp, next, "this QP type is not modified");
+	else if ((mask & CUR) && qp->state != IBV_QPS_RTR &&
+		 qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+		 qp->state != IBV_QPS_SQE)
+		refused(qp, next, "IBV_QP_CUR_STATE is taken only from RTR, "
+			"RTS, SQD or SQE");
+	else if (!t)
+		refused(qp, next, "no such transition (a new QP goes RESET -> "
+			"INIT -> RTR -> RTS; any state may go to RESET or ERR)");
+	else if ((mask & t->req[ti]) != t->req[ti])
+		refused(qp, next, "attr_mask lacks %s, which this transition "
+			"needs for %s QPs",
+			mask_names(t->req[ti] & ~mask, names, sizeof(names)),
+			type_name(qp->type));
+	else if (mask & ~(t->req[ti] | t->opt[ti] | S))
+		refused(qp, next, "attr_mask has %s, which this transition "
+			"does not take for %s QPs",
+			mask_names(mask & ~(t->req[ti] | t->opt[ti] | S), names,
+				   sizeof(names)),
+			type_name(qp->type));
+	else
+		refused(qp, next, "attr_mask 0x%x", mask);
+	return ret;
+}
+
+/*
+ * An address vector we can send to: RoCEv2 needs the GRH (GIDs). what:
+ * the attribute's name, for refused().
+ */
+static int av_check(const struct ur_qp *qp, enum ibv_qp_state next,
+		    const struct ibv_ah_attr *ah, const char *what)
+{
+	const struct ur_device *dev = qp->dev;
 	const struct ur_gid_entry *sg;
 
-	if (!ah->is_global || ah->port_num != 1)
+	if (!ah->is_global) {
+		refused(qp, next, "%s.is_global is 0: RoCE has no LIDs and "
+			"every packet carries a GRH, so set is_global = 1 and "
+			"grh.dgid to the peer's GID (its ibv_query_gid)", what);
 		return -EINVAL;
+	}
+	if (ah->port_num != 1) {
+		refused(qp, next, "%s.port_num is %u: uroce devices have port "
+			"1 only", what, ah->port_num);
+		return -EINVAL;
+	}
 	if (ah->grh.sgid_index >= dev->num_gids ||
-	    ah->grh.sgid_index >= UR_MAX_GID)
+	    ah->grh.sgid_index >= UR_MAX_GID ||
+	    !dev->gids[ah->grh.sgid_index].valid) {
+		refused(qp, next, "%s.grh.sgid_index %u: %s has no such GID, "
+			"it has %u (UROCE_ADDRS sets them, `uroce devices` "
+			"lists them)", what, ah->grh.sgid_index,
+			dev->ibdev.name, dev->num_gids);
 		return -EINVAL;
+	}
 	sg = &dev->gids[ah->grh.sgid_index];
-	if (!sg->valid)
+	if (ur_gid_is_zero(ah->grh.dgid.raw)) {
+		refused(qp, next, "%s.grh.dgid is zero: set it to the peer's "
+			"GID", what);
 		return -EINVAL;
-	if (ur_gid_is_zero(ah->grh.dgid.raw))
-		return -EINVAL;
+	}
 	/* IPv4 GIDs talk to IPv4 GIDs, IPv6 to IPv6 */
 	if (ur_gid_is_v4mapped(ah->grh.dgid.raw) !=
-	    ur_gid_is_v4mapped(sg->gid.raw))
+	    ur_gid_is_v4mapped(sg->gid.raw)) {
+		refused(qp, next, "%s.grh.dgid is an IPv%c GID and GID %u an "
+			"IPv%c one: pick a sgid_index of the peer's family",
+			what, ur_gid_is_v4mapped(ah->grh.dgid.raw) ? '4' : '6',
+			ah->grh.sgid_index,
+			ur_gid_is_v4mapped(sg->gid.raw) ? '4' : '6');
 		return -EINVAL;
+	}
 	/*
 	 * flow_label is not checked: only its low 20 bits exist on the wire
 	 * and rdma-core's providers take the rest as don't-care (UCX passes
@@ -254,45 +409,78 @@ static int av_check(const struct ur_device *dev, const struct ibv_ah_attr *ah)
 	return 0;
 }
 
+/* refused() with "name value (over max)" when cond, then -EINVAL */
+#define BAD_ATTR(cond, name, val, max)                                         \
+	do {                                                                   \
+		if (cond) {                                                    \
+			refused(qp, next, "%s is %u, over %u", name,           \
+				(unsigned int)(val), (unsigned int)(max));     \
+			return -EINVAL;                                        \
+		}                                                              \
+	} while (0)
+
 /* The value checks of rxe/IBA on every attribute present in the mask. */
-static int attr_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
-		      int mask)
+static int attr_check(const struct ur_qp *qp, enum ibv_qp_state next,
+		      const struct ibv_qp_attr *attr, int mask)
 {
-	if ((mask & CUR) && attr->cur_qp_state != qp->state)
+	if ((mask & CUR) && attr->cur_qp_state != qp->state) {
+		refused(qp, next, "cur_qp_state is %s, the QP is in %s",
+			state_name(attr->cur_qp_state), state_name(qp->state));
 		return -EINVAL;
-	if ((mask & PORT) && attr->port_num != 1)
+	}
+	if ((mask & PORT) && attr->port_num != 1) {
+		refused(qp, next, "port_num is %u: uroce devices have port 1 "
+			"only", attr->port_num);
 		return -EINVAL;
-	if ((mask & PKEY) && attr->pkey_index >= UR_PKEY_TBL_LEN)
+	}
+	BAD_ATTR((mask & PKEY) && attr->pkey_index >= UR_PKEY_TBL_LEN,
+		 "pkey_index", attr->pkey_index, UR_PKEY_TBL_LEN - 1);
+	if ((mask & MTU) && !mtu_ok(attr->path_mtu)) {
+		refused(qp, next, "path_mtu is %d, not IBV_MTU_256 (1) .. "
+			"IBV_MTU_4096 (5)", (int)attr->path_mtu);
 		return -EINVAL;
-	if ((mask & MTU) && !mtu_ok(attr->path_mtu))
+	}
+	BAD_ATTR((mask & RDA) && attr->max_rd_atomic > UR_MAX_QP_INIT_RD_ATOM,
+		 "max_rd_atomic", attr->max_rd_atomic, UR_MAX_QP_INIT_RD_ATOM);
+	BAD_ATTR((mask & DRDA) && attr->max_dest_rd_atomic > UR_MAX_QP_RD_ATOM,
+		 "max_dest_rd_atomic", attr->max_dest_rd_atomic,
+		 UR_MAX_QP_RD_ATOM);
+	BAD_ATTR((mask & TMO) && attr->timeout > 31, "timeout", attr->timeout,
+		 31);
+	BAD_ATTR((mask & RCNT) && attr->retry_cnt > 7, "retry_cnt",
+		 attr->retry_cnt, 7);
+	BAD_ATTR((mask & RNR) && attr->rnr_retry > 7, "rnr_retry",
+		 attr->rnr_retry, 7);
+	BAD_ATTR((mask & MRNR) && attr->min_rnr_timer > 31, "min_rnr_timer",
+		 attr->min_rnr_timer, 31);
+	BAD_ATTR((mask & DQPN) && attr->dest_qp_num > UR_QPN_MASK,
+		 "dest_qp_num", attr->dest_qp_num, UR_QPN_MASK);
+	if ((mask & ACC) && (attr->qp_access_flags & ~UR_QP_ACCESS_OK)) {
+		refused(qp, next, "qp_access_flags 0x%x has bits a QP does not "
+			"take (0x%x)", attr->qp_access_flags,
+			attr->qp_access_flags & ~(unsigned int)UR_QP_ACCESS_OK);
 		return -EINVAL;
-	if ((mask & RDA) && attr->max_rd_atomic > UR_MAX_QP_INIT_RD_ATOM)
-		return -EINVAL;
-	if ((mask & DRDA) && attr->max_dest_rd_atomic > UR_MAX_QP_RD_ATOM)
-		return -EINVAL;
-	if ((mask & TMO) && attr->timeout > 31)
-		return -EINVAL;
-	if ((mask & RCNT) && attr->retry_cnt > 7)
-		return -EINVAL;
-	if ((mask & RNR) && attr->rnr_retry > 7)
-		return -EINVAL;
-	if ((mask & MRNR) && attr->min_rnr_timer > 31)
-		return -EINVAL;
-	if ((mask & DQPN) && attr->dest_qp_num > UR_QPN_MASK)
-		return -EINVAL;
-	if ((mask & ACC) && (attr->qp_access_flags & ~UR_QP_ACCESS_OK))
-		return -EINVAL;
-	if ((mask & AV) && av_check(qp->dev, &attr->ah_attr))
+	}
+	if ((mask & AV) && av_check(qp, next, &attr->ah_attr, "ah_attr"))
 		return -EINVAL;
 	if ((mask & MIG) && attr->path_mig_state != IBV_MIG_MIGRATED &&
 	    attr->path_mig_state != IBV_MIG_REARM &&
-	    attr->path_mig_state != IBV_MIG_ARMED)
+	    attr->path_mig_state != IBV_MIG_ARMED) {
+		refused(qp, next, "path_mig_state is %d, not MIGRATED, REARM "
+			"or ARMED", (int)attr->path_mig_state);
 		return -EINVAL;
+	}
 	if (mask & ALT) {
 		if (attr->alt_port_num != 1 ||
 		    attr->alt_pkey_index >= UR_PKEY_TBL_LEN ||
-		    attr->alt_timeout > 31 ||
-		    av_check(qp->dev, &attr->alt_ah_attr))
+		    attr->alt_timeout > 31) {
+			refused(qp, next, "alt_port_num (%u) must be 1, "
+				"alt_pkey_index (%u) 0, alt_timeout (%u) 0..31",
+				attr->alt_port_num, attr->alt_pkey_index,
+				attr->alt_timeout);
+			return -EINVAL;
+		}
+		if (av_check(qp, next, &attr->alt_ah_attr, "alt_ah_attr"))
 			return -EINVAL;
 	}
 	return 0;
@@ -325,14 +513,17 @@ int ur_qp_modify_check(const struct ur_qp *qp, const struct ibv_qp_attr *attr,
 
 	mask = mask_effective(qp->type, mask);
 	if (mask & S) {
-		if ((unsigned int)attr->qp_state >= UR_QPS_NUM)
+		if ((unsigned int)attr->qp_state >= UR_QPS_NUM) {
+			refused(qp, next, "qp_state %d is no QP state",
+				(int)attr->qp_state);
 			return -EINVAL;
+		}
 		next = attr->qp_state;
 	}
 	ret = ur_qp_mask_check(qp->type, qp->state, next, mask);
 	if (ret)
-		return ret;
-	return attr_check(qp, attr, mask);
+		return mask_refused(qp, next, mask, ret);
+	return attr_check(qp, next, attr, mask);
 }
 
 /* Fills av from an already checked ah_attr. */

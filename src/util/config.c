@@ -17,13 +17,19 @@ static struct ur_config config;
 static bool config_quiet;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
-				   unsigned int max)
+/*
+ * The list's addresses into out (at most max); *bad counts the entries that
+ * are not addresses (each reported at level lvl).
+ */
+static unsigned int parse_addr_list(const char *list, union ur_sockaddr *out,
+				    unsigned int max, unsigned int *bad,
+				    int lvl)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
 	unsigned int n = 0;
 	const char *p = list;
 
+	*bad = 0;
 	while (p && *p && n < max) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -38,16 +44,29 @@ unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 		if (len && len < sizeof(buf)) {
 			memcpy(buf, p, len);
 			buf[len] = '\0';
-			if (ur_addr_parse(buf, &out[n]))
+			if (ur_addr_parse(buf, &out[n])) {
 				n++;
-			else
-				ur_warn("UROCE_ADDRS: ignoring '%s'", buf);
+			} else {
+				ur_log_at(lvl, "UROCE_ADDRS: '%s' is not an IPv4 "
+				       "or IPv6 address", buf);
+				(*bad)++;
+			}
 		} else if (len) {
-			ur_warn("UROCE_ADDRS: ignoring an over-long entry");
+			ur_log_at(lvl, "UROCE_ADDRS: an entry of %zu characters "
+			       "is no address", len);
+			(*bad)++;
 		}
 		p = end ? end + 1 : NULL;
 	}
 	return n;
+}
+
+unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
+				   unsigned int max)
+{
+	unsigned int bad;
+
+	return parse_addr_list(list, out, max, &bad, UR_LOG_WARN);
 }
 
 int ur_config_auto_addr(union ur_sockaddr *out)
@@ -196,20 +215,30 @@ static bool parse_link_same_host(void)
 	return true;
 }
 
+/*
+ * An UROCE_ADDRS with an entry that is not an address is an error, not a
+ * warning: the automatic address (or the rest of the list, with every GID
+ * index after the typo shifted) would reach no peer the user meant, and
+ * the program would only time out. obj/device.c then creates no device.
+ */
 static void parse_devices(struct ur_config *c)
 {
+	unsigned int bad;
 	const char *v;
 
 	c->num_devices = (unsigned int)env_uint("UROCE_NUM_DEVICES", 1,
 						UR_CONFIG_MAX_DEVICES, 1);
 	c->num_addrs = 0;
+	c->addrs_bad = false;
 	v = env("UROCE_ADDRS");
-	if (v) {
-		c->num_addrs = ur_config_parse_addrs(v, c->addrs,
-						     UR_CONFIG_MAX_ADDRS);
-		if (!c->num_addrs)
-			ur_warn("UROCE_ADDRS=%s has no usable address, using "
-				"an automatic one", v);
+	if (!v)
+		return;
+	c->num_addrs = parse_addr_list(v, c->addrs, UR_CONFIG_MAX_ADDRS, &bad,
+				       UR_LOG_ERR);
+	if (bad || !c->num_addrs) {
+		c->addrs_bad = true;
+		ur_err("UROCE_ADDRS=%s: want comma-separated IPv4/IPv6 "
+		       "addresses; no uroce device is created", v);
 	}
 }
 

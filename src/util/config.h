@@ -14,8 +14,9 @@
  *   UROCE_ADDRS=a,b,...   IPv4 and/or IPv6 addresses of uroce0, in GID table
  *                         order (GID i is RoCEv2: IPv4 a.b.c.d becomes
  *                         ::ffff:a.b.c.d, IPv6 stays itself). At most
- *                         UR_CONFIG_MAX_ADDRS; an unparsable entry is
- *                         skipped with a warning. Unset or empty: uroce0
+ *                         UR_CONFIG_MAX_ADDRS. An entry that is not an
+ *                         address is an error (addrs_bad): no device is
+ *                         created, see parse_devices(). Unset or empty: uroce0
  *                         gets ONE automatic loopback address, 127.X.Y.Z
  *                         with X.Y.Z random (X != 0, so 127.0.0.0/16 and
  *                         127.0.0.1 stay free), so that several processes
@@ -83,6 +84,7 @@ struct ur_config {
 	/* devices (obj/device.c) */
 	unsigned int num_devices;
 	unsigned int num_addrs;		/* of uroce0; 0 = automatic */
+	bool addrs_bad;			/* UROCE_ADDRS set, not all addresses */
 	union ur_sockaddr addrs[UR_CONFIG_MAX_ADDRS];	/* port 0 */
 	/* logging (util/log.c; applied by the load) */
 	int log_level;			/* enum ur_log_level */

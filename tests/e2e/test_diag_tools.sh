@@ -7,8 +7,9 @@
 # nearest uroce process above them (the interposer's rule): here a
 # pyverbs process that holds uroce0 open (UROCE_ADDRS=127.0.0.1,::1) and
 # runs them, and `uroce run --hold`, whose uroce-hold parent opens the
-# devices. Each must report uroce0 port 1 Active/LinkUp, link layer
-# Ethernet, and the GID the verbs API returns (127.0.0.1's). Not covered: `rdma`
+# devices (for these two tools also without --hold). Each must report
+# uroce0 port 1 Active/LinkUp, link layer Ethernet, and the GID the verbs
+# API returns (127.0.0.1's). Not covered: `rdma`
 # (iproute2) needs a NETLINK_RDMA socket, which only a kernel provides;
 # ibdev2netdev and show_gids are not in Debian. A few seconds.
 set -u
@@ -66,11 +67,19 @@ for t in ibstat ibstatus; do
 done
 check "hold ibstat" "^CA 'uroce0'" "State: Active" "Link layer: Ethernet" "^exit 0$"
 check "hold ibstatus" "default gid:[[:space:]]+$gid" "state:[[:space:]]+4: ACTIVE" "^exit 0$"
-# without it they see nothing (no uroce process above them)
-UROCE_ADDRS=127.0.0.1 timeout 60 "$U" run -- ibstat -l >"$E2E_TMP/bare" 2>&1
-if grep -q uroce0 "$E2E_TMP/bare"; then
-	e2e_fail "ibstat without --hold found a tree it should not have ($(cat "$E2E_TMP/bare"))"
+# ibstat and ibstatus are held without being asked (tools/uroce,
+# sysfs_only()): `uroce run -- ibstat` used to print nothing and exit 0
+UROCE_ADDRS=127.0.0.1 timeout 60 "$U" run -- ibstat -l >"$E2E_TMP/auto" 2>&1
+if grep -qx uroce0 "$E2E_TMP/auto"; then
+	e2e_pass "ibstat -l held without --hold"
 else
-	e2e_pass "ibstat -l without --hold: no device"
+	e2e_fail "ibstat -l without --hold found no device ($(cat "$E2E_TMP/auto"))"
+fi
+# with --no-hold they see nothing (no uroce process above them)
+UROCE_ADDRS=127.0.0.1 timeout 60 "$U" run --no-hold -- ibstat -l >"$E2E_TMP/bare" 2>&1
+if grep -q uroce0 "$E2E_TMP/bare"; then
+	e2e_fail "ibstat --no-hold found a tree it should not have ($(cat "$E2E_TMP/bare"))"
+else
+	e2e_pass "ibstat -l --no-hold: no device"
 fi
 e2e_summary

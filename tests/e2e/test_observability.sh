@@ -3,7 +3,8 @@
 # What a user watches while programs run: a hw_counters file read with cat
 # changes while ib_write_bw runs, `uroce stat PID` shows the live counters
 # and the process's connected RC QP,
-# `uroce devices` lists the running process; a process killed with SIGKILL
+# `uroce devices` lists the two running processes and no device of its own,
+# GIDs as addresses; a process killed with SIGKILL
 # leaves a UROCE_PCAP capture tshark reads and a device tree the next
 # `uroce` command removes; UROCE_STATS is written at exit by a process that
 # never closes its device. About 15 s.
@@ -41,7 +42,8 @@ if wait_tree "$srv" && wait_tree "$cli"; then
 	sleep 0.5; b=$(cat "$f")
 	if ((b > a && a > 0)); then e2e_pass hw_counters_live; else e2e_fail hw_counters_live "rcvd_pkts $a then $b"; fi
 	"$U" stat "$srv" >"$E2E_TMP/stat" 2>&1
-	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rcvd_pkts +[1-9]" "$E2E_TMP/stat" &&
+	if grep -q "^pid $srv " "$E2E_TMP/stat" && grep -qE "^ +rx_pkts +[1-9]" "$E2E_TMP/stat" &&
+	   ! grep -qE "^ +rcvd_pkts " "$E2E_TMP/stat" &&
 	   grep -qE "^ +lqpn [0-9]+ type RC state RT[RS] rqpn [0-9]+ " "$E2E_TMP/stat" &&
 	   ! grep -q "^pid $cli " "$E2E_TMP/stat"; then
 		e2e_pass uroce_stat_pid
@@ -50,7 +52,8 @@ if wait_tree "$srv" && wait_tree "$cli"; then
 	fi
 	"$U" devices >"$E2E_TMP/devices" 2>&1
 	if grep -q "^process $srv (ib_write_bw)" "$E2E_TMP/devices" &&
-	   grep -qE "GID 0 .*RoCE v2" "$E2E_TMP/devices"; then
+	   grep -qE "^    GID 0 127\.[0-9]+\.[0-9]+\.[0-9]+ \(RoCE v2, lo\)$" "$E2E_TMP/devices" &&
+	   (($(grep -c "^process " "$E2E_TMP/devices") == 2)); then
 		e2e_pass uroce_devices_lists_process
 	else
 		e2e_fail uroce_devices_lists_process "$(head -30 "$E2E_TMP/devices")"

@@ -11,11 +11,13 @@
 #    with -T v;
 #  - rcopy: a random file copied, compared byte for byte;
 #  - Debian's librspreload.so turning plain TCP programs into rsockets
-#    ones: iperf3 through `uroce run --rsocket` (10 MB; its receiver may
-#    stop counting before the last bytes, as iperf3 ends the test through
-#    its control connection), iperf3 -u (its datagram socket becomes a
-#    SOCK_DGRAM rsocket; 2 s at 10 Mb/s) and a Python echo (2 MB of random
-#    bytes sent, echoed back and compared); no kernel TCP listener exists
+#    ones: iperf3 through `uroce run --rsocket` (10 MB, no getsockopt
+#    error; its receiver may stop counting before the last bytes, as
+#    iperf3 ends the test through its control connection), iperf3 -u with
+#    its default datagram size (its datagram socket becomes a SOCK_DGRAM
+#    rsocket; 2 s at 10 Mb/s) and a Python echo (2 MB of random bytes sent
+#    with sendto(peer), echoed back and compared; TCP_INFO and TCP_MAXSEG
+#    read as Linux's TCP answers them); no kernel TCP listener exists
 #    on the port and the client's uroce counters carry the bytes, so
 #    kernel TCP and UDP were not used;
 #  - rstream -T v under UROCE_FAULT drops on both sides: it completes with
@@ -188,7 +190,9 @@ else
 		   timeout 60 "$UROCE" run --rsocket -- \
 			iperf3 -c 127.0.0.1 -p $P -n 10M \
 			>"$E2E_TMP/iperf.cli" 2>&1 && wait $sp &&
-		   grep -qE '[0-9.]+ MBytes .* receiver' "$E2E_TMP/iperf.srv"; then
+		   grep -qE '[0-9.]+ MBytes .* receiver' "$E2E_TMP/iperf.srv" &&
+		   grep -qE ' sec .* [0-9]+ +sender$' "$E2E_TMP/iperf.cli" &&
+		   ! grep -q getsockopt "$E2E_TMP/iperf.srv" "$E2E_TMP/iperf.cli"; then
 			e2e_pass "preload_iperf3: $(grep -E 'receiver' \
 				"$E2E_TMP/iperf.srv" | tail -n 1 | tr -s ' ')"
 		else
@@ -198,7 +202,11 @@ else
 		kill $sp 2>/dev/null
 		sent_over_uroce preload_iperf3 "$E2E_TMP/iperf.stats" 10000000
 
-		# UDP: iperf3's datagram socket becomes a SOCK_DGRAM rsocket
+		# UDP: iperf3's datagram socket becomes a SOCK_DGRAM rsocket.
+		# regress_iperf3_udp_defaults: without -l, iperf3 sizes its
+		# datagrams from the control connection's TCP_MAXSEG, which
+		# was 4096, over the datagram rsocket's 2040 ("unable to write
+		# to stream socket"); it now fits (the MSS commit)
 		P=$((P + 1))
 		UROCE_LIBDIR=$LIBDIR timeout 60 "$UROCE" run --rsocket -- \
 			iperf3 -s -1 -B 127.0.0.1 -p $P >"$E2E_TMP/iperfu.srv" 2>&1 &
@@ -206,13 +214,13 @@ else
 		wait_listen $P || echo "  iperf3 server did not listen on $P"
 		if UROCE_LIBDIR=$LIBDIR UROCE_STATS=$E2E_TMP/iperfu.stats \
 		   timeout 60 "$UROCE" run --rsocket -- \
-			iperf3 -u -c 127.0.0.1 -p $P -b 10M -t 2 -l 1400 \
+			iperf3 -u -c 127.0.0.1 -p $P -b 10M -t 2 \
 			>"$E2E_TMP/iperfu.cli" 2>&1 && wait $sp &&
 		   grep -qE ' [1-9][0-9.]* MBytes .* receiver' "$E2E_TMP/iperfu.srv"; then
-			e2e_pass "preload_iperf3_udp: $(grep -E 'receiver' \
+			e2e_pass "regress_iperf3_udp_defaults: $(grep -E 'receiver' \
 				"$E2E_TMP/iperfu.srv" | tail -n 1 | tr -s ' ')"
 		else
-			e2e_fail preload_iperf3_udp
+			e2e_fail regress_iperf3_udp_defaults
 			tail -n 5 "$E2E_TMP/iperfu.srv" "$E2E_TMP/iperfu.cli"
 		fi
 		kill $sp 2>/dev/null
@@ -225,7 +233,7 @@ else
 	# A Python echo: the server uses accept(2) through ctypes, since
 	# Debian's librspreload has no accept4 (Python's accept uses it).
 	cat >"$E2E_TMP/echo.py" <<-'EOF'
-	import ctypes, hashlib, os, socket, sys
+	import ctypes, hashlib, os, socket, struct, sys
 	mode, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 	if mode == "srv":
 	    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -251,10 +259,17 @@ else
 	else:
 	    data = os.urandom(n)
 	    s = socket.create_connection(("127.0.0.1", port))
+	    # as programs written for Linux's TCP: the peer named on each
+	    # send (ignored), and TCP_INFO and TCP_MAXSEG read
+	    peer = s.getpeername()
+	    ti = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+	    mss = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG)
+	    print("tcp_info state", ti[0], "snd_mss",
+	          struct.unpack_from("I", ti, 16)[0], "maxseg", mss)
 	    back, off = bytearray(), 0
 	    while len(back) < n:
 	        if off < n:
-	            off += s.send(data[off:off + 32768])
+	            off += s.sendto(data[off:off + 32768], peer)
 	        b = s.recv(65536)
 	        if not b:
 	            break
@@ -280,6 +295,14 @@ else
 	else
 		e2e_fail preload_echo
 		tail -n 5 "$E2E_TMP/echo.srv" "$E2E_TMP/echo.cli"
+	fi
+	# regress_tcp_opts_drop_in (unit_api_rsocket has the details): the
+	# echo's client sends with sendto(peer) and reads TCP_INFO: EISCONN
+	# and ENOTSUP before; ESTABLISHED and the datagram-sized MSS now
+	if grep -qx "tcp_info state 1 snd_mss 2040 maxseg 2040" "$E2E_TMP/echo.cli"; then
+		e2e_pass "regress_tcp_opts_drop_in: $(grep tcp_info "$E2E_TMP/echo.cli")"
+	else
+		e2e_fail regress_tcp_opts_drop_in "$(head -n 5 "$E2E_TMP/echo.cli")"
 	fi
 	kill $sp 2>/dev/null
 	sent_over_uroce preload_echo "$E2E_TMP/echo.stats" 2000000

@@ -139,6 +139,10 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 	l = req_listener(dev, sgid, src_gid, r->service_id, r->private_data,
 			 &v);
 	if (!l) {
+		ur_info("rdmacm: a connection request for port %u refused: no "
+			"listener on that port and this address (REJ reason "
+			"8, invalid service ID)",
+			(unsigned int)(r->service_id & 0xFFFF));
 		cma_send_rej(dev, sgid, src_gid, m->hdr.tid, 0,
 			     r->local_comm_id, UR_CM_MSG_REQ,
 			     UR_CM_REJ_INVALID_SERVICE_ID, NULL, 0);
@@ -257,6 +261,50 @@ static struct cma_id *req_listener(struct cma_dev *dev, uint8_t sgid,
 		return c;
 	}
 	return NULL;
+}
+
+/*
+ * UROCE_LOG=info: what a REJ means, in words, for the side that asked (an
+ * application shows "REJECTED, error 8" at best). The address is the one
+ * the id connected to.
+ */
+static void rej_hint(const struct cma_id *id, uint16_t reason)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	const char *why;
+
+	if (ur_log_level < UR_LOG_INFO)
+		return;
+	if (id->dst.sa.sa_family == AF_INET)
+		inet_ntop(AF_INET, &id->dst.in.sin_addr, ip, sizeof(ip));
+	else if (id->dst.sa.sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &id->dst.in6.sin6_addr, ip, sizeof(ip));
+	switch (reason) {
+	case UR_CM_REJ_INVALID_SERVICE_ID:
+		why = "no listener on that address and port";
+		break;
+	case UR_CM_REJ_CONSUMER_DEFINED:
+		why = "the peer's application refused it (rdma_reject)";
+		break;
+	case UR_CM_REJ_STALE_CONN:
+		why = "the peer still holds an earlier connection of these ids";
+		break;
+	case UR_CM_REJ_TIMEOUT:
+		why = "the peer gave up waiting for our answer";
+		break;
+	case UR_CM_REJ_UNSUPPORTED_REQ:
+		why = "the peer does not take this transport";
+		break;
+	case UR_CM_REJ_NO_QP:
+		why = "the peer has no such QP";
+		break;
+	default:
+		why = "see the IBA's REJ reasons (table 107)";
+		break;
+	}
+	ur_info("rdmacm: connection to %s port %u rejected: %s (REJ reason %u)",
+		ip, (unsigned int)ntohs(id->dst.in.sin_port) /* = sin6_port */, why,
+		(unsigned int)reason);
 }
 
 /* A passive id's place: its listener's, the device and GID its REQ came
@@ -524,6 +572,7 @@ static void handle_mad(struct cma_dev *dev, const uint8_t src_gid[16],
 		id->state = CMA_CLOSED;
 		id->deadline_ns = 0;
 		cma_qp_to_err(id);
+		rej_hint(id, m.rej.reason);
 		cma_event_post(id, RDMA_CM_EVENT_REJECTED, m.rej.reason,
 			       m.rej.private_data, UR_CM_REJ_PDATA, NULL, NULL);
 		return;

@@ -16,6 +16,7 @@
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
 
+#include "api/rdmacm/rsocket_dgram.h"
 #include "api/rdmacm/rsocket_priv.h"
 #include "util/compiler.h"
 
@@ -280,6 +281,76 @@ UR_EXPORT int rsetsockopt(int socket, int level, int optname,
 	return ret;
 }
 
+/* The path MTU of a connected socket, else 2048 (rdma-core's answer). */
+static int path_mtu(const struct rsk *rs)
+{
+	return rs->id && rs->id->route.path_rec ?
+	       128 << rs->id->route.path_rec->mtu : 2048;
+}
+
+/*
+ * TCP_MAXSEG: the path MTU, as rdma-core answers, but never more than a
+ * datagram rsocket of the socket's family carries. Programs size their
+ * UDP datagrams from their TCP connection's MSS (iperf3 -u does), and
+ * under librspreload that UDP socket is a datagram rsocket: a UD message
+ * of RSD_MSG_MAX with its header, which rdma-core's rsockets share, so
+ * larger datagrams could not reach them.
+ */
+static int max_seg(const struct rsk *rs)
+{
+	int dg = RSD_MSG_MAX -
+		 (rs->domain == AF_INET6 ? RSD_HDR6_LEN : RSD_HDR4_LEN);
+
+	return UR_MIN(path_mtu(rs), dg);
+}
+
+static uint8_t tcp_state(const struct rsk *rs)
+{
+	switch (rs->state) {
+	case RSK_LISTENING:
+		return TCP_LISTEN;
+	case RSK_RESOLVING_ADDR:
+	case RSK_RESOLVING_ROUTE:
+	case RSK_CONNECTING:
+		return TCP_SYN_SENT;
+	case RSK_ACCEPTING:
+		return TCP_SYN_RECV;
+	case RSK_CONNECTED:
+		if (!rs->writable)
+			return rs->readable ? TCP_FIN_WAIT2 : TCP_CLOSING;
+		return rs->readable ? TCP_ESTABLISHED : TCP_CLOSE_WAIT;
+	case RSK_DISCONNECTED:
+		return TCP_CLOSE_WAIT;
+	default:
+		return TCP_CLOSE;
+	}
+}
+
+/*
+ * TCP_INFO: what an rsocket knows in TCP's terms (state, segment size,
+ * path MTU, buffer), zeros for the rest: round trips, windows and
+ * retransmissions are the RC QP's, out of sight here. Linux copies
+ * min(*optlen, its size) and says how much; so do we. Programs that read
+ * it every interval (iperf3) got ENOTSUP, and printed what the
+ * uninitialised struct held.
+ */
+static int tcp_info_locked(const struct rsk *rs, void *optval,
+			   socklen_t *optlen)
+{
+	struct tcp_info ti;
+	socklen_t n = UR_MIN(*optlen, (socklen_t)sizeof(ti));
+
+	memset(&ti, 0, sizeof(ti));
+	ti.tcpi_state = tcp_state(rs);
+	ti.tcpi_snd_mss = ti.tcpi_rcv_mss = ti.tcpi_advmss =
+		(uint32_t)max_seg(rs);
+	ti.tcpi_pmtu = (uint32_t)path_mtu(rs);
+	ti.tcpi_rcv_space = rs->rbuf_size >> 1;
+	memcpy(optval, &ti, n);
+	*optlen = n;
+	return 0;
+}
+
 static int getsockopt_locked(struct rsk *rs, int level, int optname,
 			     void *optval, socklen_t *optlen)
 {
@@ -327,9 +398,10 @@ static int getsockopt_locked(struct rsk *rs, int level, int optname,
 			v = rs->keepalive_time ? rs->keepalive_time : 7200;
 			goto out;
 		case TCP_MAXSEG:
-			v = rs->id && rs->id->route.path_rec ?
-			    128 << rs->id->route.path_rec->mtu : 2048;
+			v = max_seg(rs);
 			goto out;
+		case TCP_INFO:
+			return tcp_info_locked(rs, optval, optlen);
 		}
 		break;
 	case IPPROTO_IP:

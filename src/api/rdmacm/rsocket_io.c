@@ -147,7 +147,11 @@ static ssize_t recvv_locked(struct rsk *rs, const struct iovec *iov,
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 
-/* to: rsendto's address (a stream has its peer: EISCONN) */
+/*
+ * to: rsendto's address. A stream ignores it, as Linux's TCP does (POSIX
+ * allows either): rdma-core's EISCONN stopped programs that name their
+ * peer on every send.
+ */
 static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
 			int flags, const struct sockaddr *to, socklen_t tolen)
 {
@@ -160,8 +164,6 @@ static ssize_t do_sendv(int fd, const struct iovec *iov, int iovcnt,
 		return rsk_err(EINVAL);
 	if (rs->dg)
 		return rsd_sendv(rs, iov, iovcnt, flags, to, tolen);
-	if (to || tolen)
-		return rsk_err(EISCONN);
 	pthread_mutex_lock(&rs->lock);
 	ret = ready(rs);
 	if (!ret) {

@@ -280,17 +280,40 @@ static void addrs(void **state)
 {
 	struct ur_config c;
 
-	setenv("UROCE_ADDRS", " 10.0.0.1 , bogus, ::1", 1);
+	setenv("UROCE_ADDRS", " 10.0.0.1 ,, ::1", 1);
 	parse_capturing(&c);
+	assert_string_equal(messages, "");
 	assert_int_equal(c.num_addrs, 2);
+	assert_false(c.addrs_bad);
 	assert_int_equal(c.addrs[0].sa.sa_family, AF_INET);
 	assert_int_equal(c.addrs[1].sa.sa_family, AF_INET6);
-	assert_said("UROCE_ADDRS: ignoring 'bogus'");
 	ur_config_release(&c);
-	setenv("UROCE_ADDRS", "nothing", 1);
+}
+
+/*
+ * regress_bad_addrs_silent: an UROCE_ADDRS entry that is not an address
+ * was skipped with a warning, and a list with none left ran on a private
+ * 127.X.Y.Z that reached no peer. Now it is an error that names the entry,
+ * and addrs_bad makes obj/device.c create no device.
+ */
+static void test_regress_bad_addrs_silent(void **state)
+{
+	static const char *const bad[] = {
+		"1.2.3.4.5", "nothing", "10.0.0.1, bogus, ::1", "127.0.0.256",
+	};
+	struct ur_config c;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("UROCE_ADDRS", bad[i], 1);
+		parse_capturing(&c);
+		assert_true(c.addrs_bad);
+		assert_said("no uroce device is created");
+		ur_config_release(&c);
+	}
+	assert_said("UROCE_ADDRS: '127.0.0.256' is not an IPv4 or IPv6 address");
+	setenv("UROCE_ADDRS", "10.0.0.1, bogus, ::1", 1);
 	parse_capturing(&c);
-	assert_int_equal(c.num_addrs, 0);
-	assert_said("UROCE_ADDRS=nothing has no usable address");
+	assert_said("UROCE_ADDRS: 'bogus' is not an IPv4 or IPv6 address");
 	ur_config_release(&c);
 }
 
@@ -359,6 +382,7 @@ int main(void)
 		cmocka_unit_test_setup(log_level, clear_env),
 		cmocka_unit_test_setup(stats_pcap_fault, clear_env),
 		cmocka_unit_test_setup(addrs, clear_env),
+		cmocka_unit_test_setup(test_regress_bad_addrs_silent, clear_env),
 		cmocka_unit_test(parse_bool_strict),
 		cmocka_unit_test(parse_uint_strict),
 		cmocka_unit_test_setup(get_once_applies_log, clear_env),

@@ -19,7 +19,9 @@
  *  - riomap/riowrite: bytes land in the peer's mapped buffer;
  *  - 30 connect/close cycles leave no file descriptor behind;
  *  - a socket from rsocket() or raccept() is numbered above an fd opened
- *    just before (librspreload's placeholder), even with a free fd below.
+ *    just before (librspreload's placeholder), even with a free fd below;
+ *  - TCP_INFO, TCP_MAXSEG and rsendto with an address, as programs
+ *    written for Linux's TCP use them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -454,6 +456,80 @@ static void test_select(void **state)
 	assert_int_equal(rclose(l), 0);
 }
 
+/*
+ * regress_tcp_opts_drop_in: rgetsockopt(TCP_INFO) failed with ENOTSUP
+ * (iperf3 printed an error per interval and the uninitialised struct),
+ * TCP_MAXSEG answered the path MTU, 4096 here, more than a datagram
+ * rsocket carries (iperf3 -u sizes its datagrams from it), and rsendto
+ * with the peer's address on a connected stream failed with EISCONN where
+ * Linux's TCP ignores the address. Fixed in "rsockets: TCP_INFO, an
+ * MSS that fits a datagram, sendto on a stream as TCP".
+ */
+static void test_regress_tcp_opts_drop_in(void **state)
+{
+	uint16_t port = next_port++;
+	int l = listener(&port, 0), c, s, mss;
+	struct sockaddr_in peer;
+	struct tcp_info ti;
+	struct pollfd p;
+	uint8_t short_info[4];
+	socklen_t len;
+	char b[16];
+
+	connect_pair(l, port, 0, &c, &s);
+	len = sizeof(mss);
+	assert_int_equal(rgetsockopt(c, IPPROTO_TCP, TCP_MAXSEG, &mss, &len), 0);
+	/* a UD message of 2048 with the IPv4 datagram header (8 bytes) */
+	assert_int_equal(mss, 2048 - 8);
+
+	memset(&ti, 0xA5, sizeof(ti));
+	len = sizeof(ti);
+	assert_int_equal(rgetsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	assert_int_equal(len, sizeof(ti));
+	assert_int_equal(ti.tcpi_state, TCP_ESTABLISHED);
+	assert_int_equal(ti.tcpi_snd_mss, (uint32_t)mss);
+	assert_int_equal(ti.tcpi_rcv_mss, (uint32_t)mss);
+	assert_int_equal(ti.tcpi_pmtu, 4096);
+	/* what uroce does not know is zero, not left as it was */
+	assert_int_equal(ti.tcpi_total_retrans, 0);
+	assert_int_equal(ti.tcpi_snd_cwnd, 0);
+	assert_int_equal(ti.tcpi_rtt, 0);
+	/* a short buffer gets its first bytes, as Linux gives them */
+	len = sizeof(short_info);
+	assert_int_equal(rgetsockopt(c, IPPROTO_TCP, TCP_INFO, short_info,
+				     &len), 0);
+	assert_int_equal(len, sizeof(short_info));
+	assert_int_equal(short_info[0], TCP_ESTABLISHED);
+	len = sizeof(ti);
+	assert_int_equal(rgetsockopt(l, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	assert_int_equal(ti.tcpi_state, TCP_LISTEN);
+
+	/* the peer's address, or any other, on a connected stream: ignored */
+	len = sizeof(peer);
+	assert_int_equal(rgetpeername(c, (struct sockaddr *)&peer, &len), 0);
+	assert_int_equal(rsendto(c, "ping", 4, 0, (struct sockaddr *)&peer,
+				 len), 4);
+	peer.sin_port = htons(1);
+	assert_int_equal(rsendto(c, "pong", 4, 0, (struct sockaddr *)&peer,
+				 len), 4);
+	p = (struct pollfd){ .fd = s, .events = POLLIN };
+	for (len = 0; len < 8;) {
+		ssize_t r = rrecv(s, b + len, sizeof(b) - len, 0);
+
+		if (r < 0) {
+			assert_int_equal(errno, EWOULDBLOCK);
+			assert_int_equal(rpoll(&p, 1, WAIT_MS), 1);
+			continue;
+		}
+		assert_true(r > 0);
+		len += (socklen_t)r;
+	}
+	assert_memory_equal(b, "pingpong", 8);
+	assert_int_equal(rclose(c), 0);
+	assert_int_equal(rclose(s), 0);
+	assert_int_equal(rclose(l), 0);
+}
+
 static void test_no_listener(void **state)
 {
 	struct sockaddr_in a = lo(next_port++);
@@ -609,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_iomap),
 		cmocka_unit_test(test_cycles_no_leak),
 		cmocka_unit_test(test_number_above_placeholder),
+		cmocka_unit_test(test_regress_tcp_opts_drop_in),
 	};
 
 	next_port = (uint16_t)(20000 + getpid() % 20000);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The same-host link next to UDP and to UCX's shared-memory transports, in
+# one run (docs/benchmarks.md, "Same host"):
+#
+#   bench/samehost.sh [build-dir] [reps]
+#
+# Every round runs, in this order, so that load drift hits all alike:
+# perftest over uroce with the rings (the default) and with UROCE_LINK=udp,
+# for 64 B ib_write_lat and ib_send_lat, 64 KiB and 1 MiB ib_write_bw and
+# ib_read_bw, and the 64 B message rate with post lists of 16; then
+# ucx_perftest over posix shared memory and cma (process_vm_writev) for
+# the matching UCT tests. Prints a markdown table of medians and
+# same-round ratios (medians of the per-round ratios); raw outputs stay in
+# the directory printed at the end. Every program runs under a timeout; a
+# failed run is left out and shown as "fail".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+. "$here/ab_lib.sh"
+b=$(cd "${1:-$repo/build}" 2>/dev/null && pwd) || { echo "no build dir ${1:-build}" >&2; exit 2; }
+reps=${2:-3}
+[[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "reps must be a positive integer" >&2; exit 2; }
+[[ -e $b/lib/libibverbs.so.1 ]] || { echo "missing $b/lib/libibverbs.so.1 (build it first)" >&2; exit 2; }
+for t in ib_write_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest; do
+	command -v $t >/dev/null || { echo "missing $t (scripts/install-deps.sh)" >&2; exit 2; }
+done
+out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-samehost.XXXXXX)}
+mkdir -p "$out/raw"
+res=$out/results.txt	# "round row column value"
+: >"$res"
+
+# The rows: name | perftest binary and args | the matching UCT test over
+# posix shared memory | over cma (which moves data only by zcopy).
+rows=(
+	"write_lat|ib_write_lat -x 0 -s 64 -n 5000|put_lat -s 64 -n 100000|put_lat -s 64 -n 20000 -D zcopy"
+	"send_lat|ib_send_lat -x 0 -s 64 -n 5000|am_lat -s 64 -n 100000|-"
+	"write_bw_64k|ib_write_bw -x 0 -s 65536 -n 2000|put_bw -s 65536 -n 5000 -D bcopy|put_bw -s 65536 -n 5000 -D zcopy"
+	"read_bw_64k|ib_read_bw -x 0 -s 65536 -n 2000|get -s 65536 -n 5000 -D bcopy|get -s 65536 -n 5000 -D zcopy"
+	"write_bw_1m|ib_write_bw -x 0 -s 1048576 -n 300|put_bw -s 1048576 -n 1000 -D bcopy|put_bw -s 1048576 -n 1000 -D zcopy"
+	"read_bw_1m|ib_read_bw -x 0 -s 1048576 -n 300|get -s 1048576 -n 1000 -D bcopy|get -s 1048576 -n 1000 -D zcopy"
+	"msg_rate_64|ib_write_bw -x 0 -s 64 -l 16 -n 20000|put_bw -s 64 -n 1000000|put_bw -s 64 -n 100000 -D zcopy"
+)
+
+# ucx TLS TEST...: the figure of one ucx_perftest pair over UCT transport
+# TLS (device "memory"): lat: 50th percentile in us; bw: MB/s as GB/s;
+# a 64 B put_bw: messages/s as M/s. "-" runs nothing.
+ucx() {
+	local tl=$1 port=$((20000 + RANDOM % 20000)) f=$out/raw/ucx.$1.$RANDOM
+	shift
+	[[ $1 == - ]] && { echo fail; return; }
+	timeout 60 ucx_perftest -p "$port" >"$f.srv" 2>&1 &
+	sleep 0.4
+	timeout 60 ucx_perftest 127.0.0.1 -p "$port" -x "$tl" -d memory -t "$@" \
+		>"$f" 2>&1
+	wait
+	awk -v t="$1" -v s="$3" '/^Final:/ {
+		if (t ~ /lat$/) print $3;
+		else if (s <= 64) printf "%.3f\n", $8 / 1e6;
+		else printf "%.3f\n", $6 / 1000 }' "$f" | grep . || echo fail
+}
+
+# uroce ENV BINARY ARGS...: one perftest pair (lat: t_typical us; bw: GB/s;
+# 64 B bw: perftest's MsgRate in M/s)
+uroce() {
+	local env=$1 bin=$2 co=$out/raw/$2.$RANDOM v
+	shift 2
+	# shellcheck disable=SC2206 # env: one VAR=value or nothing
+	ab_pre=(env LD_LIBRARY_PATH="$b/lib" $env)
+	v=$(ab_pair "$co.srv" "$co.cli" "$bin" -F "$@")
+	if [[ $v == fail || $bin == *_lat ]]; then
+		echo "$v"
+	elif [[ " $* " == *" -s 64 "* ]]; then
+		grep -E '^ *64 ' "$co.cli" | awk '{ print $5 }' | tail -1
+	else
+		# perftest's MB/sec are MiB/s
+		awk -v v="$v" 'BEGIN { printf "%.3f\n", v * 1.048576 / 1000 }'
+	fi
+}
+
+for ((r = 1; r <= reps; r++)); do
+	echo "round $r/$reps (load $(load))" >&2
+	for row in "${rows[@]}"; do
+		IFS='|' read -r name pt posix cma <<<"$row"
+		read -r bin args <<<"$pt"
+		# shellcheck disable=SC2086 # the rows' words
+		{
+			echo "$r $name rings $(uroce "" "$bin" $args)"
+			echo "$r $name udp $(uroce UROCE_LINK=udp "$bin" $args)"
+			echo "$r $name ucx_posix $(ucx posix $posix)"
+			echo "$r $name ucx_cma $(ucx cma $cma)"
+		} >>"$res"
+	done
+done
+
+python3 - "$res" "$reps" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+vals = defaultdict(dict)
+for line in open(sys.argv[1]):
+    r, row, col, v = line.split()
+    try:
+        vals[(row, col)][int(r)] = float(v)
+    except ValueError:
+        pass
+def med(row, col):
+    v = list(vals[(row, col)].values())
+    return statistics.median(v) if v else None
+def ratio(row, a, b):
+    rs = [vals[(row, a)][r] / vals[(row, b)][r] for r in vals[(row, a)]
+          if r in vals[(row, b)] and vals[(row, b)][r] > 0]
+    return statistics.median(rs) if rs else None
+def f(v):
+    return "fail" if v is None else ("%.3g" % v)
+unit = {"write_lat": "µs", "send_lat": "µs", "msg_rate_64": "M/s"}
+cols = ["rings", "udp", "ucx_cma", "ucx_posix"]
+print("| median of %s rounds | unit | uroce rings | uroce UDP | UCX cma | UCX posix | rings / UDP | rings / cma |" % sys.argv[2])
+print("|---|---|---|---|---|---|---|---|")
+for row in ["write_lat", "send_lat", "write_bw_64k", "read_bw_64k",
+            "write_bw_1m", "read_bw_1m", "msg_rate_64"]:
+    print("| %s | %s | %s | %s | %s |" % (
+        row, unit.get(row, "GB/s"), " | ".join(f(med(row, c)) for c in cols),
+        f(ratio(row, "rings", "udp")), f(ratio(row, "rings", "ucx_cma"))))
+EOF
+echo "raw outputs: $out" >&2
