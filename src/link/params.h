@@ -56,9 +56,10 @@
  * RoCEv2 datagram at the largest IB MTU (4096 payload + BTH, the largest
  * extended headers, ICRC: under 4200 bytes) fits, and a larger one (a
  * path MTU beyond 4096) goes by UDP. 2048 slots, about 9 MiB of tmpfs per
- * process, touched only as far as traffic fills them: room for what the
- * peers' send windows put in flight while the owner is off the core, as
- * the UDP receive buffer above.
+ * process, allocated when the device opens (a /dev/shm too full for it
+ * leaves the device on UDP): room for what the peers' send windows put
+ * in flight while the owner is off the core, as the UDP receive buffer
+ * above.
  */
 #define UR_SHM_SLOTS 2048u
 #define UR_SHM_SLOT_DATA 4352u

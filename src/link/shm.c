@@ -2,8 +2,9 @@
 /*
  * The same-host rings (shm.h says what they are for).
  *
- * A ring is one file in /dev/shm (tmpfs: no writeback, pages only where
- * traffic touched them), mode 0600, named
+ * A ring is one file in /dev/shm (tmpfs: no writeback), allocated whole
+ * when it is made (so that no store into it can fault later), mode 0600,
+ * named
  *   uroce-<uid>-<netns inode>-<address>-<port>
  * for each loopback address the link bound; further names of one link
  * are hard links to the first. The UDP bind of <address>:<port> is
@@ -235,8 +236,10 @@ static int own_create(struct ur_shm *s, const char *name)
 		  0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len))
-		rc = -errno;
+	/* every page now: a tmpfs that fills up later would otherwise turn
+	 * a producer's store into a SIGBUS; a full one means no ring (UDP) */
+	rc = posix_fallocate(fd, 0, (off_t)len);
+	rc = -rc;
 	r = rc ? MAP_FAILED :
 		 mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
