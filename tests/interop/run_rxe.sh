@@ -22,7 +22,7 @@
 # namespace of its own (RXE_VM_NETNS, default uroce-rxe-PID, created and
 # deleted here), with the tool's state in OUT/vm, so runs do not meet.
 # Exit status: 0 all passed, 1 a case failed, 2 set-up broken (no library,
-# harness or tool), 77 skipped (not root, no /dev/net/tun, no qemu, no
+# tool or program), 77 skipped (not root, no /dev/net/tun, no qemu, no
 # namespace, no mirror to build the image from): the last line says why.
 # Environment: CASES='regex' runs only the matching cases; KEEP=1 leaves
 # the guest and the namespace running (run again with the same OUT and
