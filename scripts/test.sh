@@ -180,7 +180,8 @@ if [[ -x tests/fuzz/run.sh ]]; then
 fi
 
 # 5. interoperability with the kernel's rxe, the CI subset (the guest image
-# is built once per machine, 3 to 5 minutes, into /var/tmp/rxe-vm);
+# is built once per machine, 3 to 5 minutes, into /var/tmp/uroce-rxe-vm by
+# the project's own tests/interop/rxe-vm, so a plain clone runs it);
 # UROCE_RXE=0 leaves it out, counted and listed as skipped.
 if [[ ${UROCE_RXE:-1} == 0 ]]; then
 	skipped=$((skipped + 1))

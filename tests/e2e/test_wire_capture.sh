@@ -9,7 +9,8 @@
 #  - the opcodes tshark sees include all the scenario must produce and
 #    nothing it must not;
 #  - every ICRC verifies with the independent checker
-#    ../shared/tools/rxe-vm/icrc_check.py;
+#    tests/interop/icrc_check.py (written from the specification, sharing
+#    no code with src/wire);
 #  - what each side received is, byte for byte, what the other sent.
 # Every pair runs with UROCE_LINK=udp, so that its datagrams cross lo.
 # One run is also captured by the kernel on lo (tshark -i lo, root only),
@@ -27,13 +28,12 @@ e2e_libdir "${1:-}"
 export UROCE_LINK=udp
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-ICRC_CHECK=${ICRC_CHECK:-$ROOT/../shared/tools/rxe-vm/icrc_check.py}
+ICRC_CHECK=${ICRC_CHECK:-$ROOT/tests/interop/icrc_check.py}
 XCHECK=$ROOT/tests/interop/pcap_xcheck.py
 export ICRC_CHECK
 
 if [[ ! -r $ICRC_CHECK ]]; then
 	echo "FAIL: independent ICRC checker missing: $ICRC_CHECK"
-	echo "(clone the shared/ tree beside the repository, or set ICRC_CHECK)"
 	exit 1
 fi
 if ! command -v tshark >/dev/null; then

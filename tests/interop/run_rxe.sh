@@ -14,19 +14,21 @@
 #   tests/interop/run_rxe.sh [--ci] [LIBDIR]      (LIBDIR: default build/lib)
 # --ci runs the subset scripts/test.sh runs (2 to 5 minutes with the
 # guest image cached); without it, the whole matrix (opt-in, about 20
-# minutes). Needs root, /dev/net/tun and qemu; the guest image is built once
-# per machine into RXE_VM_IMAGE (default /var/tmp/rxe-vm, 3 to 5 minutes,
-# needs the Debian mirror apt uses) and reused (rebuilt when the harness's
-# build script or guest init change). Everything else runs inside a network
+# minutes). Needs root, /dev/net/tun and qemu. The guests come from the
+# project's own tool, tests/interop/rxe-vm/ (docs/interop.md): its image is
+# built once per machine into RXE_VM_IMAGE (default /var/tmp/uroce-rxe-vm,
+# 3 to 5 minutes, needs the Debian mirror apt uses) and reused (rebuilt when
+# mkimage.sh or guest-init change). Everything else runs inside a network
 # namespace of its own (RXE_VM_NETNS, default uroce-rxe-PID, created and
-# deleted here), with the harness's state in OUT/vm, so runs do not meet.
+# deleted here), with the tool's state in OUT/vm, so runs do not meet.
 # Exit status: 0 all passed, 1 a case failed, 2 set-up broken (no library,
-# harness or tool), 77 skipped (not root, no /dev/net/tun, no qemu, no
+# tool or program), 77 skipped (not root, no /dev/net/tun, no qemu, no
 # namespace, no mirror to build the image from): the last line says why.
 # Environment: CASES='regex' runs only the matching cases; KEEP=1 leaves
 # the guest and the namespace running (run again with the same OUT and
 # RXE_VM_NETNS to reuse them); OUT=dir for captures and logs;
-# RXE_VM=path to shared/tools/rxe-vm; RXE_NICE=niceness of the guest (0);
+# RXE_VM=another copy of tests/interop/rxe-vm; RXE_NICE=niceness of the
+# guest (0); ICRC_CHECK=another ICRC checker (tests/interop/icrc_check.py);
 # UROCE_* variables are passed to uroce (e.g. UROCE_GSO=0).
 set -u
 {	# parsed whole before it runs: editing this file cannot break a run
@@ -37,16 +39,18 @@ if [[ ${1:-} == --ci ]]; then
 	shift
 fi
 LIBDIR=$(cd "${1:-$ROOT/build/lib}" 2>/dev/null && pwd)
-RXE_VM=${RXE_VM:-$ROOT/../shared/tools/rxe-vm}
+RXE_VM=${RXE_VM:-$ROOT/tests/interop/rxe-vm}
 VM="$RXE_VM/rxe-vm"
-ICRC_CHECK=${ICRC_CHECK:-$RXE_VM/icrc_check.py}
+ICRC_CHECK=${ICRC_CHECK:-$ROOT/tests/interop/icrc_check.py}
 XCHECK=$ROOT/tests/interop/pcap_xcheck.py
-IMAGE=${RXE_VM_IMAGE:-/var/tmp/rxe-vm}
+# its own directory, not the older harness's /var/tmp/rxe-vm: two tools
+# with different stamps on one image would rebuild it in turn
+IMAGE=${RXE_VM_IMAGE:-/var/tmp/uroce-rxe-vm}
 HOST_IP=10.99.0.1
 GUEST_IP=10.99.0.11
 HOST_IP6=fd99::1
 GUEST_IP6=fd99::11
-export ICRC_CHECK
+export ICRC_CHECK RXE_VM_IMAGE=$IMAGE
 
 die() { echo "run_rxe: $*" >&2; exit 2; }
 skip() { echo "run_rxe: skipped: $*"; exit 77; }
@@ -59,8 +63,9 @@ command -v qemu-system-x86_64 >/dev/null ||
 	skip "no qemu-system-x86_64 (scripts/install-deps.sh installs qemu-system-x86)"
 [[ -n $LIBDIR && -e $LIBDIR/libibverbs.so.1 ]] ||
 	die "no libibverbs.so.1 in '${1:-$ROOT/build/lib}' (build first)"
-[[ -x $VM && -r $ICRC_CHECK ]] ||
-	die "rxe-vm harness missing: $RXE_VM (shared/ must sit beside the repo, or set RXE_VM)"
+[[ -x $VM && -x $RXE_VM/mkimage.sh && -r $RXE_VM/guest-init ]] ||
+	die "no rxe-vm tool (rxe-vm, mkimage.sh, guest-init) in $RXE_VM"
+[[ -r $ICRC_CHECK ]] || die "no ICRC checker $ICRC_CHECK"
 for c in tcpdump tshark nft python3 flock ibv_rc_pingpong ib_write_bw \
 	rping ucmatose rstream mckey; do
 	command -v "$c" >/dev/null ||
@@ -72,10 +77,10 @@ echo "run_rxe: $SET set, library $LIBDIR, output $OUT"
 
 # The image: built once per machine in the machine's own namespace
 # (debootstrap needs the package mirror), under a lock, and rebuilt when
-# the harness's build script or guest init changed since. Runs (and their
+# tool's mkimage.sh or guest-init changed since. Runs (and their
 # guests, which inherit the lock's fd) hold the lock shared, so a rebuild
 # never replaces an image a guest is using.
-stamp=$(cat "$RXE_VM/build-image.sh" "$RXE_VM/guest/rxe-init" | sha256sum)
+stamp=$(cat "$RXE_VM/mkimage.sh" "$RXE_VM/guest-init" | sha256sum)
 stamp=${stamp%% *}
 mkdir -p "$(dirname "$IMAGE")"
 exec 9>>"$IMAGE.lock"
@@ -95,7 +100,7 @@ if stale; then
 	done
 	echo "run_rxe: building the guest image in $IMAGE (3 to 5 minutes, once per machine)"
 	t0=$SECONDS
-	if ! RXE_VM_NETNS= RXE_VM_WORK=$IMAGE nice "$VM" build \
+	if ! nice "$VM" build \
 		>"$OUT/build.log" 2>&1; then
 		tail -n 20 "$OUT/build.log"
 		# debootstrap (or the mirror search before it) could not reach
@@ -111,9 +116,7 @@ elif [[ ! -f $IMAGE/uroce-stamp ]]; then
 	echo "$stamp" >"$IMAGE/uroce-stamp"	# built by hand with rxe-vm build
 fi
 flock -s 9
-for f in rootfs.img vmlinuz initrd.img kernel-version; do
-	ln -sfn "$IMAGE/$f" "$OUT/vm/$f"
-done
+export RXE_VM_STATE=$OUT/vm
 
 export RXE_VM_NETNS=${RXE_VM_NETNS:-uroce-rxe-$$}
 NS_CREATED=0
@@ -127,15 +130,14 @@ outer_cleanup() {
 	[[ ${KEEP:-0} == 1 ]] && return
 	# guests left by an inner run that was killed: qemu daemonizes
 	ip netns list | awk '{print $1}' | grep -qx "$RXE_VM_NETNS" &&
-		RXE_VM_WORK=$OUT/vm "$VM" teardown >/dev/null 2>&1
+		"$VM" teardown >/dev/null 2>&1
 	((NS_CREATED)) && ip netns del "$RXE_VM_NETNS" 2>/dev/null
 }
 trap outer_cleanup EXIT
 trap 'exit 143' TERM INT HUP
 args=("$LIBDIR")
 [[ $SET == ci ]] && args=(--ci "$LIBDIR")
-RXE_RUN_INNER=1 OUT=$OUT RXE_VM_WORK=$OUT/vm \
-	ip netns exec "$RXE_VM_NETNS" "$0" "${args[@]}" &
+RXE_RUN_INNER=1 OUT=$OUT ip netns exec "$RXE_VM_NETNS" "$0" "${args[@]}" &
 wait $!
 exit
 fi
@@ -167,7 +169,7 @@ if ! "$VM" status 2>/dev/null | grep -q "guest 1: running"; then
 	for try in 1 2; do
 		nice -n "${RXE_NICE:-0}" "$VM" start 1 && break
 		"$VM" stop 1 >/dev/null 2>&1
-		((try == 2)) && die "guest 1 did not boot (twice): $OUT/vm/run/g1/console.log"
+		((try == 2)) && die "guest 1 did not boot (twice): $RXE_VM_STATE/g1/console.log"
 		echo "run_rxe: guest 1 did not boot, once more"
 	done
 fi
@@ -188,7 +190,7 @@ lat_line="^ *[0-9]+[[:space:]]+[0-9]+[[:space:]]+$t[[:space:]]+$t[[:space:]]+$t"
 # a client refused because its server does not listen yet
 refused='couldn.t connect|connection refused|unable to connect|RDMA_CM_EVENT_REJECTED'
 TMO=${TMO:-90}
-GOUT=$RXE_VM_WORK/run/g1/share/out	# the guest's jobs' output and status
+GOUT=$("$VM" jobs 1)	# the guest's jobs: ID.out, ID.rc
 
 counters() {	# rxe's port counters in the guest, "name value" per line
 	"$VM" exec 1 -t 30 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters &&

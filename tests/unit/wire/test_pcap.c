@@ -6,8 +6,8 @@
  * Packets we build for every opcode, written by our pcap writer (IPv4 and
  * IPv6, Ethernet and raw IP, several threads at once), decode in tshark as
  * InfiniBand without malformed/expert-error fields. (3) Packets of every
- * opcode pass the independent ICRC checker (shared/tools/rxe-vm/
- * icrc_check.py, next to the repository), a ctest entry of its own because
+ * opcode pass the independent ICRC checker (tests/interop/icrc_check.py,
+ * which shares no code with src/wire), a ctest entry of its own because
  * it skips where the checker is missing.
  */
 #include <errno.h>
@@ -384,7 +384,7 @@ static void test_built_v4_raw(void **state)
 }
 
 /* Every opcode we build, over IPv4 and IPv6, passes the independent ICRC
- * checker (not part of this repository: skipped where it is missing). */
+ * checker (skipped where it is missing). */
 static void test_icrc_checker(void **state)
 {
 	char path[] = "/tmp/ur_wire_test_XXXXXX";
