@@ -138,17 +138,29 @@ static bool owner_alive(int32_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/* This process's network namespace (its inode), 0 if /proc says nothing;
+ * read once, by whichever thread comes first. */
+static unsigned long netns_id(void)
+{
+	static _Atomic unsigned long id;
+	unsigned long v = atomic_load_explicit(&id, memory_order_relaxed);
+	struct stat st;
+
+	if (!v && !stat("/proc/self/ns/net", &st)) {
+		v = (unsigned long)st.st_ino;
+		atomic_store_explicit(&id, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 /* The name of the ring of a (loopback) address, or false. */
 static bool ring_name(const union ur_sockaddr *a, char *buf, size_t len)
 {
-	static unsigned long netns;
+	unsigned long netns = netns_id();
 	char host[INET6_ADDRSTRLEN];
-	struct stat st;
 	uint16_t port;
 	int n;
 
-	if (!netns && !stat("/proc/self/ns/net", &st))
-		netns = (unsigned long)st.st_ino;
 	if (a->sa.sa_family == AF_INET) {
 		inet_ntop(AF_INET, &a->in.sin_addr, host, sizeof(host));
 		port = ntohs(a->in.sin_port);
@@ -192,17 +204,19 @@ static void unlink_if_same(const char *name, int fd)
 		unlink(name);
 }
 
-/* Rings of this user whose owners died without closing. */
+/* Rings of this user and network namespace whose owners died without
+ * closing. */
 static void sweep_stale(void)
 {
-	char prefix[32], path[sizeof(SHM_DIR) + 256];
+	char prefix[48], path[sizeof(SHM_DIR) + 256];
 	unsigned int seen = 0;
 	struct dirent *e;
 	int32_t owner;
 	DIR *d;
 	int fd;
 
-	snprintf(prefix, sizeof(prefix), "uroce-%u-", (unsigned int)getuid());
+	snprintf(prefix, sizeof(prefix), "uroce-%u-%lu-",
+		 (unsigned int)getuid(), netns_id());
 	d = opendir(SHM_DIR);
 	if (!d)
 		return;
