@@ -80,7 +80,8 @@ _Static_assert(sizeof(struct shm_slot_hdr) <= SHM_SLOT_HDR,
 	       "slot header fits its cache line");
 
 struct shm_ring {
-	uint32_t magic, version, nslots, stride;
+	_Atomic uint32_t magic;			/* stored last, at creation */
+	uint32_t version, nslots, stride;
 	int32_t owner;				/* pid */
 	_Atomic uint32_t closed;		/* the owner closed its link */
 	pthread_mutex_t plock;			/* producers */
@@ -185,7 +186,9 @@ static struct shm_ring *ring_map(int fd, size_t *len)
 		 fd, 0);
 	if (r == MAP_FAILED)
 		return NULL;
-	if (r->magic != SHM_MAGIC || r->version != SHM_VERSION ||
+	if (atomic_load_explicit(&r->magic, memory_order_acquire) !=
+		    SHM_MAGIC ||
+	    r->version != SHM_VERSION ||
 	    r->stride != SHM_STRIDE || !r->nslots ||
 	    ring_size(r->nslots) > (size_t)st.st_size) {
 		munmap(r, (size_t)st.st_size);
@@ -271,8 +274,7 @@ static int own_create(struct ur_shm *s, const char *name)
 	pthread_mutexattr_destroy(&ma);
 	r->version = SHM_VERSION;
 	/* last: a sender that maps it early sees no magic and skips it */
-	atomic_thread_fence(memory_order_release);
-	r->magic = SHM_MAGIC;
+	atomic_store_explicit(&r->magic, SHM_MAGIC, memory_order_release);
 	s->own = r;
 	s->own_len = len;
 	return 0;
@@ -507,7 +509,9 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 		memcpy(&h->dst, d->dst, sizeof(h->dst));
 		put++;
 	}
-	atomic_store_explicit(&r->head, head + put, memory_order_release);
+	/* seq_cst: ordered before the load of `waiting` below, which pairs
+	 * with the owner's store of it and load of head (ur_shm_wait_arm) */
+	atomic_store(&r->head, head + put);
 	pthread_mutex_unlock(&r->plock);
 	if (k < nseg) {
 		/* full: lost, as in a full socket buffer */
@@ -522,7 +526,6 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 	/* waiting stays set until the owner's thread is up: another of its
 	 * threads may read (and drop) a doorbell first, and the next put
 	 * must then ring again */
-	atomic_thread_fence(memory_order_seq_cst);
 	if (put && atomic_load(&r->waiting))
 		return UR_SHM_SENT_WAKE;
 	return UR_SHM_SENT;
