@@ -130,7 +130,10 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	if (!ah || ur_ip_flow_from_sockaddr(&flow,
+	/* an AH of another PD: rxe's answer (mlx5's AH is a copy the
+	 * hardware cannot tie to a PD, so it sends) */
+	if (!ah || ah->pd != qp->pd ||
+	    ur_ip_flow_from_sockaddr(&flow,
 					    ur_nic_src(xp->nic,
 						       ah->av.sgid_index),
 					    &ah->av.dest)) {
@@ -144,10 +147,11 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	if (ur_addr_is_multicast(&ah->av.dest))
 		flow.ttl = ah->av.hop_limit;
 	if (wqe->length > xp->mtu) {
-		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
-		 * "lost in the fabric": completed, not sent. */
+		/* too big for the port MTU: mlx5 completes it with a length
+		 * error; rxe's silent success (C10-93.1.1's "lost in the
+		 * fabric") would say it was sent (docs/deviations.md) */
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_UD_TOO_BIG, 1);
-		wqe_sent(qp, wqe);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
 	if (wqe_payload(qp, wqe, 0, wqe->length, iov, &niov)) {

@@ -9,9 +9,13 @@
  * before releasing it when sq.producer moved: obj/ never calls the engine.
  *
  * Post-time rules (anything else fails later, with an error completion):
- *  - state RESET, INIT or RTR -> EINVAL (ERR: queued, the engine flushes;
- *    SQD/SQE: queued);
- *  - the opcode must exist for the QP type (wr_opcode.c);
+ *  - any state (as mlx5 and most providers, not IBA's C10-96: see
+ *    docs/deviations.md): in RESET, INIT and RTR the WQE waits for RTS,
+ *    in ERR the engine flushes it, and a move to RESET drops it; an XRC
+ *    target has no send queue -> EINVAL;
+ *  - the opcode must exist for the QP type (wr_opcode.c), except that a
+ *    UD QP takes any opcode IBA defines, as mlx5 does: the engine completes
+ *    one UD cannot execute with IBV_WC_LOC_QP_OP_ERR;
  *  - send_flags within FENCE|SIGNALED|SOLICITED|INLINE;
  *  - INLINE only for payload opcodes, total <= max_inline; otherwise
  *    num_sge <= max_send_sge; message <= 2^31;
@@ -22,7 +26,8 @@
  *  - FLUSH: only through ibv_wr_flush (ibv_send_wr cannot carry it); a
  *    placement type of GLOBAL and/or PERSISTENT, a selectivity of RANGE
  *    or MR;
- *  - UD: an AH of the QP's PD;
+ *  - UD: an AH (one of another PD, and a message over the MTU, fail in
+ *    the engine: mlx5 reports both in a completion);
  *  - BIND_MW via post_send/wr_bind_mw: a type 2 window (type 1 windows are
  *    bound with ibv_bind_mw); no MR only for an unbind (length 0);
  *  - no free slot -> ENOMEM.
@@ -41,10 +46,16 @@
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
 	 IBV_ACCESS_ZERO_BASED)
 
-static bool sq_state_ok(enum ibv_qp_state s)
+/*
+ * An opcode IBA defines that the UD service does not execute (RDMA,
+ * atomics, local operations): mlx5 hands it to the hardware, which
+ * completes it with IBV_WC_LOC_QP_OP_ERR; the engine's requester does the
+ * same (req_ud()). FLUSH cannot be named by an ibv_send_wr.
+ */
+static bool ud_foreign_op(const struct ur_qp *qp, enum ibv_wr_opcode op)
 {
-	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE ||
-	       s == IBV_QPS_ERR;
+	return qp->type == IBV_QPT_UD && op != (enum ibv_wr_opcode)UR_WR_FLUSH &&
+	       ur_wr_opcode_any(op);
 }
 
 static bool sq_full(const struct ur_qp *qp)
@@ -58,11 +69,11 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	uint64_t total = 0;
 	uint32_t i;
 
-	if (!sq_state_ok(qp->state))
-		return -EINVAL;
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return -EINVAL;	/* an XRC target has no send queue */
 	info = ur_wr_opcode(qp->type, wqe->opcode);
-	if (!info)
-		return -EINVAL;
+	if (!info)	/* the engine fails a foreign one, nothing to check */
+		return ud_foreign_op(qp, wqe->opcode) ? 0 : -EINVAL;
 	if (wqe->send_flags & ~UR_SEND_FLAGS_OK)
 		return -EINVAL;
 	if (wqe->send_flags & IBV_SEND_INLINE) {
@@ -94,8 +105,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	      wqe->flush.level != UR_FLUSH_MR)))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD &&
-	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
-	     wqe->ud.remote_qpn > UR_QPN_MASK))
+	    (!wqe->ud.ah || wqe->ud.remote_qpn > UR_QPN_MASK))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_XRC_SEND && wqe->xrc_srqn > UR_QPN_MASK)
 		return -EINVAL;	/* an XRCETH holds 24 bits */
@@ -173,6 +183,8 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	int ret;
 
 	info = ur_wr_opcode(qp->type, wr->opcode);
+	if (!info && ud_foreign_op(qp, wr->opcode))
+		info = ur_wr_opcode_any(wr->opcode);
 	if (!info || wr->num_sge < 0 || (info->flags & UR_WR_FLUSH_ARGS))
 		return -EINVAL;
 	wqe_init(wqe, wr->wr_id, wr->opcode, wr->send_flags);
@@ -245,7 +257,7 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		if (!sq_state_ok(qp->state) || qp->type == IBV_QPT_XRC_RECV) {
+		if (qp->type == IBV_QPT_XRC_RECV) {
 			ret = EINVAL;	/* an XRC target has no send queue */
 			break;
 		}
@@ -275,8 +287,10 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
-		/* XRC QPs have no receive queue: their SRQ takes receives */
-		if (qp->state == IBV_QPS_RESET || qp->srq ||
+		/* XRC QPs have no receive queue: their SRQ takes receives.
+		 * In RESET too, as mlx5: they wait for a message (or a
+		 * flush), and a move to RESET drops them again. */
+		if (qp->srq ||
 		    qp->type == IBV_QPT_XRC_SEND ||
 		    qp->type == IBV_QPT_XRC_RECV || wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > rq->max_sge) {
@@ -316,8 +330,6 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!mw || mw->type != IBV_MW_TYPE_1)
-		return EINVAL;
-	if (!sq_state_ok(qp->state))
 		return EINVAL;
 	if (sq_full(qp))
 		return ENOMEM;
