@@ -496,7 +496,17 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		wqe->first_psn = xp->psn;
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
-		/* READ and atomic results land in local memory */
+		/* an atomic's result is 8 bytes: any other buffer is a
+		 * length error, found before its key is (mlx5 says
+		 * LOC_LEN_ERR; obj/ took it at post time) */
+		if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) &&
+		    (wqe->num_sge != 1 || wqe->length != 8)) {
+			ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_LEN_ERR);
+			return false;
+		}
+		/* READ and atomic results land in local memory: a bad key
+		 * there fails before anything is sent, whatever the remote
+		 * key or address */
 		if (scatter && !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {

@@ -20,7 +20,8 @@
  *  - INLINE only for payload opcodes, total <= max_inline; otherwise
  *    num_sge <= max_send_sge; message <= 2^31;
  *    (INLINE on READ/atomic/BIND_MW/LOCAL_INV is ignored, as hardware does)
- *  - atomics: exactly one SGE of 8 bytes, not inline;
+ *  - atomics: not inline (one SGE of other than 8 bytes is taken and
+ *    completes with IBV_WC_LOC_LEN_ERR in the engine, as on mlx5);
  *  - ATOMIC_WRITE: 8 bytes of payload (one SGE, or inline, which
  *    ibv_wr_atomic_write uses whatever max_inline: the slot has room);
  *  - FLUSH: only through ibv_wr_flush (ibv_send_wr cannot carry it); a
@@ -89,9 +90,6 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 			return -EINVAL;
 	}
 	if (wqe->length > UR_MAX_MSG_SZ)
-		return -EINVAL;
-	if ((info->flags & UR_WR_ATOMIC) &&
-	    (wqe->num_sge != 1 || wqe->sge[0].length != 8))
 		return -EINVAL;
 	if (info->payload_len && wqe->length != info->payload_len)
 		return -EINVAL;

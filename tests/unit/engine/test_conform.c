@@ -259,6 +259,294 @@ static void test_post_before_rts_flushed_or_dropped(void **state)
 	te_pair_close(&p);
 }
 
+/* ------------------------------------------------------------------ */
+/* Which error wins (item 2)                                            */
+/* ------------------------------------------------------------------ */
+
+static int rc_post(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
+		   uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		   unsigned int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf, len, lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = flags;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+
+	assert_int_equal(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
+	return a.qp_state;
+}
+
+/* Both QPs back to RTS (o: NULL for the defaults), their CQs emptied. */
+static void rc_restart(struct te_pair *p, const struct te_conn_opts *o)
+{
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(te_qp_to_reset(p->s[i].qp), 0);
+		while (ibv_poll_cq(p->s[i].scq, 1, &wc) > 0 ||
+		       ibv_poll_cq(p->s[i].rcq, 1, &wc) > 0)
+			;
+	}
+	assert_int_equal(te_pair_connect(p, o), 0);
+}
+
+/*
+ * A local error, found before anything is sent: its status, the peer
+ * untouched (its QP still in RTS, its memory as it was).
+ */
+static void expect_local_err(struct te_pair *p, uint64_t wr_id,
+			     enum ibv_wc_status st)
+{
+	struct te_side *b = &p->s[1];
+	uint8_t before[64];
+
+	memcpy(before, b->buf, sizeof(before));
+	expect_wc(p->s[0].scq, wr_id, st);
+	assert_int_equal(te_poll_none(p->s[0].scq, T_QUIET), 0);
+	assert_int_equal(qp_state(b->qp), IBV_QPS_RTS);
+	assert_memory_equal(b->buf, before, sizeof(before));
+	rc_restart(p, NULL);
+}
+
+/*
+ * Regression (issue 28 item 2): a READ or atomic with both a bad local key
+ * and a bad remote key, and an atomic with a bad local key aimed at a
+ * misaligned address, reported the remote error; hardware finds the local
+ * one before sending (IBV_WC_LOC_PROT_ERR) and the peer sees nothing. An
+ * atomic whose local buffer is not 8 bytes is taken at post time and
+ * completes with IBV_WC_LOC_LEN_ERR, as on mlx5, before its key is looked
+ * at. Unsignalled, each still completes.
+ */
+static void test_regress_local_error_wins(void **state)
+{
+	struct te_pair p;
+	struct te_side *a, *b;
+	uint32_t badl, badr;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	badl = a->mr->lkey ^ 0x5a5a00;
+	badr = b->mr->rkey ^ 0x5a5a00;
+	memset(b->buf, 0x33, 64);
+	assert_int_equal(rc_post(a, IBV_WR_RDMA_READ, 1, 64, badl,
+				 (uintptr_t)b->buf, badr, 0), 0);
+	expect_local_err(&p, 1, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(rc_post(a, IBV_WR_ATOMIC_FETCH_AND_ADD, 2, 8, badl,
+				 (uintptr_t)b->buf, badr, 0), 0);
+	expect_local_err(&p, 2, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(rc_post(a, IBV_WR_ATOMIC_CMP_AND_SWP, 3, 8, badl,
+				 (uintptr_t)b->buf + 4, b->mr->rkey,
+				 IBV_SEND_SIGNALED), 0);
+	expect_local_err(&p, 3, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(rc_post(a, IBV_WR_ATOMIC_FETCH_AND_ADD, 4, 4,
+				 a->mr->lkey, (uintptr_t)b->buf, b->mr->rkey,
+				 0), 0);
+	expect_local_err(&p, 4, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(rc_post(a, IBV_WR_ATOMIC_CMP_AND_SWP, 5, 16, badl,
+				 (uintptr_t)b->buf + 4, badr, 0), 0);
+	expect_local_err(&p, 5, IBV_WC_LOC_LEN_ERR);
+	/* a WRITE's bad lkey too: nothing leaves */
+	assert_int_equal(rc_post(a, IBV_WR_RDMA_WRITE, 6, 64, badl,
+				 (uintptr_t)b->buf, badr, 0), 0);
+	expect_local_err(&p, 6, IBV_WC_LOC_PROT_ERR);
+	/* and a good atomic still works afterwards */
+	assert_int_equal(rc_post(a, IBV_WR_ATOMIC_FETCH_AND_ADD, 7, 8,
+				 a->mr->lkey, (uintptr_t)b->buf, b->mr->rkey,
+				 IBV_SEND_SIGNALED), 0);
+	expect_wc(a->scq, 7, IBV_WC_SUCCESS);
+	te_pair_close(&p);
+}
+
+/*
+ * Regression (issue 28 item 2): a WRITE with immediate through a bad rkey
+ * completed the responder's receive with IBV_WC_REM_ACCESS_ERR (the
+ * requester's status, as rxe); IBA's Local Access Error is that case,
+ * and mlx5 reports it. The requester: IBV_WC_REM_ACCESS_ERR; the target
+ * buffer untouched.
+ */
+static void test_regress_write_imm_bad_rkey_statuses(void **state)
+{
+	struct te_pair p;
+	struct te_side *a, *b;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	memset(b->buf, 0x44, 64);
+	memset(a->buf, 0x55, 64);
+	assert_int_equal(te_post_recv(b, 9, 4096, 64), 0);
+	assert_int_equal(rc_post(a, IBV_WR_RDMA_WRITE_WITH_IMM, 1, 64,
+				 a->mr->lkey, (uintptr_t)b->buf,
+				 b->mr->rkey ^ 0x5a5a00, IBV_SEND_SIGNALED), 0);
+	expect_wc(a->scq, 1, IBV_WC_REM_ACCESS_ERR);
+	expect_wc(b->rcq, 9, IBV_WC_LOC_ACCESS_ERR);
+	assert_int_equal(b->buf[0], 0x44);
+	assert_int_equal(b->buf[63], 0x44);
+	te_pair_close(&p);
+}
+
+static void send_inv(struct te_side *a, uint64_t wr_id, uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)a->buf, 64, a->mr->lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = rkey;
+	assert_int_equal(ibv_post_send(a->qp, &wr, &bad), 0);
+}
+
+/*
+ * A failed SEND with Invalidate: the responder's receive completes in
+ * error and its QP fails (class J), and the requester hears nothing: no
+ * NAK (IBA 9.9.6.3) and no ACK, so no completion until its retries run
+ * out (IBV_WC_RETRY_EXC_ERR), as on mlx5.
+ */
+static void expect_send_inv_failed(struct te_pair *p,
+				   const struct te_conn_opts *o,
+				   uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	expect_wc(p->s[1].rcq, 9, IBV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(te_poll_none(p->s[0].scq, T_QUIET), 0);
+	assert_int_equal(te_poll(p->s[0].scq, &wc, T_TMO), 1);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	rc_restart(p, o);
+}
+
+/* A second RC QP on side me's PD and CQs, in RTS (aimed at the other
+ * side's QP, though it never sends): windows bound through it are not
+ * the first QP's. */
+static struct ibv_qp *other_qp(struct te_pair *p, int me)
+{
+	struct te_side *s = &p->s[me];
+	struct ibv_qp_init_attr ia;
+	struct te_pair q;
+	struct ibv_qp *qp;
+	int i;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = s->scq;
+	ia.recv_cq = s->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(s->pd, &ia);
+	assert_non_null(qp);
+	q = *p;
+	q.s[me].qp = qp;
+	for (i = IBV_QPS_INIT; i <= IBV_QPS_RTS; i++)
+		assert_int_equal(te_side_to(&q, me, NULL,
+					    (enum ibv_qp_state)i), 0);
+	return qp;
+}
+
+/*
+ * Regression (issue 28 item 2): a SEND with Invalidate whose rkey is bad,
+ * names a type 1 window, or names a type 2 window bound through another
+ * QP failed at the responder, but the requester was ACKed and completed
+ * it successfully.
+ */
+static void test_regress_send_inv_failure_not_acked(void **state)
+{
+	/* retries that run out soon, but not within T_QUIET */
+	struct te_conn_opts o = { .timeout = 14, .retry_cnt = 1,
+				  .rnr_retry = 7, .psn = { 5, 6 } };
+	struct ibv_mw_bind bind;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_mw *mw1, *mw2;
+	struct ibv_mr *bmr;
+	struct te_pair p;
+	struct te_side *a, *b;
+	struct ibv_qp *qp2;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, &o), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	/* a bad rkey */
+	assert_int_equal(te_post_recv(b, 9, 0, 4096), 0);
+	send_inv(a, 1, b->mr->rkey ^ 0x5a5a00);
+	expect_send_inv_failed(&p, &o, 1);
+
+	/* a type 1 window's rkey: type 1 windows cannot be invalidated */
+	bmr = ibv_reg_mr(b->pd, b->buf + 8192, 4096, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	assert_non_null(bmr);
+	mw1 = ibv_alloc_mw(b->pd, IBV_MW_TYPE_1);
+	assert_non_null(mw1);
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = 70;
+	bind.send_flags = IBV_SEND_SIGNALED;
+	bind.bind_info.mr = bmr;
+	bind.bind_info.addr = (uintptr_t)b->buf + 8192;
+	bind.bind_info.length = 4096;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	assert_int_equal(ibv_bind_mw(b->qp, mw1, &bind), 0);
+	expect_wc(b->scq, 70, IBV_WC_SUCCESS);
+	assert_int_equal(te_post_recv(b, 9, 0, 4096), 0);
+	send_inv(a, 2, mw1->rkey);
+	expect_send_inv_failed(&p, &o, 2);
+
+	/* a type 2 window bound through another QP of the same PD */
+	qp2 = other_qp(&p, 1);
+	mw2 = ibv_alloc_mw(b->pd, IBV_MW_TYPE_2);
+	assert_non_null(mw2);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 71;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw2;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	wr.bind_mw.bind_info = bind.bind_info;
+	assert_int_equal(ibv_post_send(qp2, &wr, &bad), 0);
+	expect_wc(b->scq, 71, IBV_WC_SUCCESS);
+	assert_int_equal(te_post_recv(b, 9, 0, 4096), 0);
+	send_inv(a, 3, wr.bind_mw.rkey);
+	expect_send_inv_failed(&p, &o, 3);
+	assert_int_equal(ibv_destroy_qp(qp2), 0);
+	assert_int_equal(ibv_dealloc_mw(mw2), 0);
+	assert_int_equal(ibv_dealloc_mw(mw1), 0);
+	assert_int_equal(ibv_dereg_mr(bmr), 0);
+	te_pair_close(&p);
+}
+
 int main(void)
 {
 	int rc;
@@ -268,6 +556,9 @@ int main(void)
 		cmocka_unit_test(test_regress_ud_over_mtu_len_err),
 		cmocka_unit_test(test_regress_post_before_rts_runs_at_rts),
 		cmocka_unit_test(test_post_before_rts_flushed_or_dropped),
+		cmocka_unit_test(test_regress_local_error_wins),
+		cmocka_unit_test(test_regress_write_imm_bad_rkey_statuses),
+		cmocka_unit_test(test_regress_send_inv_failure_not_acked),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
