@@ -77,9 +77,11 @@ static enum ibv_wc_status req_local_op(struct ur_qp *qp,
 			return IBV_WC_MW_BIND_ERR;
 		return IBV_WC_SUCCESS;
 	}
+	/* IBA's "memory management error" has no verbs status of its own;
+	 * mlx5 reports a failed invalidation as it does a failed bind */
 	if (ur_mem_invalidate(qp->dev, qp->pd, ur_qp_num(qp),
 			      wqe->invalidate_rkey))
-		return IBV_WC_LOC_PROT_ERR;
+		return IBV_WC_MW_BIND_ERR;
 	return IBV_WC_SUCCESS;
 }
 

@@ -30,7 +30,8 @@
  *  - UD: an AH (one of another PD, and a message over the MTU, fail in
  *    the engine: mlx5 reports both in a completion);
  *  - BIND_MW via post_send/wr_bind_mw: a type 2 window (type 1 windows are
- *    bound with ibv_bind_mw); no MR only for an unbind (length 0);
+ *    bound with ibv_bind_mw); no MR only for length 0 (which the
+ *    engine fails for a type 2 window: MW_BIND_ERR, as mlx5);
  *  - no free slot -> ENOMEM.
  */
 #include <errno.h>

@@ -547,6 +547,235 @@ static void test_regress_send_inv_failure_not_acked(void **state)
 	te_pair_close(&p);
 }
 
+/* ------------------------------------------------------------------ */
+/* Memory windows (item 3)                                              */
+/* ------------------------------------------------------------------ */
+
+/* Posts a type 2 bind of [off, off + len) of mr on qp (no wait). */
+static int bind2(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mr *mr,
+		 uint64_t wr_id, uint32_t key, uint32_t off, uint32_t len,
+		 unsigned int flags)
+{
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = (mw->rkey & ~0xffu) | (key & 0xffu);
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)mr->addr + off;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_READ;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static struct ibv_mr *mw_mr(struct te_side *s)
+{
+	struct ibv_mr *mr = ibv_reg_mr(s->pd, s->buf + 8192, 8192,
+				       IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_MW_BIND);
+
+	assert_non_null(mr);
+	return mr;
+}
+
+/*
+ * Issue 28 item 3: a type 2 window bound again while bound
+ * (through its own QP with another key, or through another QP) must fail
+ * with IBV_WC_MW_BIND_ERR (IBA table 78), signalled or not, and leave the
+ * first binding working. The issue saw the requester wait forever; 4240ce6
+ * already passes this (own QP, another QP, READs through the window in
+ * flight), so it pins the answer rather than a fix.
+ */
+static void test_type2_rebind_fails(void **state)
+{
+	struct te_pair p;
+	struct te_side *a, *b;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	struct ibv_qp *qp2;
+	uint32_t rkey;
+	int i;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	mr = mw_mr(b);
+	mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	assert_int_equal(bind2(b->qp, mw, mr, 1, 0x11, 0, 4096,
+			       IBV_SEND_SIGNALED), 0);
+	expect_wc(b->scq, 1, IBV_WC_SUCCESS);
+	rkey = mw->rkey;
+	/* through another QP of the PD */
+	qp2 = other_qp(&p, 1);
+	assert_int_equal(bind2(qp2, mw, mr, 2, 0x22, 0, 4096,
+			       IBV_SEND_SIGNALED), 0);
+	expect_wc(b->scq, 2, IBV_WC_MW_BIND_ERR);
+	assert_int_equal(mw->rkey, rkey);
+	/* the first binding still works */
+	memset(a->buf, 0x66, 64);
+	assert_int_equal(rc_post(a, IBV_WR_RDMA_WRITE, 4, 64, a->mr->lkey,
+				 (uintptr_t)b->buf + 8192, rkey,
+				 IBV_SEND_SIGNALED), 0);
+	expect_wc(a->scq, 4, IBV_WC_SUCCESS);
+	assert_int_equal(b->buf[8192 + 63], 0x66);
+	/* through its own QP, another key, unsignalled, while the peer
+	 * READs through the window (rdma-unit-test's MwType2AdvancedTest) */
+	for (i = 0; i < 16; i++)
+		assert_int_equal(rc_post(a, IBV_WR_RDMA_READ, 100 + i, 4096,
+					 a->mr->lkey, (uintptr_t)b->buf + 8192,
+					 rkey, IBV_SEND_SIGNALED), 0);
+	assert_int_equal(bind2(b->qp, mw, mr, 3, 0x33, 0, 4096, 0), 0);
+	expect_wc(b->scq, 3, IBV_WC_MW_BIND_ERR);
+	assert_int_equal(mw->rkey, rkey);
+	assert_int_equal(te_poll_none(b->scq, T_QUIET), 0);
+	/* every READ completes once, in order; once the owner's QP has
+	 * failed, they end in error (RETRY_EXC_ERR, then flushes) */
+	for (i = 0; i < 16; i++) {
+		struct ibv_wc wc;
+
+		assert_int_equal(te_poll(a->scq, &wc, 10000), 1);
+		assert_int_equal(wc.wr_id, 100 + i);
+		if (wc.status != IBV_WC_SUCCESS)
+			assert_true(wc.status == IBV_WC_RETRY_EXC_ERR ||
+				    wc.status == IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(te_poll_none(a->scq, 0), 0);
+	assert_int_equal(ibv_destroy_qp(qp2), 0);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	te_pair_close(&p);
+}
+
+/*
+ * Regression (issue 28 item 3): a zero-length bind of a type 2 window
+ * succeeded (an empty window); IBA and mlx5 forbid it: IBV_WC_MW_BIND_ERR.
+ */
+static void test_regress_type2_zero_length_bind_fails(void **state)
+{
+	struct te_pair p;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	mr = mw_mr(&p.s[1]);
+	mw = ibv_alloc_mw(p.s[1].pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	assert_int_equal(bind2(p.s[1].qp, mw, mr, 1, 0x11, 0, 0,
+			       IBV_SEND_SIGNALED), 0);
+	expect_wc(p.s[1].scq, 1, IBV_WC_MW_BIND_ERR);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	te_pair_close(&p);
+}
+
+/*
+ * Regression (issue 28 item 3): LOCAL_INV of a type 2 window through a QP
+ * it is not bound to failed with IBV_WC_LOC_PROT_ERR; mlx5 (and the suites
+ * written against it) say IBV_WC_MW_BIND_ERR. The window stays bound.
+ */
+static void test_regress_local_inv_other_qp(void **state)
+{
+	struct ibv_send_wr wr, *bad;
+	struct te_pair p;
+	struct te_side *a, *b;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	struct ibv_qp *qp2;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	mr = mw_mr(b);
+	mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	assert_int_equal(bind2(b->qp, mw, mr, 1, 0x11, 0, 4096,
+			       IBV_SEND_SIGNALED), 0);
+	expect_wc(b->scq, 1, IBV_WC_SUCCESS);
+	qp2 = other_qp(&p, 1);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = mw->rkey;
+	assert_int_equal(ibv_post_send(qp2, &wr, &bad), 0);	/* unsignalled */
+	expect_wc(b->scq, 2, IBV_WC_MW_BIND_ERR);
+	memset(a->buf, 0x77, 64);
+	assert_int_equal(rc_post(a, IBV_WR_RDMA_WRITE, 3, 64, a->mr->lkey,
+				 (uintptr_t)b->buf + 8192, mw->rkey,
+				 IBV_SEND_SIGNALED), 0);
+	expect_wc(a->scq, 3, IBV_WC_SUCCESS);
+	assert_int_equal(b->buf[8192], 0x77);
+	assert_int_equal(ibv_destroy_qp(qp2), 0);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	te_pair_close(&p);
+}
+
+/*
+ * Regression (issue 28 item 3): ibv_bind_mw of a type 1 window refused an
+ * MR or a window whose handle the program had garbled (ENOENT). On mlx5
+ * the bind is a post that never reads handles: it is taken and the window
+ * works (rdma-unit-test's MwGeneralTest.BindInvalidMr/BindInvalidMw).
+ * A pointer that is not a live object of ours is still refused.
+ */
+static void test_regress_bind_type1_garbled_handles(void **state)
+{
+	struct ibv_mw_bind bind;
+	struct te_pair p;
+	struct te_side *a, *b;
+	struct ibv_mr *mr, fake;
+	struct ibv_mw *mw;
+	int i;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, NULL), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	mr = mw_mr(b);
+	mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_1);
+	assert_non_null(mw);
+	memset(&bind, 0, sizeof(bind));
+	bind.send_flags = IBV_SEND_SIGNALED;
+	bind.bind_info.mr = mr;
+	bind.bind_info.addr = (uintptr_t)mr->addr;
+	bind.bind_info.length = 4096;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	for (i = 0; i < 2; i++) {
+		uint32_t *h = i ? &mw->handle : &mr->handle;
+
+		*h ^= 0xdeadbeef;
+		bind.wr_id = 10 + i;
+		assert_int_equal(ibv_bind_mw(b->qp, mw, &bind), 0);
+		*h ^= 0xdeadbeef;
+		expect_wc(b->scq, 10 + i, IBV_WC_SUCCESS);
+		memset(a->buf, 0x20 + i, 64);
+		assert_int_equal(rc_post(a, IBV_WR_RDMA_WRITE, 20 + i, 64,
+					 a->mr->lkey, (uintptr_t)mr->addr,
+					 mw->rkey, IBV_SEND_SIGNALED), 0);
+		expect_wc(a->scq, 20 + i, IBV_WC_SUCCESS);
+		assert_int_equal(b->buf[8192 + 63], 0x20 + i);
+	}
+	fake = *mr;			/* not one of ours */
+	bind.bind_info.mr = &fake;
+	assert_int_not_equal(ibv_bind_mw(b->qp, mw, &bind), 0);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	te_pair_close(&p);
+}
+
 int main(void)
 {
 	int rc;
@@ -559,6 +788,10 @@ int main(void)
 		cmocka_unit_test(test_regress_local_error_wins),
 		cmocka_unit_test(test_regress_write_imm_bad_rkey_statuses),
 		cmocka_unit_test(test_regress_send_inv_failure_not_acked),
+		cmocka_unit_test(test_type2_rebind_fails),
+		cmocka_unit_test(test_regress_type2_zero_length_bind_fails),
+		cmocka_unit_test(test_regress_local_inv_other_qp),
+		cmocka_unit_test(test_regress_bind_type1_garbled_handles),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
