@@ -309,6 +309,11 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 
 int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 {
+	/* no channel, so no event could ever be delivered: EINVAL, as the
+	 * providers that check it answer (mlx5 arms it and returns 0;
+	 * docs/deviations.md) */
+	if (!cq->ibcq.channel)
+		return -EINVAL;
 	pthread_spin_lock(&cq->lock);
 	/* "next completion" already covers the solicited ones */
 	if (!solicited_only)
