@@ -241,6 +241,10 @@ static void test_post_before_rts_flushed_or_dropped(void **state)
 	a = &p.s[0];
 	b = &p.s[1];
 	assert_int_equal(te_post_recv(b, 1, 0, 100), 0);	/* RESET */
+	/* RESET -> RESET drops what was posted in RESET (found by the engine
+	 * fuzzer: the WQE ran after the next connect) */
+	assert_int_equal(te_post_send(a, IBV_WR_SEND, 9, 0, 100, 0, 0, 0), 0);
+	assert_int_equal(te_qp_to_reset(a->qp), 0);
 	assert_int_equal(te_post_send(a, IBV_WR_SEND, 2, 0, 100, 0, 0, 0), 0);
 	assert_int_equal(te_side_to(&p, 0, NULL, IBV_QPS_INIT), 0);
 	assert_int_equal(te_post_send(a, IBV_WR_SEND, 3, 0, 100, 0, 0, 0), 0);
