@@ -9,10 +9,10 @@
  * before releasing it when sq.producer moved: obj/ never calls the engine.
  *
  * Post-time rules (anything else fails later, with an error completion):
- *  - any state (as mlx5 and most providers, not IBA's C10-96: see
- *    docs/deviations.md): in RESET, INIT and RTR the WQE waits for RTS,
- *    in ERR the engine flushes it, and a move to RESET drops it; an XRC
- *    target has no send queue -> EINVAL;
+ *  - RESET -> EINVAL (IBA C10-96, and rdma-core's own tests ask it);
+ *    INIT and RTR are taken, as mlx5 takes them (not C10-96: see
+ *    docs/deviations.md): the WQE waits for RTS, a move to ERR flushes
+ *    it, one to RESET drops it; an XRC target has no send queue -> EINVAL;
  *  - the opcode must exist for the QP type (wr_opcode.c), except that a
  *    UD QP takes any opcode IBA defines, as mlx5 does: the engine completes
  *    one UD cannot execute with IBV_WC_LOC_QP_OP_ERR;
@@ -71,7 +71,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	uint64_t total = 0;
 	uint32_t i;
 
-	if (qp->type == IBV_QPT_XRC_RECV)
+	if (qp->state == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_RECV)
 		return -EINVAL;	/* an XRC target has no send queue */
 	info = ur_wr_opcode(qp->type, wqe->opcode);
 	if (!info)	/* the engine fails a foreign one, nothing to check */
@@ -256,7 +256,8 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		if (qp->type == IBV_QPT_XRC_RECV) {
+		if (qp->state == IBV_QPS_RESET ||
+		    qp->type == IBV_QPT_XRC_RECV) {
 			ret = EINVAL;	/* an XRC target has no send queue */
 			break;
 		}
@@ -286,10 +287,8 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
-		/* XRC QPs have no receive queue: their SRQ takes receives.
-		 * In RESET too, as mlx5: they wait for a message (or a
-		 * flush), and a move to RESET drops them again. */
-		if (qp->srq ||
+		/* XRC QPs have no receive queue: their SRQ takes receives */
+		if (qp->state == IBV_QPS_RESET || qp->srq ||
 		    qp->type == IBV_QPT_XRC_SEND ||
 		    qp->type == IBV_QPT_XRC_RECV || wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > rq->max_sge) {
@@ -328,7 +327,7 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 	int ret;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (!mw || mw->type != IBV_MW_TYPE_1)
+	if (!mw || mw->type != IBV_MW_TYPE_1 || qp->state == IBV_QPS_RESET)
 		return EINVAL;
 	if (sq_full(qp))
 		return ENOMEM;

@@ -382,12 +382,9 @@ static void modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *attr,
 	struct ibv_qp_attr *a = &qp->attr;
 	enum ibv_qp_state next = (mask & S) ? attr->qp_state : qp->state;
 
-	if (next == IBV_QPS_RESET) {
-		/* IBA 10.3.1: RESET empties both work queues, no completions;
-		 * RESET -> RESET too, since WRs may be posted in RESET (as
-		 * mlx5, whose provider resets its rings on every such modify) */
-		if (qp->state != IBV_QPS_RESET)
-			ur_qp_attr_defaults(qp);
+	if (next == IBV_QPS_RESET && qp->state != IBV_QPS_RESET) {
+		/* IBA 10.3.1: RESET empties both work queues, no completions */
+		ur_qp_attr_defaults(qp);
 		ring_reset(&qp->sq);
 		if (!qp->srq) {
 			pthread_spin_lock(&qp->rq_lock);

@@ -32,9 +32,7 @@
  *   - an RC operation posted after its MW key was invalidated succeeded
  *     (again only while its responder's PSN is not in doubt and its QP
  *     took no response it did not draw);
- *   - at the end, a signaled send or a receive never completed (a QP
- *     left in RESET goes to ERR through INIT: WRs posted in RESET wait
- *     there, as on mlx5, and are flushed).
+ *   - at the end, a signaled send or a receive never completed.
  * PSN doubt (fz_qp.psn_doubt): an RC responder ACKs a request below the
  * PSN it expects as a duplicate, without checking its key or executing
  * it (C9-105), and the requester completes it with success. A request of
@@ -1374,13 +1372,9 @@ static void world_end(size_t size)
 
 	if (size % 8 == 0)
 		dump_engine();
-	for (i = 0; i < FZ_NQP; i++) {
-		/* RESET cannot go to ERR; what was posted in RESET (taken,
-		 * as mlx5 takes it) is flushed through INIT */
-		if (w.q[i].state == IBV_QPS_RESET)
-			qp_modify(i, IBV_QPS_INIT, 0);
-		qp_modify(i, IBV_QPS_ERR, 0);
-	}
+	for (i = 0; i < FZ_NQP; i++)
+		if (w.q[i].state != IBV_QPS_RESET)
+			qp_modify(i, IBV_QPS_ERR, 0);
 	for (round = 0; round < 4; round++) {
 		ur_engine_poll(w.dev);
 		for (i = 0; i < FZ_NQP; i++)

@@ -213,16 +213,17 @@ static void test_post_state(void **state)
 	enum ibv_qp_state old;
 
 	(void)state;
-	/* every state takes sends, as mlx5 (docs/deviations.md): before RTS
-	 * they wait for it, in ERR the engine flushes them */
+	/* RESET refuses; INIT and RTR take sends, as mlx5
+	 * (docs/deviations.md): they wait for RTS, in ERR the engine
+	 * flushes them */
 	wr_init(&wr, &sg, 1, IBV_WR_SEND);
-	assert_int_equal(post1(qp, &wr), 0);	/* RESET */
+	assert_int_equal(post1(qp, &wr), EINVAL);	/* RESET */
 	qp_fx_good_attr(&at, IBV_QPS_RESET, IBV_QPS_INIT);
 	assert_int_equal(qp_fx_modify(qp, &at, IBV_QP_STATE | IBV_QP_PORT |
 				      IBV_QP_PKEY_INDEX |
 				      IBV_QP_ACCESS_FLAGS, &old), 0);
-	assert_int_equal(qp->sq.producer, 1);	/* RESET -> INIT keeps it */
 	assert_int_equal(post1(qp, &wr), 0);	/* INIT */
+	assert_int_equal(post1(qp, &wr), 0);
 	qp->state = IBV_QPS_RTR;
 	assert_int_equal(post1(qp, &wr), 0);
 	qp->state = IBV_QPS_RTS;
@@ -553,12 +554,11 @@ static void test_bind_mw_type1(void **state)
 	b.bind_info.addr = 0x2000;
 	b.bind_info.length = 64;
 	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	/* taken in RESET too, as mlx5 (its ibv_bind_mw is a post_send); the
-	 * move to RTS does not drop it */
+	assert_int_equal(qp_fx_bind_mw(qp, &mw.ibmw, &b), EINVAL); /* RESET */
+	assert_int_equal(mw.ibmw.rkey, 0x123456ff);
+	assert_int_equal(qp_fx_to_rts(qp), 0);
 	assert_int_equal(qp_fx_bind_mw(qp, &mw.ibmw, &b), 0);
 	assert_int_equal(mw.ibmw.rkey, 0x12345600);	/* tag wraps */
-	assert_int_equal(qp_fx_to_rts(qp), 0);
-	assert_int_equal(qp->sq.producer, 1);
 	w = sq_wqe(qp, 0);
 	assert_int_equal(w->opcode, IBV_WR_BIND_MW);
 	assert_int_equal(w->wr_id, 55);
@@ -609,7 +609,9 @@ static void test_post_recv(void **state)
 		wr[i].num_sge = 2;
 		wr[i].next = i < 3 ? &wr[i + 1] : NULL;
 	}
-	/* in RESET too, as mlx5 (docs/deviations.md) */
+	assert_int_equal(ur_qp_post_recv(qp, wr, &bad), EINVAL);  /* RESET */
+	assert_ptr_equal(bad, &wr[0]);
+	qp->state = IBV_QPS_INIT;
 	wr[1].num_sge = 3;
 	assert_int_equal(ur_qp_post_recv(qp, wr, &bad), EINVAL);
 	assert_ptr_equal(bad, &wr[1]);
