@@ -132,8 +132,8 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	/* an AH of another PD: rxe's answer (mlx5's AH is a copy the
-	 * hardware cannot tie to a PD, so it sends) */
+	/* an AH of another PD: IBA C10-10's status, and rxe's (mlx5's AH
+	 * is a copy the hardware cannot tie to a PD, so it sends) */
 	if (!ah || ah->pd != qp->pd ||
 	    ur_ip_flow_from_sockaddr(&flow,
 					    ur_nic_src(xp->nic,
