@@ -32,15 +32,37 @@ int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	return ur_cq_push(qp->send_cq, &wc, false);
 }
 
+static bool wqe_signaled(const struct ur_qp *qp, const struct ur_send_wqe *w)
+{
+	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+}
+
+/*
+ * Every WR is flushed, but a CQ sized for the signalled ones (and the
+ * receives) must not overflow for it: a program that tears down right
+ * after a burst would see IBV_EVENT_CQ_ERR where a NIC raises none
+ * (issue 28). So a signalled WR always gets its flush CQE, and an
+ * unsignalled one only while the CQ keeps room for the signalled ones
+ * still to come; the others are flushed without one (rxe stops at the
+ * first CQE that does not fit, and raises CQ_ERR; docs/deviations.md).
+ */
 void ur_flush_sq(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
+	uint32_t sig_left = 0, i;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
+	for (i = sq->consumer; i != sq->producer; i++)
+		sig_left += wqe_signaled(qp, ur_wq_slot(sq, i));
 	while (sq->consumer != sq->producer) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
-		ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
+		if (wqe_signaled(qp, w)) {
+			sig_left--;
+			ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
+		} else if (ur_cq_room(qp->send_cq) > sig_left) {
+			ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
+		}
 		sq->consumer++;
 	}
 	sq->cursor = sq->consumer;

@@ -77,9 +77,11 @@ static enum ibv_wc_status req_local_op(struct ur_qp *qp,
 			return IBV_WC_MW_BIND_ERR;
 		return IBV_WC_SUCCESS;
 	}
+	/* IBA's "memory management error" has no verbs status of its own;
+	 * mlx5 reports a failed invalidation as it does a failed bind */
 	if (ur_mem_invalidate(qp->dev, qp->pd, ur_qp_num(qp),
 			      wqe->invalidate_rkey))
-		return IBV_WC_LOC_PROT_ERR;
+		return IBV_WC_MW_BIND_ERR;
 	return IBV_WC_SUCCESS;
 }
 
@@ -130,7 +132,10 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	if (!ah || ur_ip_flow_from_sockaddr(&flow,
+	/* an AH of another PD: IBA C10-10's status, and rxe's (mlx5's AH
+	 * is a copy the hardware cannot tie to a PD, so it sends) */
+	if (!ah || ah->pd != qp->pd ||
+	    ur_ip_flow_from_sockaddr(&flow,
 					    ur_nic_src(xp->nic,
 						       ah->av.sgid_index),
 					    &ah->av.dest)) {
@@ -144,10 +149,11 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	if (ur_addr_is_multicast(&ah->av.dest))
 		flow.ttl = ah->av.hop_limit;
 	if (wqe->length > xp->mtu) {
-		/* C10-93.1.1 as rxe: too big for the port MTU, so it is
-		 * "lost in the fabric": completed, not sent. */
+		/* too big for the port MTU: mlx5 completes it with a length
+		 * error; rxe's silent success (C10-93.1.1's "lost in the
+		 * fabric") would say it was sent (docs/deviations.md) */
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_UD_TOO_BIG, 1);
-		wqe_sent(qp, wqe);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
 	if (wqe_payload(qp, wqe, 0, wqe->length, iov, &niov)) {
@@ -492,7 +498,17 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		wqe->first_psn = xp->psn;
 		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
-		/* READ and atomic results land in local memory */
+		/* an atomic's result is 8 bytes: any other buffer is a
+		 * length error, found before its key is (mlx5 says
+		 * LOC_LEN_ERR; obj/ took it at post time) */
+		if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) &&
+		    (wqe->num_sge != 1 || wqe->length != 8)) {
+			ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_LEN_ERR);
+			return false;
+		}
+		/* READ and atomic results land in local memory: a bad key
+		 * there fails before anything is sent, whatever the remote
+		 * key or address */
 		if (scatter && !(wqe->send_flags & IBV_SEND_INLINE) &&
 		    ur_sgl_check(qp, wqe->sge, wqe->num_sge,
 				 IBV_ACCESS_LOCAL_WRITE)) {

@@ -423,9 +423,11 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	 * waits in nic->held for the batch to leave (ur_resp_flush()), so
 	 * the ACKs stay coalesced; while it waits, r->held keeps others from
 	 * flushing the RQ past it. Class J is rare: the batch leaves now,
-	 * then the CQE, then the QP fails.
+	 * then the CQE, then the QP fails. A SEND with Invalidate whose
+	 * invalidation failed is not acknowledged at all (class J sends no
+	 * NAK, and mlx5 no ACK either): its requester hears nothing.
 	 */
-	if (ur_resp_is_rc(c) && pkt->ackreq) {
+	if (ur_resp_is_rc(c) && pkt->ackreq && !c->inv_failed) {
 		struct ur_nic *nic = c->xp->nic;
 
 		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
@@ -633,7 +635,10 @@ static enum ur_resp_state resp_err_remote_access(struct ur_resp_ctx *c)
 {
 	if (resp_hardened_drop(c))
 		return UR_RESP_DROP;
-	c->rwqe_status = IBV_WC_REM_ACCESS_ERR;
+	/* the receive a WRITE with immediate took: IBA's Local Access
+	 * Error is this case exactly, and mlx5 reports it (rxe says
+	 * REM_ACCESS_ERR, the requester's status) */
+	c->rwqe_status = IBV_WC_LOC_ACCESS_ERR;
 	return resp_err_class_c(c, UR_AETH_NAK_REM_ACC,
 				IBV_EVENT_QP_ACCESS_ERR);
 }

@@ -309,6 +309,11 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 
 int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 {
+	/* no channel, so no event could ever be delivered: EINVAL, as the
+	 * providers that check it answer (mlx5 arms it and returns 0;
+	 * docs/deviations.md) */
+	if (!cq->ibcq.channel)
+		return -EINVAL;
 	pthread_spin_lock(&cq->lock);
 	/* "next completion" already covers the solicited ones */
 	if (!solicited_only)
@@ -328,6 +333,16 @@ static void channel_signal(struct ur_cq *cq)
 		ur_list_add_tail(&ch->pending, &cq->chan_node);
 	ur_evcount_add(ch->ibch.fd);
 	pthread_mutex_unlock(&ch->lock);
+}
+
+uint32_t ur_cq_room(struct ur_cq *cq)
+{
+	uint32_t n;
+
+	pthread_spin_lock(&cq->lock);
+	n = cq->size - 1 - cq_count(cq);
+	pthread_spin_unlock(&cq->lock);
+	return n;
 }
 
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)

@@ -205,9 +205,9 @@ out:
 /* Caller holds reg.lock. 0, -ENOENT (not ours, wrong kind, being
  * destroyed, handle changed) or -EINVAL (its context was overwritten). */
 static int check_locked(struct live_entry *e, enum ur_obj_kind kind,
-			const void *obj)
+			const void *obj, bool handle)
 {
-	ptrdiff_t off = handle_offset(kind);
+	ptrdiff_t off = handle ? handle_offset(kind) : -1;
 
 	if (!e || e->kind != kind || e->taken)
 		return -ENOENT;
@@ -227,7 +227,19 @@ int ur_live_check(enum ur_obj_kind kind, const void *obj)
 	if (!obj)
 		return -EINVAL;
 	pthread_mutex_lock(&reg.lock);
-	err = check_locked(find_locked((uintptr_t)obj), kind, obj);
+	err = check_locked(find_locked((uintptr_t)obj), kind, obj, true);
+	pthread_mutex_unlock(&reg.lock);
+	return err;
+}
+
+int ur_live_check_ptr(enum ur_obj_kind kind, const void *obj)
+{
+	int err;
+
+	if (!obj)
+		return -EINVAL;
+	pthread_mutex_lock(&reg.lock);
+	err = check_locked(find_locked((uintptr_t)obj), kind, obj, false);
 	pthread_mutex_unlock(&reg.lock);
 	return err;
 }
@@ -241,7 +253,7 @@ int ur_live_take(enum ur_obj_kind kind, const void *obj)
 		return -EINVAL;
 	pthread_mutex_lock(&reg.lock);
 	e = find_locked((uintptr_t)obj);
-	err = check_locked(e, kind, obj);
+	err = check_locked(e, kind, obj, true);
 	if (!err)
 		e->taken = true;
 	pthread_mutex_unlock(&reg.lock);

@@ -575,6 +575,10 @@ int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	type2 = mw->ibmw.type == IBV_MW_TYPE_2;
 	if (!type2 && (access & IBV_ACCESS_ZERO_BASED))
 		return -EINVAL;
+	/* a type 2 window is emptied by invalidation, never by a bind of
+	 * length 0 (mlx5: MW_BIND_ERR; type 1 unbinds that way) */
+	if (type2 && !length)
+		return -EINVAL;
 	if (length && !mr)
 		return -EINVAL;
 	if (mr) {

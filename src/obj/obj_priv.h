@@ -38,6 +38,10 @@ int ur_live_add(struct ur_device *dev, enum ur_obj_kind kind, const void *obj,
  * through obj only after finding it.
  */
 int ur_live_check(enum ur_obj_kind kind, const void *obj);
+/* ur_live_check without the handle: for the posting verbs that name
+ * objects (ibv_bind_mw), which on hardware never reach the kernel that
+ * resolves handles, so a garbled handle does not stop them (mlx5). */
+int ur_live_check_ptr(enum ur_obj_kind kind, const void *obj);
 /* ur_live_check, and on success hides obj from later checks (a destroy
  * begins); end with ur_live_drop (destroyed) or ur_live_restore. */
 int ur_live_take(enum ur_obj_kind kind, const void *obj);

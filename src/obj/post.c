@@ -9,22 +9,29 @@
  * before releasing it when sq.producer moved: obj/ never calls the engine.
  *
  * Post-time rules (anything else fails later, with an error completion):
- *  - state RESET, INIT or RTR -> EINVAL (ERR: queued, the engine flushes;
- *    SQD/SQE: queued);
- *  - the opcode must exist for the QP type (wr_opcode.c);
+ *  - RESET -> EINVAL (IBA C10-96, and rdma-core's own tests ask it);
+ *    INIT and RTR are taken, as mlx5 takes them (not C10-96: see
+ *    docs/deviations.md): the WQE waits for RTS, a move to ERR flushes
+ *    it, one to RESET drops it; an XRC target has no send queue -> EINVAL;
+ *  - the opcode must exist for the QP type (wr_opcode.c), except that a
+ *    UD QP takes any opcode IBA defines, as mlx5 does: the engine completes
+ *    one UD cannot execute with IBV_WC_LOC_QP_OP_ERR;
  *  - send_flags within FENCE|SIGNALED|SOLICITED|INLINE;
  *  - INLINE only for payload opcodes, total <= max_inline; otherwise
  *    num_sge <= max_send_sge; message <= 2^31;
  *    (INLINE on READ/atomic/BIND_MW/LOCAL_INV is ignored, as hardware does)
- *  - atomics: exactly one SGE of 8 bytes, not inline;
+ *  - atomics: not inline (one SGE of other than 8 bytes is taken and
+ *    completes with IBV_WC_LOC_LEN_ERR in the engine, as on mlx5);
  *  - ATOMIC_WRITE: 8 bytes of payload (one SGE, or inline, which
  *    ibv_wr_atomic_write uses whatever max_inline: the slot has room);
  *  - FLUSH: only through ibv_wr_flush (ibv_send_wr cannot carry it); a
  *    placement type of GLOBAL and/or PERSISTENT, a selectivity of RANGE
  *    or MR;
- *  - UD: an AH of the QP's PD;
+ *  - UD: an AH (one of another PD, and a message over the MTU, fail in
+ *    the engine: mlx5 reports both in a completion);
  *  - BIND_MW via post_send/wr_bind_mw: a type 2 window (type 1 windows are
- *    bound with ibv_bind_mw); no MR only for an unbind (length 0);
+ *    bound with ibv_bind_mw); no MR only for length 0 (which the
+ *    engine fails for a type 2 window: MW_BIND_ERR, as mlx5);
  *  - no free slot -> ENOMEM.
  */
 #include <errno.h>
@@ -41,10 +48,16 @@
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
 	 IBV_ACCESS_ZERO_BASED)
 
-static bool sq_state_ok(enum ibv_qp_state s)
+/*
+ * An opcode IBA defines that the UD service does not execute (RDMA,
+ * atomics, local operations): mlx5 hands it to the hardware, which
+ * completes it with IBV_WC_LOC_QP_OP_ERR; the engine's requester does the
+ * same (req_ud()). FLUSH cannot be named by an ibv_send_wr.
+ */
+static bool ud_foreign_op(const struct ur_qp *qp, enum ibv_wr_opcode op)
 {
-	return s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE ||
-	       s == IBV_QPS_ERR;
+	return qp->type == IBV_QPT_UD && op != (enum ibv_wr_opcode)UR_WR_FLUSH &&
+	       ur_wr_opcode_any(op);
 }
 
 static bool sq_full(const struct ur_qp *qp)
@@ -58,11 +71,11 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	uint64_t total = 0;
 	uint32_t i;
 
-	if (!sq_state_ok(qp->state))
-		return -EINVAL;
+	if (qp->state == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_RECV)
+		return -EINVAL;	/* an XRC target has no send queue */
 	info = ur_wr_opcode(qp->type, wqe->opcode);
-	if (!info)
-		return -EINVAL;
+	if (!info)	/* the engine fails a foreign one, nothing to check */
+		return ud_foreign_op(qp, wqe->opcode) ? 0 : -EINVAL;
 	if (wqe->send_flags & ~UR_SEND_FLAGS_OK)
 		return -EINVAL;
 	if (wqe->send_flags & IBV_SEND_INLINE) {
@@ -79,9 +92,6 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	}
 	if (wqe->length > UR_MAX_MSG_SZ)
 		return -EINVAL;
-	if ((info->flags & UR_WR_ATOMIC) &&
-	    (wqe->num_sge != 1 || wqe->sge[0].length != 8))
-		return -EINVAL;
 	if (info->payload_len && wqe->length != info->payload_len)
 		return -EINVAL;
 	if ((info->flags & (UR_WR_LOCAL | UR_WR_FLUSH_ARGS)) &&
@@ -94,8 +104,7 @@ int ur_send_wqe_check(const struct ur_qp *qp, const struct ur_send_wqe *wqe)
 	      wqe->flush.level != UR_FLUSH_MR)))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD &&
-	    (!wqe->ud.ah || wqe->ud.ah->pd != qp->pd ||
-	     wqe->ud.remote_qpn > UR_QPN_MASK))
+	    (!wqe->ud.ah || wqe->ud.remote_qpn > UR_QPN_MASK))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_XRC_SEND && wqe->xrc_srqn > UR_QPN_MASK)
 		return -EINVAL;	/* an XRCETH holds 24 bits */
@@ -173,6 +182,8 @@ static int wqe_from_wr(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	int ret;
 
 	info = ur_wr_opcode(qp->type, wr->opcode);
+	if (!info && ud_foreign_op(qp, wr->opcode))
+		info = ur_wr_opcode_any(wr->opcode);
 	if (!info || wr->num_sge < 0 || (info->flags & UR_WR_FLUSH_ARGS))
 		return -EINVAL;
 	wqe_init(wqe, wr->wr_id, wr->opcode, wr->send_flags);
@@ -245,7 +256,8 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr,
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
-		if (!sq_state_ok(qp->state) || qp->type == IBV_QPT_XRC_RECV) {
+		if (qp->state == IBV_QPS_RESET ||
+		    qp->type == IBV_QPT_XRC_RECV) {
 			ret = EINVAL;	/* an XRC target has no send queue */
 			break;
 		}
@@ -315,9 +327,7 @@ int ur_qp_bind_mw(struct ur_qp *qp, struct ibv_mw *mw,
 	int ret;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (!mw || mw->type != IBV_MW_TYPE_1)
-		return EINVAL;
-	if (!sq_state_ok(qp->state))
+	if (!mw || mw->type != IBV_MW_TYPE_1 || qp->state == IBV_QPS_RESET)
 		return EINVAL;
 	if (sq_full(qp))
 		return ENOMEM;

@@ -6,8 +6,10 @@
  * in the ibv_wr_* API, and its completion's opcode and length (declared
  * in obj/wr_opcode.h, which the engine reads too).
  *
- * SEND_WITH_INV is refused at post time on UC/UD (the IETH exists only on
- * RC; rxe accepts it and fails at execution). LOCAL_INV and BIND_MW are
+ * SEND_WITH_INV is refused at post time on UC (the IETH exists only on
+ * RC; rxe accepts it and fails at execution). A UD QP takes every opcode
+ * here at post time and completes the ones UD lacks with
+ * IBV_WC_LOC_QP_OP_ERR, as mlx5 does (obj/post.c). LOCAL_INV and BIND_MW are
  * local operations IBA allows on RC and UC. ATOMIC_WRITE and FLUSH (IBA
  * 1.5) exist on RC only; both are answered by a zero-length RDMA READ
  * response, so they count against max_rd_atomic as READs do. FLUSH is

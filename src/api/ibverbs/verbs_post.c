@@ -69,12 +69,14 @@ int ur_op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 {
 	struct ur_qp *qp = to_ur_qp(ibqp);
 	uint32_t first;
-	int err = ur_live_check(UR_OBJ_MW, mw);
+	/* live objects of ours, so nothing freed is read; their handles
+	 * are not looked at, as mlx5's bind (a post) never does */
+	int err = ur_live_check_ptr(UR_OBJ_MW, mw);
 
 	if (!err && !bind)
 		err = -EINVAL;
 	if (!err && bind->bind_info.mr)
-		err = ur_live_check(UR_OBJ_MR, bind->bind_info.mr);
+		err = ur_live_check_ptr(UR_OBJ_MR, bind->bind_info.mr);
 	if (err)
 		return ur_api_ret(err);
 	pthread_mutex_lock(&qp->sq_lock);

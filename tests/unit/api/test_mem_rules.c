@@ -212,7 +212,7 @@ static void test_type2_window_rules(void **state)
 	/* LOCAL_INV on D (same PD, not the window's QP): refused */
 	inv.invalidate_rkey = mw->rkey;
 	post_one(qps[3], &inv);
-	assert_int_equal(wait_wr(710).status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(wait_wr(710).status, IBV_WC_MW_BIND_ERR);
 	/* SEND_WITH_INV to D: D's receive fails, the window stays */
 	post_recv_buf(qps[3], NULL, 720, mrb, buf_b + 4096, 64);
 	post_send_inv(qps[2], 721, mra, mw->rkey);

@@ -152,10 +152,13 @@ int te_qp_to_reset(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
-static int side_connect(struct te_pair *p, int me,
-			const struct te_conn_opts *o)
+static const struct te_conn_opts te_def_opts = {
+	.retry_cnt = 7, .rnr_retry = 7, .psn = { 0x123456, 0xfffff0 }
+};
+
+static int side_init(struct te_pair *p, struct te_side *s,
+		     const struct te_conn_opts *o)
 {
-	struct te_side *s = &p->s[me], *peer = &p->s[!me];
 	struct ibv_qp_attr a;
 	int mask;
 
@@ -170,12 +173,17 @@ static int side_connect(struct te_pair *p, int me,
 	} else {
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC |
-				    (o ? o->access : 0);
+				    IBV_ACCESS_REMOTE_ATOMIC | o->access;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
-	if (ibv_modify_qp(s->qp, &a, mask))
-		return -1;
+	return ibv_modify_qp(s->qp, &a, mask) ? -1 : 0;
+}
+
+static int side_rtr(struct te_pair *p, int me, const struct te_conn_opts *o)
+{
+	struct te_side *s = &p->s[me], *peer = &p->s[!me];
+	struct ibv_qp_attr a;
+	int mask;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -199,8 +207,13 @@ static int side_connect(struct te_pair *p, int me,
 				IBV_QP_MIN_RNR_TIMER;
 		}
 	}
-	if (ibv_modify_qp(s->qp, &a, mask))
-		return -1;
+	return ibv_modify_qp(s->qp, &a, mask) ? -1 : 0;
+}
+
+static int side_rts(struct te_pair *p, int me, const struct te_conn_opts *o)
+{
+	struct ibv_qp_attr a;
+	int mask;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -214,17 +227,38 @@ static int side_connect(struct te_pair *p, int me,
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
-	return ibv_modify_qp(s->qp, &a, mask) ? -1 : 0;
+	return ibv_modify_qp(p->s[me].qp, &a, mask) ? -1 : 0;
+}
+
+int te_side_to(struct te_pair *p, int me, const struct te_conn_opts *o,
+	       enum ibv_qp_state to)
+{
+	if (!o)
+		o = &te_def_opts;
+	switch (to) {
+	case IBV_QPS_INIT:
+		return side_init(p, &p->s[me], o);
+	case IBV_QPS_RTR:
+		return side_rtr(p, me, o);
+	case IBV_QPS_RTS:
+		return side_rts(p, me, o);
+	default:
+		return -1;
+	}
 }
 
 int te_pair_connect(struct te_pair *p, const struct te_conn_opts *o)
 {
-	struct te_conn_opts def = { .retry_cnt = 7, .rnr_retry = 7,
-				    .psn = { 0x123456, 0xfffff0 } };
+	static const enum ibv_qp_state steps[] = {
+		IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS
+	};
+	int me, i;
 
-	if (!o)
-		o = &def;
-	return side_connect(p, 0, o) || side_connect(p, 1, o) ? -1 : 0;
+	for (me = 0; me < 2; me++)
+		for (i = 0; i < 3; i++)
+			if (te_side_to(p, me, o, steps[i]))
+				return -1;
+	return 0;
 }
 
 int te_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)

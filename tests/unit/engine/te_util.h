@@ -51,6 +51,11 @@ void te_close_devices(void);
 /* RESET -> INIT -> RTR -> RTS on both sides, each aimed at the other. */
 int te_pair_connect(struct te_pair *p, const struct te_conn_opts *o);
 int te_qp_to_reset(struct ibv_qp *qp);
+/* One step of te_pair_connect() for side me: the move into to (INIT from
+ * RESET, RTR from INIT or RTS from RTR), aimed at the other side (o: NULL
+ * for te_pair_connect()'s defaults). */
+int te_side_to(struct te_pair *p, int me, const struct te_conn_opts *o,
+	       enum ibv_qp_state to);
 
 /* Polls cq until one completion or timeout_ms; returns 1, 0, or -1. */
 int te_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);

@@ -330,6 +330,7 @@ static void test_ud(void **state)
 	fe_qp_modify(b.qp, IBV_QPS_INIT, 0);
 	fe_qp_modify(b.qp, IBV_QPS_RTR, 0);
 	memset(&ah, 0, sizeof(ah));
+	ah.pd = a.qp->pd;	/* one of another PD fails (req_ud()) */
 	ah.av.dest = b.dev->gids[0].addr;
 	fe_set_port(&ah.av.dest);
 	fill(a.buf, 1000, 4);

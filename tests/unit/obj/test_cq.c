@@ -269,6 +269,27 @@ static void *destroy_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Regression (issue 28 item 4): ibv_req_notify_cq on a CQ created without
+ * a completion channel returned 0 although no event could ever come;
+ * it fails with EINVAL, and a CQ with a channel still arms.
+ */
+static void test_regress_arm_without_channel(void **state)
+{
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_comp_channel *ch = mkch(ctx);
+	struct ur_cq *cq = mkcq(ctx, 8, NULL), *cq2 = mkcq(ctx, 8, ch);
+
+	(void)state;
+	assert_int_equal(ur_cq_arm(cq, 0), -EINVAL);
+	assert_int_equal(ur_cq_arm(cq, 1), -EINVAL);
+	assert_int_equal(ur_cq_arm(cq2, 0), 0);
+	assert_int_equal(ur_cq_destroy(cq), 0);
+	assert_int_equal(ur_cq_destroy(cq2), 0);
+	assert_int_equal(ur_channel_destroy(ch), 0);
+	ut_ctx_free(ctx);
+}
+
 static void test_destroy_waits_for_ack(void **state)
 {
 	struct ibv_context *ctx = ut_ctx_new();
@@ -435,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_notify),
+		cmocka_unit_test(test_regress_arm_without_channel),
 		cmocka_unit_test(test_destroy_waits_for_ack),
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_cq_ex_pop),
