@@ -12,7 +12,10 @@
 #    -b serve for ever) and is then stopped;
 #  - `export VAR=...`: applies to the rest of its block;
 #  - anything else runs alone and must exit 0.
-# A trailing "\" joins a line to the next. Lines run in a scratch directory
+# A trailing "\" joins a line to the next. In a sanitized build
+# (E2E_PRELOAD, tests/e2e/CMakeLists.txt) every command runs with the
+# runtime preloaded, as e2e_pair runs its pairs, and a sanitizer's report in
+# any output fails the case. Lines run in a scratch directory
 # that links to the repository's tools/, tests/ and scripts/, so that what
 # they write (mpicc's ./pingpong) stays there. A program that is not
 # installed skips its case.
@@ -29,6 +32,7 @@ if (($(id -u) == 0)) && [[ -z ${README_TEST_NETNS:-} ]] &&
 	exec unshare --net -- bash -c 'ip link set lo up && exec bash "$@"' \
 		bash "$0" "$@"
 fi
+# shellcheck source=tests/e2e/lib.sh
 . "$HERE/lib.sh"
 e2e_libdir "${1:-}"
 e2e_runtime_dir
@@ -50,14 +54,13 @@ REFUSED='couldn.t connect|connection refused|unable to connect|REJECTED|rconnect
 # prog CMD: the program a command line starts (after `tools/uroce run
 # [options] --`, else its first word that is not VAR=value).
 prog() {
-	local w seen=0
+	local w
 	# shellcheck disable=SC2086
-	set -- $1
+	set -f -- $1
+	set +f
 	if [[ $* == *" -- "* ]]; then
-		while (($#)); do
-			[[ $1 == -- ]] && { seen=1; shift; break; }
-			shift
-		done
+		while (($#)) && [[ $1 != -- ]]; do shift; done
+		shift
 	fi
 	for w in "$@"; do
 		[[ $w == *=* && $w != -* ]] && continue
@@ -76,10 +79,20 @@ missing() {
 	done
 }
 
+PRELOAD=:
+[[ -n ${E2E_PRELOAD:-} ]] && PRELOAD="export LD_PRELOAD=$E2E_PRELOAD"
+
 # run_one TMO OUT "cmd": runs cmd with the block's exports in $W.
 run_one() {
-	(cd "$W" && eval "$EXPORTS" && timeout -k 5 "$1" bash -c "$3") \
-		</dev/null >"$2" 2>&1
+	(cd "$W" && eval "$EXPORTS" && eval "$PRELOAD" &&
+		timeout -k 5 "$1" bash -c "$3") </dev/null >"$2" 2>&1
+}
+
+# sanitized OUT...: a sanitizer's report in one of the outputs
+sanitized() {
+	grep -qE -- "$E2E_SANITIZER_RE" "$@" 2>/dev/null || return 1
+	echo "  sanitizer report:"
+	grep -hE -A12 -- "$E2E_SANITIZER_RE" "$@" | head -n 40
 }
 
 # group NAME SERVER CLIENT...: a server and its clients.
@@ -89,7 +102,7 @@ group() {
 	m=$(missing "$srv" "$@")
 	[[ -n $m ]] && { e2e_skip "$name" "$m not installed"; return; }
 	# exec: $sp is timeout(1) itself, which passes a SIGTERM on
-	(cd "$W" && eval "$EXPORTS" &&
+	(cd "$W" && eval "$EXPORTS" && eval "$PRELOAD" &&
 		exec timeout -k 5 $((CMD_TMO * 2)) bash -c "$srv") \
 		</dev/null >"$out.srv" 2>&1 &
 	sp=$!
@@ -99,8 +112,11 @@ group() {
 		for i in 1 2 3 4 5 6 7 8 9 10; do
 			run_one "$CMD_TMO" "$out.cli$n" "$c"
 			crc=$?
-			((crc != 0)) && kill -0 "$sp" 2>/dev/null &&
-				grep -qiE "$REFUSED" "$out.cli$n" || break
+			# again only while a live server refuses it
+			if ((crc == 0)) || ! kill -0 "$sp" 2>/dev/null ||
+				! grep -qiE "$REFUSED" "$out.cli$n"; then
+				break
+			fi
 			sleep 0.5
 		done
 		((crc == 0)) || { rc=1; echo "  client failed (rc=$crc): $c"; tail -n 15 "$out.cli$n"; }
@@ -116,14 +132,19 @@ group() {
 	else
 		wait "$sp" || { rc=1; echo "  server failed: $srv"; tail -n 15 "$out.srv"; }
 	fi
-	((rc == 0)) && e2e_pass "$name" || e2e_fail "$name"
+	sanitized "$out".* && rc=1
+	if ((rc == 0)); then
+		e2e_pass "$name"
+	else
+		e2e_fail "$name"
+	fi
 }
 
 alone() {
 	local name=$1 c=$2 out=$E2E_TMP/case.$RANDOM m
 	m=$(missing "$c")
 	[[ -n $m ]] && { e2e_skip "$name" "$m not installed"; return; }
-	if run_one "$CMD_TMO" "$out" "$c"; then
+	if run_one "$CMD_TMO" "$out" "$c" && ! sanitized "$out"; then
 		e2e_pass "$name"
 	else
 		e2e_fail "$name" "  failed: $c"
@@ -132,7 +153,7 @@ alone() {
 }
 
 # The pending server group, run when it ends.
-G_NAME= G_SRV= G_CLI=()
+G_NAME='' G_SRV='' G_CLI=()
 flush_group() {
 	[[ -n $G_SRV ]] || return
 	if ((${#G_CLI[@]} == 0)); then
@@ -140,7 +161,7 @@ flush_group() {
 	else
 		group "$G_NAME" "$G_SRV" "${G_CLI[@]}"
 	fi
-	G_SRV= G_CLI=()
+	G_SRV='' G_CLI=()
 }
 
 # command FILE:LINE TEXT: one joined command line of an sh block.
@@ -172,7 +193,7 @@ command_line() {
 
 NOT_RUN=0
 for f in README.md docs/programs.md; do
-	n=0 in=0 joined= start=0 EXPORTS=:
+	n=0 in=0 joined='' start=0 EXPORTS=:
 	while IFS= read -r l || [[ -n $l ]]; do
 		n=$((n + 1))
 		if ((!in)); then
