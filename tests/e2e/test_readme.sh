@@ -95,18 +95,42 @@ sanitized() {
 	grep -hE -A12 -- "$E2E_SANITIZER_RE" "$@" | head -n 40
 }
 
+# sockets: how many TCP listeners and bound UDP sockets there are
+sockets() { ss -Htuln 2>/dev/null | wc -l; }
+
+# up BEFORE PID: waits (at most 5 s) until the server PID has opened its
+# sockets: more than BEFORE, and no change for 0.3 s (its device's UDP
+# 4791, then its own). In the script's network namespace they can only be
+# the server's; without one this is a mere pause, and a client that is
+# refused all the same is run again.
+up() {
+	local before=$1 pid=$2 i n last=-1 still=0
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || return
+		n=$(sockets)
+		if ((n > before && n == last)); then
+			((++still >= 3)) && return
+		else
+			still=0
+		fi
+		last=$n
+		sleep 0.1
+	done
+}
+
 # group NAME SERVER CLIENT...: a server and its clients.
 group() {
-	local name=$1 srv=$2 out=$E2E_TMP/case.$RANDOM sp c rc=0 crc i n=0 m
+	local name=$1 srv=$2 out=$E2E_TMP/case.$RANDOM sp c rc=0 crc i n=0 m s0
 	shift 2
 	m=$(missing "$srv" "$@")
 	[[ -n $m ]] && { e2e_skip "$name" "$m not installed"; return; }
+	s0=$(sockets)
 	# exec: $sp is timeout(1) itself, which passes a SIGTERM on
 	(cd "$W" && eval "$EXPORTS" && eval "$PRELOAD" &&
 		exec timeout -k 5 $((CMD_TMO * 2)) bash -c "$srv") \
 		</dev/null >"$out.srv" 2>&1 &
 	sp=$!
-	sleep 0.5
+	up "$s0" "$sp"
 	for c in "$@"; do
 		n=$((n + 1))
 		for i in 1 2 3 4 5 6 7 8 9 10; do
