@@ -18,7 +18,7 @@
  * SA_ONSTACK, so a thread that has an alternate signal stack (stack
  * overflow detection) still gets its overflow delivered there and chained.
  * A handler installed after ours replaces it; uroce faults are then signals
- * again (README, "Security").
+ * again (docs/security.md).
  */
 #include <errno.h>
 #include <pthread.h>

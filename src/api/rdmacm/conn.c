@@ -535,7 +535,7 @@ children:
  * process ends (closing /dev/infiniband/rdma_cm does it), so its peers get
  * a DREQ or a REJ and their DISCONNECTED or REJECTED, not silence. The
  * same here for a process that returns from main or calls exit() with
- * connections up (one killed by a signal sends nothing: README). A forked
+ * connections up (one killed by a signal sends nothing: docs/features.md, "CM on the wire"). A forked
  * child that exits holds copies of its parent's ids: those stay alone.
  */
 __attribute__((destructor(UR_CM_DTOR_IDS))) static void conn_exit(void)

@@ -2,8 +2,8 @@
 /*
  * Enhanced Connection Establishment, a vendor (mlx5) negotiation carried
  * by the kernel's CM: exported so that binaries linked against rdma-core
- * 44's librdmacm load, failing with -1 and errno EOPNOTSUPP (README,
- * "What works").
+ * 44's librdmacm load, failing with -1 and errno EOPNOTSUPP (docs/features.md,
+ * "librdmacm").
  */
 #include <errno.h>
 
