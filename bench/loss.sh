@@ -36,6 +36,9 @@ for t in ib_write_bw ib_read_bw; do
 	command -v $t >/dev/null || { echo "missing $t (perftest)" >&2; exit 2; }
 done
 export LD_LIBRARY_PATH=$b/lib
+# these are the wire's figures: keep the pairs off the same-host rings
+# (bench/samehost.sh measures those)
+export UROCE_LINK=udp
 
 out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-loss.XXXXXX)}
 mkdir -p "$out"

@@ -66,6 +66,9 @@ fact perftest "$(dpkg-query -W -f '${Version}' perftest 2>/dev/null || echo ?)"
 fact load_start "$(load)"
 
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# these are the wire's figures: keep the pairs off the same-host rings
+# (bench/samehost.sh measures those)
+export UROCE_LINK=udp
 
 # rec ROUND PREFIX < "name value unit" lines
 rec() {
