@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * uroce_soak: one side of the data-integrity soak (docs/soak.md;
- * tests/soak/soak.sh runs pairs of it). Start one with -l ADDR:PORT and
- * one with -c ADDR:PORT; both take the same -s SEED. Each process is the
- * requester of its own seeded schedule (RC SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM,
- * READ, FETCH_AND_ADD, CMP_AND_SWP on two QPs, UC and UD sends) and checks
- * everything its peer sends, writes, reads and adds. Faults come from
- * UROCE_FAULT; the counters in UROCE_STATS prove they happened. Prints one
+ * tests/soak/soak.sh runs pairs of it). Start one with -l ADDR:PORT and one
+ * with -c ADDR:PORT; both take the same -s SEED. Each process is the
+ * requester of its own seeded schedule (RC SEND, SEND_WITH_IMM, WRITE,
+ * WRITE_WITH_IMM, READ, FETCH_AND_ADD, CMP_AND_SWP on two QPs, UC and UD
+ * sends) and checks everything its peer sends, writes, reads and adds.
+ * Faults come from UROCE_FAULT; the counters in UROCE_STATS prove they
+ * happened. Prints one
  * summary line and exits 0 only when nothing was wrong.
  */
 #include <arpa/inet.h>
