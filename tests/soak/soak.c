@@ -7,8 +7,8 @@
  * WRITE_WITH_IMM, READ, FETCH_AND_ADD, CMP_AND_SWP on two QPs, UC and UD
  * sends) and checks everything its peer sends, writes, reads and adds.
  * Faults come from UROCE_FAULT; the counters in UROCE_STATS prove they
- * happened. Prints one
- * summary line and exits 0 only when nothing was wrong.
+ * happened. Prints one summary line and exits 0 only when nothing was
+ * wrong.
  */
 #include <arpa/inet.h>
 #include <errno.h>
