@@ -20,6 +20,7 @@ PKGS=(
 	infiniband-diags		# ibstat, ibstatus on the device tree (test_diag_tools.sh)
 	# wire checks and tooling
 	tshark python3 iproute2 procps
+	gnuplot-nox			# plots of the claims benchmark (examples/claims_plot.sh)
 	# the rxe interop step (tests/interop/run_rxe.sh): a qemu guest with
 	# the stock kernel's rdma_rxe, its image made by debootstrap, the wire
 	# captured by tcpdump, packets dropped on the bridge by nft
