@@ -132,8 +132,8 @@ void ex_dereg(struct ibv_mr *mr)
 	free(buf);
 }
 
-/* The next event on ec within ms; NULL (said) on a timeout or an error. */
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ec, int ms)
+/* NULL (said) on a timeout or an error. */
+struct rdma_cm_event *ex_next_event(struct rdma_event_channel *ec, int ms)
 {
 	struct pollfd p = { .fd = ec->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -157,7 +157,7 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *ec, int ms)
 static struct rdma_cm_event *expect_event(struct rdma_event_channel *ec,
 					  enum rdma_cm_event_type want, int ms)
 {
-	struct rdma_cm_event *ev = next_event(ec, ms);
+	struct rdma_cm_event *ev = ex_next_event(ec, ms);
 
 	if (ev && ev->event != want) {
 		ex_err("got %s (status %d) instead of %s",
@@ -280,14 +280,22 @@ int ex_get_request(struct ex_conn *l, struct ex_conn *c,
 		   const struct ex_caps *caps, struct ibv_pd *pd)
 {
 	struct rdma_cm_event *ev;
+
+	ev = expect_event(l->ec, RDMA_CM_EVENT_CONNECT_REQUEST, 120000);
+	if (!ev)
+		return -1;
+	return ex_from_request(l, c, ev, caps, pd);
+}
+
+int ex_from_request(struct ex_conn *l, struct ex_conn *c,
+		    struct rdma_cm_event *ev, const struct ex_caps *caps,
+		    struct ibv_pd *pd)
+{
 	uint8_t init, resp;
 
 	memset(c, 0, sizeof(*c));
 	c->ec = l->ec;
 	c->caps = *caps;
-	ev = expect_event(l->ec, RDMA_CM_EVENT_CONNECT_REQUEST, 120000);
-	if (!ev)
-		return -1;
 	c->id = ev->id;
 	save_pdata(c, &ev->param.conn);
 	/* answer the depths the client offered with what we can do */
@@ -306,8 +314,21 @@ int ex_get_request(struct ex_conn *l, struct ex_conn *c,
 
 int ex_accept(struct ex_conn *c, const void *pdata, uint8_t len)
 {
-	struct rdma_conn_param p = { 0 };
 	struct rdma_cm_event *ev;
+
+	if (ex_accept_nowait(c, pdata, len))
+		return -1;
+	ev = expect_event(c->ec, RDMA_CM_EVENT_ESTABLISHED, EX_WAIT_MS);
+	if (!ev)
+		return -1;
+	rdma_ack_cm_event(ev);
+	c->connected = true;
+	return 0;
+}
+
+int ex_accept_nowait(struct ex_conn *c, const void *pdata, uint8_t len)
+{
+	struct rdma_conn_param p = { 0 };
 
 	p.private_data = pdata;
 	p.private_data_len = len;
@@ -320,11 +341,6 @@ int ex_accept(struct ex_conn *c, const void *pdata, uint8_t len)
 		ex_err("rdma_accept: %s", strerror(errno));
 		return -1;
 	}
-	ev = expect_event(c->ec, RDMA_CM_EVENT_ESTABLISHED, EX_WAIT_MS);
-	if (!ev)
-		return -1;
-	rdma_ack_cm_event(ev);
-	c->connected = true;
 	return 0;
 }
 
@@ -339,7 +355,7 @@ static int resolve_once(struct ex_conn *c, struct rdma_addrinfo *ai)
 	}
 	if (rdma_resolve_addr(c->id, NULL, ai->ai_dst_addr, 2000))
 		return 1;
-	ev = next_event(c->ec, EX_WAIT_MS);
+	ev = ex_next_event(c->ec, EX_WAIT_MS);
 	if (!ev)
 		return -1;
 	if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
@@ -349,7 +365,7 @@ static int resolve_once(struct ex_conn *c, struct rdma_addrinfo *ai)
 	rdma_ack_cm_event(ev);
 	if (rdma_resolve_route(c->id, 2000))
 		return 1;
-	ev = next_event(c->ec, EX_WAIT_MS);
+	ev = ex_next_event(c->ec, EX_WAIT_MS);
 	if (!ev)
 		return -1;
 	if (ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED) {
@@ -433,7 +449,7 @@ int ex_connect(struct ex_conn *c, const void *pdata, uint8_t len)
 			ex_err("rdma_connect: %s", strerror(errno));
 			return -1;
 		}
-		ev = next_event(c->ec, EX_WAIT_MS);
+		ev = ex_next_event(c->ec, EX_WAIT_MS);
 		if (!ev)
 			return -1;
 		type = ev->event;
@@ -478,7 +494,7 @@ void ex_close(struct ex_conn *c)
 	struct rdma_cm_event *ev;
 
 	if (c->connected && c->id && !rdma_disconnect(c->id)) {
-		ev = next_event(c->ec, 2000);
+		ev = ex_next_event(c->ec, 2000);
 		if (ev)
 			rdma_ack_cm_event(ev);
 	}

@@ -78,6 +78,19 @@ int ex_get_request(struct ex_conn *l, struct ex_conn *c,
 int ex_accept(struct ex_conn *c, const void *pdata, uint8_t len);
 
 /*
+ * For a server that takes several connections at once and so handles the
+ * listener's events itself: the next event within ms (NULL, said, on a
+ * timeout), the connection of a CONNECT_REQUEST event (as
+ * ex_get_request; it acknowledges the event), and an accept that does not
+ * wait for ESTABLISHED.
+ */
+struct rdma_cm_event *ex_next_event(struct rdma_event_channel *ec, int ms);
+int ex_from_request(struct ex_conn *l, struct ex_conn *c,
+		    struct rdma_cm_event *ev, const struct ex_caps *caps,
+		    struct ibv_pd *pd);
+int ex_accept_nowait(struct ex_conn *c, const void *pdata, uint8_t len);
+
+/*
  * Client: resolve host:port to a device and build PD, CQ and QP on it,
  * retrying for EX_CONNECT_TRY_MS while the server is not there yet. Then
  * register memory and ex_connect().
