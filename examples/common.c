@@ -230,7 +230,7 @@ static int build_qp(struct ex_conn *c, struct ibv_pd *pd)
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = c->caps.send_wr ? c->caps.send_wr : 1;
 	qa.cap.max_recv_wr = c->caps.recv_wr ? c->caps.recv_wr : 1;
-	qa.cap.max_send_sge = 1;
+	qa.cap.max_send_sge = c->caps.send_sge ? c->caps.send_sge : 1;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = c->caps.inline_data;
 	/* WRs are signalled only where the example asks (IBV_SEND_SIGNALED) */

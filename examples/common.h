@@ -32,6 +32,7 @@ struct ex_caps {
 	uint32_t send_wr;	/* send queue depth */
 	uint32_t recv_wr;	/* receive queue depth (0: no receives posted) */
 	uint32_t inline_data;	/* max_inline_data asked for */
+	uint32_t send_sge;	/* gather entries per send WR (0: 1) */
 	int cqe;		/* CQ size (0: send_wr + recv_wr) */
 	bool events;		/* a completion channel, for ex_wait_wc_event */
 	/*
