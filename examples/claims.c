@@ -26,6 +26,9 @@
  * The server only answers the rendezvous and eager messages; for all the
  * rest it just lends its memory.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* RUSAGE_THREAD */
+#endif
 #include "common.h"
 
 #include <getopt.h>
@@ -127,7 +130,18 @@ static int run_server(const struct opts *o)
 			out->type = M_CTS;
 			out->addr = (uintptr_t)zone->addr;
 			out->rkey = zone->rkey;
-		} else if (m->type != M_EAGER && m->type != M_FIN) {
+		} else if (m->type == M_EAGER) {
+			/*
+			 * An eager receiver copies the payload out of its
+			 * bounce buffer to where it belongs; rendezvous WRITEs
+			 * it there directly.
+			 */
+			if (m->len > wc.byte_len - sizeof(*m)) {
+				ex_err("eager message shorter than announced");
+				goto out;
+			}
+			memcpy(zone->addr, m + 1, m->len);
+		} else if (m->type != M_FIN) {
 			ex_err("unexpected message %u", m->type);
 			goto out;
 		}
@@ -161,7 +175,7 @@ struct bench {
 static void put(const char *claim, const char *variant, double x,
 		const char *metric, double v)
 {
-	printf("%s\t%s\t%g\t%s\t%.4g\n", claim, variant, x, metric, v);
+	printf("%s\t%s\t%.10g\t%s\t%.4g\n", claim, variant, x, metric, v);
 	fflush(stdout);
 }
 

@@ -3,6 +3,9 @@
  * Connection set-up through rdma_cm and the small helpers every example
  * shares (common.h says what each one is for).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* program_invocation_short_name, RUSAGE_THREAD */
+#endif
 #include "common.h"
 
 #include <errno.h>
@@ -46,8 +49,10 @@ void ex_relax(unsigned long *spins)
 {
 	if ((++*spins & 255) == 0)
 		sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
 	else
 		__builtin_ia32_pause();
+#endif
 }
 
 int ex_parse_size(const char *s, uint64_t *out)
