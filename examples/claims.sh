@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Runs the claims benchmark (examples/claims.c) as two processes under
 # tools/uroce run and writes, into OUT (default build/claims):
-#   claims.tsv   the client's lines: claim, variant, x, metric, value
-#                (with --runs N, each value the median of N runs)
+#   claims.tsv   claim, variant, x, metric, median, lowest, highest: the
+#                client's numbers over the --runs N runs (default 1)
 #   claims.md    the same as one markdown table per claim (with --runs,
 #                each value with the lowest and highest of the runs)
 # and with --plot DIR, the SVG plots of claims_plot.gp into DIR (the ones
@@ -68,7 +68,7 @@ awk -F'\t' -v OFS='\t' -v md="$out/claims.md.body" '
 			for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++)
 				if (s[b] < s[a]) { t = s[a]; s[a] = s[b]; s[b] = t }
 			med = m % 2 ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
-			print k, sprintf("%.4g", med)
+			print k, sprintf("%.4g", med), s[1], s[m]
 			split(k, f, FS)
 			if (f[1] != last) {
 				if (last != "") print "" > md

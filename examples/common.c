@@ -475,7 +475,14 @@ int ex_connect(struct ex_conn *c, const void *pdata, uint8_t len)
 			       c->host, c->port, rdma_event_str(type), status);
 			return -1;
 		}
+		/*
+		 * A fresh QP and CQ: librdmacm moves a rejected id's QP to
+		 * ERR, which flushes its receives into the CQ, and those
+		 * completions must not meet the next QP's.
+		 */
 		drop_id(c);
+		ibv_destroy_cq(c->cq);
+		c->cq = NULL;
 		usleep(100000);
 		if (resolve_retry(c, deadline))
 			return -1;
