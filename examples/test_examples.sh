@@ -27,7 +27,34 @@ if [[ -n ${UROCE_FAULT:-} ]]; then
 	export UROCE_STATS=1
 	res+=('fault_dropped [1-9]')
 fi
-e2e_pair "$name" 40 \
-	"$U run -- $bin -s -p $port $srv" \
-	"$U run -- $bin -c 127.0.0.1 -p $port $cli" "${res[@]}"
+if [[ -z ${EX_CLIENT_FIRST:-} ]]; then
+	e2e_pair "$name" 40 \
+		"$U run -- $bin -s -p $port $srv" \
+		"$U run -- $bin -c 127.0.0.1 -p $port $cli" "${res[@]}"
+	e2e_summary
+	exit
+fi
+# EX_CLIENT_FIRST: the client starts a second before its server, so its
+# first connects are refused and it must try again on a fresh QP (with
+# its first receives posted again: common.c, on_qp)
+name=${name}_client_first
+co=$E2E_TMP/cli so=$E2E_TMP/srv
+e2e_timed 40 "$co.stacks" "$U run -- $bin -c 127.0.0.1 -p $port $cli" >"$co" 2>&1 &
+cp=$!
+sleep 1
+e2e_timed 40 "$so.stacks" "$U run -- $bin -s -p $port $srv" >"$so" 2>&1
+rs=$?
+wait "$cp"
+rc=$?
+ok=$((rc == 0 && rs == 0))
+for re in "${res[@]}"; do
+	grep -qE -- "$re" "$so" "$co" || { ok=0; echo "  missing /$re/"; }
+done
+if ((ok)); then
+	e2e_pass "$name"
+else
+	e2e_fail "$name (server rc=$rs, client rc=$rc)"
+	echo "--- server:"; tail -n 15 "$so"
+	echo "--- client:"; tail -n 15 "$co"
+fi
 e2e_summary
