@@ -34,14 +34,20 @@ if [[ -z ${EX_CLIENT_FIRST:-} ]]; then
 	e2e_summary
 	exit
 fi
-# EX_CLIENT_FIRST: the client starts a second before its server, so its
-# first connects are refused and it must try again on a fresh QP (with
-# its first receives posted again: common.c, on_qp)
+# EX_CLIENT_FIRST (with UROCE_LOG=debug): the client starts before its
+# server, so its first connects are refused and it must try again on a
+# fresh QP (with its first receives posted again: common.c, on_qp)
 name=${name}_client_first
 co=$E2E_TMP/cli so=$E2E_TMP/srv
 e2e_timed 40 "$co.stacks" "$U run -- $bin -c 127.0.0.1 -p $port $cli" >"$co" 2>&1 &
 cp=$!
-sleep 1
+# the server starts once the client was refused (UROCE_LOG=debug shows
+# the REJ), not after a fixed time: a loaded machine may start the client
+# slower than that
+for _ in $(seq 200); do
+	grep -q 'rdmacm: got REJ' "$co" && break
+	sleep 0.05
+done
 e2e_timed 40 "$so.stacks" "$U run -- $bin -s -p $port $srv" >"$so" 2>&1
 rs=$?
 wait "$cp"
