@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
@@ -54,13 +55,14 @@ static const char *opcode_str(enum ibv_wc_opcode op)
 /* Wait (busy) for one completion on cq and print it. */
 static int wait_one(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
 {
+	time_t deadline = time(NULL) + 10;
 	unsigned long n = 0;
 	int r;
 
 	while ((r = ibv_poll_cq(cq, 1, wc)) == 0)
-		if (++n > 2000000000ul) {
-			fprintf(stderr, "verbs_tour: no completion for %s\n",
-				what);
+		if ((++n & 0xffff) == 0 && time(NULL) > deadline) {
+			fprintf(stderr, "verbs_tour: no completion for %s in "
+				"10 s\n", what);
 			return -1;
 		}
 	if (r < 0)
