@@ -11,7 +11,8 @@
  *   events      64-byte WRITE latency and CPU, busy polling or CQ events
  *   regmr       ibv_reg_mr + ibv_dereg_mr cost per MB, and a 1 MB WRITE
  *               that registers its buffer each time against a cached MR
- *   aggregate   16-byte updates per second and their latency, B per WRITE
+ *   aggregate   16-byte updates per second and their latency, B per WRITE,
+ *               flat out and paced at 20000 updates per second
  *   rendezvous  message round trip by size: eager SEND against RTS/CTS +
  *               RDMA WRITE (claims_plot.sh draws it)
  *
@@ -476,64 +477,98 @@ static int claim_regmr(struct bench *b)
 	return 0;
 }
 
+/* Take the WRITE completions there are; each adds its updates' latency. */
+static int agg_reap(struct bench *b, const uint64_t *born, uint64_t *inflight,
+		    uint64_t *lat)
+{
+	struct ibv_wc wc[16];
+	uint64_t now, f, e;
+	int n, i;
+
+	n = ibv_poll_cq(b->c.cq, 16, wc);
+	if (n < 0)
+		return -1;
+	now = ex_now_ns();
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return -1;
+		f = wc[i].wr_id >> 8;
+		for (e = f + (wc[i].wr_id & 255); f < e; f++)
+			*lat += now - born[f];
+		(*inflight)--;
+	}
+	return n;
+}
+
+/*
+ * count 16-byte updates, bs per WRITE, 16 WRITEs in flight at most; with
+ * rate, update i is made at t0 + i / rate (else as fast as they go). The
+ * updates per second and their mean latency from creation to the
+ * completion of the WRITE that carried them.
+ */
+static int agg_run(struct bench *b, uint32_t bs, uint64_t count,
+		   uint64_t rate, uint64_t *born, double *ups, double *lat_us)
+{
+	uint64_t seq = 0, inflight = 0, slot = 0, lat = 0, t0 = ex_now_ns();
+	uint64_t *st = b->buf->addr;	/* records of 2 words */
+	unsigned long spins = 0;
+	int n;
+
+	while (seq < count || inflight) {
+		if (seq < count && inflight < 16) {
+			uint64_t *rec = st + slot * bs * 2, first = seq;
+			uint32_t j;
+
+			for (j = 0; j < bs && seq < count; j++, seq++) {
+				while (rate && ex_now_ns() < t0 + seq *
+				       1000000000ull / rate)
+					if (agg_reap(b, born, &inflight,
+						     &lat) < 0)
+						return -1;
+				born[seq] = ex_now_ns();
+				rec[2 * j] = seq;
+				rec[2 * j + 1] = ~seq;
+			}
+			if (ex_post_send(&b->c, IBV_WR_RDMA_WRITE, rec, j * 16,
+					 b->buf->lkey,
+					 b->zone.addr + first * 16 % REMOTE_LEN,
+					 b->zone.rkey, IBV_SEND_SIGNALED,
+					 first << 8 | j))
+				return -1;
+			inflight++;
+			slot = (slot + 1) % 16;
+		}
+		n = agg_reap(b, born, &inflight, &lat);
+		if (n < 0)
+			return -1;
+		if (n == 0 && inflight == 16)
+			ex_relax(&spins);
+	}
+	*ups = (double)count / ((ex_now_ns() - t0) / 1e9);
+	*lat_us = lat / 1e3 / (double)count;
+	return 0;
+}
+
 static int claim_aggregate(struct bench *b)
 {
 	static const uint32_t batch[] = { 1, 4, 16, 64 };
 	uint64_t count = b->quick ? 2000 : 40000;
+	/* paced: a stream that the WRITEs keep up with even one per WRITE */
+	uint64_t paced = b->quick ? 500 : 4000, rate = 20000;
 	uint64_t *born = calloc(count, sizeof(*born));
+	double ups, lat;
 	size_t k;
 
 	if (!born)
 		return -1;
 	for (k = 0; k < sizeof(batch) / sizeof(batch[0]); k++) {
-		uint32_t bs = batch[k];
-		uint64_t seq = 0, inflight = 0, slot = 0, lat = 0, t0, now;
-		uint64_t *st = b->buf->addr;	/* records of 2 words */
-		struct ibv_wc wc[16];
-		unsigned long spins = 0;
-		int n, i;
-
-		t0 = ex_now_ns();
-		while (seq < count || inflight) {
-			if (seq < count && inflight < 16) {
-				uint64_t *rec = st + slot * bs * 2, first = seq;
-				uint32_t j;
-
-				for (j = 0; j < bs && seq < count; j++, seq++) {
-					born[seq] = ex_now_ns();
-					rec[2 * j] = seq;
-					rec[2 * j + 1] = ~seq;
-				}
-				if (ex_post_send(&b->c, IBV_WR_RDMA_WRITE, rec,
-						 j * 16, b->buf->lkey,
-						 b->zone.addr + first * 16 %
-						 REMOTE_LEN, b->zone.rkey,
-						 IBV_SEND_SIGNALED,
-						 first << 8 | j))
-					goto fail;
-				inflight++;
-				slot = (slot + 1) % 16;
-			}
-			n = ibv_poll_cq(b->c.cq, 16, wc);
-			if (n < 0)
-				goto fail;
-			if (n == 0 && inflight == 16)
-				ex_relax(&spins);
-			now = ex_now_ns();
-			for (i = 0; i < n; i++) {
-				uint64_t f = wc[i].wr_id >> 8, e;
-
-				if (wc[i].status != IBV_WC_SUCCESS)
-					goto fail;
-				for (e = f + (wc[i].wr_id & 255); f < e; f++)
-					lat += now - born[f];
-				inflight--;
-			}
-		}
-		put("aggregate", "batch", bs, "updates_per_s",
-		    (double)count / ((ex_now_ns() - t0) / 1e9));
-		put("aggregate", "batch", bs, "lat_us",
-		    lat / 1e3 / (double)count);
+		if (agg_run(b, batch[k], count, 0, born, &ups, &lat))
+			goto fail;
+		put("aggregate", "batch", batch[k], "updates_per_s", ups);
+		put("aggregate", "batch", batch[k], "lat_us", lat);
+		if (agg_run(b, batch[k], paced, rate, born, &ups, &lat))
+			goto fail;
+		put("aggregate", "paced_20k", batch[k], "lat_us", lat);
 	}
 	free(born);
 	return 0;

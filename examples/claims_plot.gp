@@ -5,7 +5,7 @@
 # gnuplot -e "tsv='claims.tsv'; dir='docs/img'" examples/claims_plot.gp
 set terminal svg size 640,400 dynamic font "sans,12"
 set datafile separator "\t"
-set key top left
+set key inside top left
 set grid
 # rows of one claim, variant and metric: x against value
 sel(c, v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $2==\"%s\" && $4==\"%s\" {print $3 \"\t\" $5 \"\t\" $6 \"\t\" $7}' %s", c, v, m, tsv)
@@ -42,10 +42,12 @@ set logscale y
 set y2tics
 set ytics nomirror
 set logscale x 2
-set key top left
+set key below
 plot sel("aggregate", "batch", "updates_per_s") using 1:2:3:4 with yerrorlines title "updates/s", \
-     sel("aggregate", "batch", "lat_us") using ($1*1.1):2:3:4 axes x1y2 with yerrorlines title "latency (right)"
+     sel("aggregate", "batch", "lat_us") using ($1*1.1):2:3:4 axes x1y2 with yerrorlines title "latency (right)", \
+     sel("aggregate", "paced_20k", "lat_us") using ($1*1.2):2:3:4 axes x1y2 with yerrorlines title "latency at 20k updates/s (right)"
 unset logscale y
+set key inside top left
 unset y2tics
 unset y2label
 set ytics mirror
