@@ -477,8 +477,9 @@ int ex_connect(struct ex_conn *c, const void *pdata, uint8_t len)
 		}
 		/*
 		 * A fresh QP and CQ: librdmacm moves a rejected id's QP to
-		 * ERR, which flushes its receives into the CQ, and those
-		 * completions must not meet the next QP's.
+		 * ERR, which flushes its receives into the CQ, and not every
+		 * provider takes a destroyed QP's completions out of its CQ
+		 * again: they must not meet the next QP's.
 		 */
 		drop_id(c);
 		ibv_destroy_cq(c->cq);
