@@ -186,7 +186,8 @@ static int run_client(const struct opts *o)
 		total_setup += setup;
 	}
 	printf("persistent: %llu round trips on one connection: %.1f us each "
-	       "(its set-up %.2f ms, with opening the device)\n", (unsigned long long)o->ops,
+	       "(its set-up %.2f ms, with opening the device)\n",
+	       (unsigned long long)o->ops,
 	       o->ops ? ops / 1e3 / (double)o->ops : 0.0, first_setup / 1e6);
 	if (o->conns && o->ops)
 		printf("persistent: %llu fresh connections: set-up %.2f ms "
