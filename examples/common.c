@@ -506,7 +506,13 @@ void ex_close(struct ex_conn *c)
 {
 	struct rdma_cm_event *ev;
 
-	if (c->connected && c->id && !rdma_disconnect(c->id)) {
+	/*
+	 * A client waits for its DISCONNECTED. A server's connection shares
+	 * the listener's channel, where the next event may be the next
+	 * client's connect request, so it does not: destroying the id
+	 * drops its own events still to come.
+	 */
+	if (c->connected && c->id && !rdma_disconnect(c->id) && c->own_ec) {
 		ev = ex_next_event(c->ec, 2000);
 		if (ev)
 			rdma_ack_cm_event(ev);

@@ -103,7 +103,17 @@ int ex_connect(struct ex_conn *c, const void *pdata, uint8_t len);
 
 /* Wait for the peer to disconnect (DISCONNECTED on c's id). */
 int ex_wait_disconnect(struct ex_conn *c);
-/* Disconnect (if connected) and free everything of c but its MRs. */
+/*
+ * Disconnect (if connected) and free everything of c but its MRs.
+ *
+ * Which end disconnects matters. A WR completes only once its ACK came;
+ * if that ACK was lost, the WR is sent again after a timeout, and should
+ * the peer have disconnected meanwhile (it had the message, so it was
+ * done), the WR completes with a flush error instead. So one end
+ * disconnects once all its own WRs completed, and the other, which waits
+ * with ex_wait_disconnect(), must not wait for a completion it has
+ * already got an answer for: the answer proves the delivery.
+ */
 void ex_close(struct ex_conn *c);
 
 /* Page-aligned zeroed memory of len bytes registered with access. */
