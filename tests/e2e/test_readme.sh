@@ -75,6 +75,11 @@ missing() {
 	for c in "$@"; do
 		p=$(prog "$c")
 		[[ $p == tools/uroce || $p == ./* || -z $p ]] && continue
+		# a path (build/examples/...) is looked up where commands run
+		if [[ $p == */* ]]; then
+			[[ -x $W/$p ]] || { echo "$p"; return; }
+			continue
+		fi
 		command -v "$p" >/dev/null || { echo "$p"; return; }
 	done
 }
