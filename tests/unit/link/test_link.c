@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "link/link.h"
+#include "tl_util.h"
 #include "util/random.h"
 #include "util/time.h"
 
@@ -31,18 +32,6 @@ struct pair {
 	struct ur_link *a, *b;
 	union ur_sockaddr aa, ba;	/* bound addresses */
 };
-
-static void rand_v4(union ur_sockaddr *s, uint16_t port)
-{
-	uint32_t r = ur_random_u32() & 0xffffff;
-
-	if (!r || r == 0xffffff)
-		r = 0x010203;
-	memset(s, 0, sizeof(*s));
-	s->in.sin_family = AF_INET;
-	s->in.sin_port = htons(port);
-	s->in.sin_addr.s_addr = htonl(0x7f000000u | r);
-}
 
 static int open_fault(const union ur_sockaddr *bind, int gso, int gro,
 		      const char *fault, struct ur_link **out)
@@ -69,9 +58,9 @@ static void pair_open(struct pair *p, int gso, int gro_b)
 	union ur_sockaddr s;
 
 	memset(p, 0, sizeof(*p));
-	rand_v4(&s, 0);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, gso, 1, &p->a), 0);
-	rand_v4(&s, 0);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, 1, gro_b, &p->b), 0);
 	ur_link_local_addr(p->a, 0, &p->aa);
 	ur_link_local_addr(p->b, 0, &p->ba);
@@ -82,31 +71,6 @@ static void pair_close(struct pair *p)
 {
 	ur_link_close(p->a);
 	ur_link_close(p->b);
-}
-
-static int send_buf(struct ur_link *l, const union ur_sockaddr *dst,
-		    const void *buf, size_t len, uint16_t gso)
-{
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct ur_txd d = { .dst = dst, .iov = &iov, .iovcnt = 1,
-			    .gso_size = gso };
-
-	return ur_link_send(l, &d, 1);
-}
-
-/* Receives what l has within ms: polls its fd in 1 ms slices, calling
- * ur_link_recv() between them (which is what lets held datagrams out of
- * a fault stage configured after open). */
-static int recv_wait(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		     int ms)
-{
-	struct pollfd p = { .fd = ur_link_fd(l), .events = POLLIN };
-	uint64_t end = ur_now_ns() + (uint64_t)ms * 1000000ull;
-	int n;
-
-	while ((n = ur_link_recv(l, d, max)) == 0 && ur_now_ns() < end)
-		poll(&p, 1, 1);
-	return n;
 }
 
 /* Receives until want datagrams came or 500 ms passed; copies lengths and
@@ -120,7 +84,7 @@ static int recv_n(struct ur_link *l, unsigned int want, uint32_t *seq,
 	int n, i;
 
 	while (got < want && ur_now_ns() < end) {
-		n = recv_wait(l, d, 64, 50);
+		n = tl_recv_wait(l, d, 64, 50);
 		assert_true(n >= 0);
 		for (i = 0; i < n; i++, got++) {
 			if (seq && got < want + 64) {
@@ -149,8 +113,8 @@ static void test_exchange_v4(void **state)
 				    sizeof(tos)), 0);
 	assert_int_equal(setsockopt(ur_link_fd(p.a), IPPROTO_IP, IP_TTL, &ttl,
 				    sizeof(ttl)), 0);
-	assert_int_equal(send_buf(p.a, &p.ba, msg, sizeof(msg), 0), 1);
-	n = recv_wait(p.b, d, 4, 1000);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, msg, sizeof(msg), 0), 1);
+	n = tl_recv_wait(p.b, d, 4, 1000);
 	assert_int_equal(n, 1);
 	assert_int_equal(d[0].len, sizeof(msg));
 	assert_memory_equal(d[0].data, msg, sizeof(msg));
@@ -163,7 +127,7 @@ static void test_exchange_v4(void **state)
 	assert_int_equal(d[0].ttl, ttl);
 	/* nothing more: timeout 0 and a short timeout both give 0 */
 	assert_int_equal(ur_link_recv(p.b, d, 4), 0);
-	assert_int_equal(recv_wait(p.b, d, 4, 5), 0);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 5), 0);
 	pair_close(&p);
 }
 
@@ -188,8 +152,8 @@ static void test_exchange_v6(void **state)
 	setsockopt(ur_link_fd(a), IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hl,
 		   sizeof(hl));
 	memset(msg, 0xa5, sizeof(msg));
-	assert_int_equal(send_buf(a, &ba, msg, sizeof(msg), 0), 1);
-	assert_int_equal(recv_wait(b, d, 2, 1000), 1);
+	assert_int_equal(tl_send_buf(a, &ba, msg, sizeof(msg), 0), 1);
+	assert_int_equal(tl_recv_wait(b, d, 2, 1000), 1);
 	assert_int_equal(d[0].len, sizeof(msg));
 	assert_memory_equal(d[0].data, msg, sizeof(msg));
 	assert_int_equal(d[0].src.sa.sa_family, AF_INET6);
@@ -230,7 +194,7 @@ static void test_regress_v6_zero_udp_checksum(void **state)
 	memset(msg, 0x5a, sizeof(msg));
 	assert_int_equal(sendto(fd, msg, sizeof(msg), 0, &ba.sa,
 				sizeof(ba.in6)), (ssize_t)sizeof(msg));
-	assert_int_equal(recv_wait(b, d, 2, 1000), 1);
+	assert_int_equal(tl_recv_wait(b, d, 2, 1000), 1);
 	assert_int_equal(d[0].len, sizeof(msg));
 	assert_memory_equal(d[0].data, msg, sizeof(msg));
 	close(fd);
@@ -284,10 +248,10 @@ static void gso_case(int gso, int gro_b)
 	pair_open(&p, gso, gro_b);
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i / 1000 * 16 + i % 13);
-	assert_int_equal(send_buf(p.a, &p.ba, buf, sizeof(buf), 1000), 1);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, buf, sizeof(buf), 1000), 1);
 	/* max 4 per call: a GRO train is handed out across calls */
 	while (got < 11) {
-		n = recv_wait(p.b, d, 4, 1000);
+		n = tl_recv_wait(p.b, d, 4, 1000);
 		assert_true(n > 0);
 		assert_true(n <= 4);
 		for (i = 0; i < (unsigned int)n; i++, got++) {
@@ -333,9 +297,9 @@ static void test_truncation(void **state)
 	uint32_t small = 77;
 
 	pair_open(&p, 1, 0);	/* receiver without GRO: 9 KiB slots */
-	assert_int_equal(send_buf(p.a, &p.ba, big, sizeof(big), 0), 1);
-	assert_int_equal(send_buf(p.a, &p.ba, &small, 4, 0), 1);
-	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, big, sizeof(big), 0), 1);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, &small, 4, 0), 1);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 1000), 1);
 	assert_int_equal(d[0].len, 4);
 	assert_memory_equal(d[0].data, &small, 4);
 	ur_link_get_stats(p.b, &st);
@@ -349,7 +313,7 @@ static void test_addrinuse(void **state)
 	union ur_sockaddr s;
 	struct ur_link *a, *b;
 
-	rand_v4(&s, 4791);
+	tl_rand_v4(&s, 4791);
 	assert_int_equal(open_on(&s, 1, 1, &a), 0);
 	assert_int_equal(open_on(&s, 1, 1, &b), -EADDRINUSE);
 	assert_null(b);
@@ -368,7 +332,7 @@ static int fi_collect(struct pair *p, uint32_t *seq, uint32_t *len,
 	struct ur_rxd d[64];
 	int n, i;
 
-	n = recv_wait(p->b, d, 64, wait_ms);
+	n = tl_recv_wait(p->b, d, 64, wait_ms);
 	assert_true(n >= 0);
 	for (i = 0; i < n && *got < 3 * NDGRAM; i++, (*got)++) {
 		seq[*got] = 0;
@@ -605,9 +569,9 @@ static void test_fault_delay(void **state)
 	pair_open(&p, 1, 1);
 	assert_int_equal(ur_link_set_fault(p.b, "delay_us=30000,dir=rx"), 0);
 	t0 = ur_now_ns();
-	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
-	assert_int_equal(recv_wait(p.b, d, 4, 5), 0);
-	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, &v, 4, 0), 1);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 5), 0);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 1000), 1);
 	assert_true(ur_now_ns() - t0 >= 29000000ull);
 	assert_memory_equal(d[0].data, &v, 4);
 	ur_link_get_stats(p.b, &st);
@@ -619,11 +583,11 @@ static void test_fault_delay(void **state)
 	pair_open(&p, 1, 1);
 	assert_int_equal(ur_link_set_fault(p.a, "delay_us=30000,dir=tx"), 0);
 	t0 = ur_now_ns();
-	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
-	assert_int_equal(recv_wait(p.b, d, 4, 10), 0);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, &v, 4, 0), 1);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 10), 0);
 	/* the sender's receive calls release it when due */
-	assert_int_equal(recv_wait(p.a, d, 4, 60), 0);
-	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
+	assert_int_equal(tl_recv_wait(p.a, d, 4, 60), 0);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 1000), 1);
 	assert_true(ur_now_ns() - t0 >= 29000000ull);
 	ur_link_get_stats(p.a, &st);
 	assert_int_equal(st.fi_delayed, 1);
@@ -635,7 +599,7 @@ static void test_fault_bad_spec(void **state)
 	union ur_sockaddr s;
 	struct ur_link *a;
 
-	rand_v4(&s, 0);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_fault(&s, 1, 1, "seed=1,bogus=3", &a), -EINVAL);
 	assert_int_equal(open_fault(&s, 1, 1, "drop=1.5", &a), -EINVAL);
 	assert_int_equal(open_fault(&s, 1, 1, "seed=9,drop=1", &a), 0);
@@ -659,21 +623,21 @@ static void test_fault_fd_timer(void **state)
 	uint64_t t0;
 
 	memset(&p, 0, sizeof(p));
-	rand_v4(&s, 0);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_fault(&s, 1, 1, "seed=2,delay_us=20000", &p.a),
 			 0);
-	rand_v4(&s, 0);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_on(&s, 1, 1, &p.b), 0);
 	ur_link_local_addr(p.b, 0, &p.ba);
 	t0 = ur_now_ns();
-	assert_int_equal(send_buf(p.a, &p.ba, &v, 4, 0), 1);
+	assert_int_equal(tl_send_buf(p.a, &p.ba, &v, 4, 0), 1);
 	pf = (struct pollfd){ .fd = ur_link_fd(p.a), .events = POLLIN };
 	assert_int_equal(poll(&pf, 1, 2000), 1);
 	assert_true(ur_now_ns() - t0 >= 19000000ull);
 	assert_int_equal(ur_link_recv(p.a, d, 4), 0);
 	/* released: the timer is disarmed and b gets the datagram */
 	assert_int_equal(poll(&pf, 1, 0), 0);
-	assert_int_equal(recv_wait(p.b, d, 4, 1000), 1);
+	assert_int_equal(tl_recv_wait(p.b, d, 4, 1000), 1);
 	assert_memory_equal(d[0].data, &v, 4);
 	ur_link_get_stats(p.a, &st);
 	assert_int_equal(st.fi_delayed, 1);

@@ -29,19 +29,9 @@
 #include <cmocka.h>
 
 #include "link/link.h"
+#include "tl_util.h"
 #include "util/random.h"
 #include "util/time.h"
-
-static void rand_v4(union ur_sockaddr *s)
-{
-	uint32_t r = ur_random_u32() & 0xffffff;
-
-	if (!r || r == 0xffffff)
-		r = 0x010203;
-	memset(s, 0, sizeof(*s));
-	s->in.sin_family = AF_INET;
-	s->in.sin_addr.s_addr = htonl(0x7f000000u | r);
-}
 
 static int open_link(const union ur_sockaddr *bind, int same_host,
 		     const char *fault, struct ur_link **out)
@@ -64,32 +54,10 @@ static struct ur_link *link_new(int same_host, const char *fault,
 	union ur_sockaddr s;
 	struct ur_link *l;
 
-	rand_v4(&s);
+	tl_rand_v4(&s, 0);
 	assert_int_equal(open_link(&s, same_host, fault, &l), 0);
 	assert_int_equal(ur_link_local_addr(l, 0, addr), 0);
 	return l;
-}
-
-static int send_buf(struct ur_link *l, const union ur_sockaddr *dst,
-		    const void *buf, size_t len, uint16_t gso)
-{
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct ur_txd d = { .dst = dst, .iov = &iov, .iovcnt = 1,
-			    .gso_size = gso };
-
-	return ur_link_send(l, &d, 1);
-}
-
-static int recv_wait(struct ur_link *l, struct ur_rxd *d, unsigned int max,
-		     int ms)
-{
-	struct pollfd p = { .fd = ur_link_fd(l), .events = POLLIN };
-	uint64_t end = ur_now_ns() + (uint64_t)ms * 1000000ull;
-	int n;
-
-	while ((n = ur_link_recv(l, d, max)) == 0 && ur_now_ns() < end)
-		poll(&p, 1, 1);
-	return n;
 }
 
 static struct ur_link_stats stats(struct ur_link *l)
@@ -132,7 +100,7 @@ static void test_exchange(void **state)
 	int n, k;
 
 	for (i = 0; i < 1000; i++) {
-		assert_int_equal(send_buf(a, &ba, buf, fill(buf, i), 0), 1);
+		assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, i), 0), 1);
 		while ((n = ur_link_recv(b, d, 64)) > 0) {
 			for (k = 0; k < n; k++, got++) {
 				check(&d[k], got);
@@ -147,7 +115,7 @@ static void test_exchange(void **state)
 			}
 		}
 	}
-	while (got < 1000 && (n = recv_wait(b, d, 64, 200)) > 0)
+	while (got < 1000 && (n = tl_recv_wait(b, d, 64, 200)) > 0)
 		for (k = 0; k < n; k++, got++)
 			check(&d[k], got);
 	assert_int_equal(got, 1000);
@@ -172,11 +140,11 @@ static void test_udp_peer(void **state)
 	uint8_t buf[4096];
 	struct ur_rxd d[4];
 
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 7), 0), 1);
-	assert_int_equal(recv_wait(b, d, 4, 500), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 7), 0), 1);
+	assert_int_equal(tl_recv_wait(b, d, 4, 500), 1);
 	check(&d[0], 7);
-	assert_int_equal(send_buf(b, &aa, buf, fill(buf, 8), 0), 1);
-	assert_int_equal(recv_wait(a, d, 4, 500), 1);
+	assert_int_equal(tl_send_buf(b, &aa, buf, fill(buf, 8), 0), 1);
+	assert_int_equal(tl_recv_wait(a, d, 4, 500), 1);
 	check(&d[0], 8);
 	assert_int_equal(stats(a).shm_tx_pkts, 0);
 	assert_int_equal(stats(a).shm_rx_pkts, 0);
@@ -197,8 +165,8 @@ static void test_gso_train(void **state)
 
 	for (k = 0; k < sizeof(buf); k++)
 		buf[k] = (uint8_t)(k * 7u);
-	assert_int_equal(send_buf(a, &ba, buf, sizeof(buf), 1000), 1);
-	while (got < 11 && (n = recv_wait(b, d, 64, 200)) > 0) {
+	assert_int_equal(tl_send_buf(a, &ba, buf, sizeof(buf), 1000), 1);
+	while (got < 11 && (n = tl_recv_wait(b, d, 64, 200)) > 0) {
 		for (k = 0; k < (unsigned int)n; k++, got++) {
 			assert_int_equal(d[k].len, got < 10 ? 1000 : 300);
 			assert_memory_equal(d[k].data, buf + got * 1000,
@@ -224,19 +192,19 @@ static void test_doorbell(void **state)
 	assert_false(ur_link_wait_arm(b));
 	p.fd = ur_link_fd(b);
 	assert_int_equal(poll(&p, 1, 0), 0);
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 1), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 1), 0), 1);
 	assert_int_equal(poll(&p, 1, 1000), 1);
 	ur_link_wait_disarm(b);
 	assert_int_equal(stats(a).shm_doorbells, 1);
 	/* the doorbell itself is no datagram */
-	assert_int_equal(recv_wait(b, d, 4, 100), 1);
+	assert_int_equal(tl_recv_wait(b, d, 4, 100), 1);
 	check(&d[0], 1);
 	assert_int_equal(ur_link_recv(b, d, 4), 0);
 	/* armed with a datagram already there: do not sleep */
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 2), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 2), 0), 1);
 	assert_true(ur_link_wait_arm(b));
 	/* not armed: no doorbell */
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 3), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 3), 0), 1);
 	assert_int_equal(stats(a).shm_doorbells, 1);
 	ur_link_close(a);
 	ur_link_close(b);
@@ -261,15 +229,15 @@ static void test_regress_stolen_doorbell(void **state)
 
 	p.fd = ur_link_fd(b);
 	assert_false(ur_link_wait_arm(b));	/* the thread sleeps */
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 1), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 1), 0), 1);
 	assert_int_equal(poll(&p, 1, 1000), 1);
 	/* another thread of b takes the doorbell and the datagram */
-	assert_int_equal(recv_wait(b, d, 4, 100), 1);
+	assert_int_equal(tl_recv_wait(b, d, 4, 100), 1);
 	check(&d[0], 1);
 	assert_int_equal(ur_link_recv(b, d, 4), 0);
 	assert_int_equal(poll(&p, 1, 0), 0);
 	/* the sleeper is still asleep: the next datagram wakes it */
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 2), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 2), 0), 1);
 	assert_int_equal(poll(&p, 1, 1000), 1);
 	ur_link_wait_disarm(b);
 	assert_int_equal(stats(a).shm_doorbells, 2);
@@ -296,7 +264,7 @@ static void *sender_main(void *arg)
 	for (i = 0; i < PER_SENDER; i++) {
 		v[0] = s->id;
 		v[1] = i;
-		send_buf(s->l, s->dst, v, sizeof(v), 0);
+		tl_send_buf(s->l, s->dst, v, sizeof(v), 0);
 	}
 	atomic_fetch_add(&senders_done, 1);
 	return NULL;
@@ -398,13 +366,13 @@ static void test_dead_owner(void **state)
 	assert_int_equal(read(pfd[0], &ba, sizeof(ba)), sizeof(ba));
 	ring_path(&ba, path, sizeof(path));
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(send_buf(a, &ba, buf, fill(buf, 0), 0), 1);
+	assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 0), 0), 1);
 	assert_int_equal(stats(a).shm_tx_pkts, 1);
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	/* more than a ring holds */
 	for (i = 0; i < 2100; i++)
-		assert_int_equal(send_buf(a, &ba, buf, 64, 0), 1);
+		assert_int_equal(tl_send_buf(a, &ba, buf, 64, 0), 1);
 	assert_true(stats(a).shm_tx_pkts < 2100);
 	/* the sender saw the owner gone and removed its file */
 	assert_int_not_equal(stat(path, &st), 0);
@@ -414,8 +382,8 @@ static void test_dead_owner(void **state)
 	/* the dead ring is looked up again at once or within
 	 * UR_SHM_ABSENT_NS: whichever path, the datagram arrives */
 	for (i = 0; i < 300; i++) {
-		assert_int_equal(send_buf(a, &ba, buf, fill(buf, 5), 0), 1);
-		if (recv_wait(b, d, 4, 10) > 0)
+		assert_int_equal(tl_send_buf(a, &ba, buf, fill(buf, 5), 0), 1);
+		if (tl_recv_wait(b, d, 4, 10) > 0)
 			break;
 	}
 	assert_true(i < 300);
@@ -441,11 +409,11 @@ static void test_fault_on_rings(void **state)
 	int i, n;
 
 	for (i = 0; i < 400; i++) {
-		send_buf(a, &ba, buf, fill(buf, (uint32_t)i), 0);
+		tl_send_buf(a, &ba, buf, fill(buf, (uint32_t)i), 0);
 		while ((n = ur_link_recv(b, d, 64)) > 0)
 			got += (unsigned int)n;
 	}
-	while ((n = recv_wait(b, d, 64, 100)) > 0)
+	while ((n = tl_recv_wait(b, d, 64, 100)) > 0)
 		got += (unsigned int)n;
 	st = stats(a);
 	assert_true(st.fi_dropped > 100 && st.fi_dropped < 300);
