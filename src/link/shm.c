@@ -60,6 +60,7 @@
 #include "util/compiler.h"
 #include "util/log.h"
 #include "util/memguard.h"
+#include "util/random.h"
 #include "util/time.h"
 
 #define SHM_DIR "/dev/shm"
@@ -83,6 +84,7 @@ struct shm_ring {
 	_Atomic uint32_t magic;			/* stored last, at creation */
 	uint32_t version, nslots, stride;
 	int32_t owner;				/* pid */
+	uint32_t id;				/* random: names the ring to TSan */
 	_Atomic uint32_t closed;		/* the owner closed its link */
 	pthread_mutex_t plock;			/* producers */
 	alignas(64) _Atomic uint64_t head;	/* next slot to fill (plock) */
@@ -91,6 +93,31 @@ struct shm_ring {
 	_Atomic uint64_t full_drops;		/* datagrams a full ring lost */
 	alignas(64) uint8_t slots[];
 };
+
+/*
+ * ThreadSanitizer tracks atomics by address, and a process that holds
+ * both ends of a ring (two devices, the unit tests) maps it twice: the
+ * producer's release of head and the consumer's acquire are at different
+ * addresses, so it would not see the slots handed over. Both ends tell it
+ * about the hand-over on an address named by the ring's id instead.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define UR_SHM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UR_SHM_TSAN 1
+#endif
+#endif
+#ifdef UR_SHM_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_keys[256];
+#define tsan_handover_release(r) __tsan_release(&tsan_keys[(r)->id % 256])
+#define tsan_handover_acquire(r) __tsan_acquire(&tsan_keys[(r)->id % 256])
+#else
+#define tsan_handover_release(r) ((void)(r))
+#define tsan_handover_acquire(r) ((void)(r))
+#endif
 
 static size_t ring_size(uint32_t nslots)
 {
@@ -267,6 +294,7 @@ static int own_create(struct ur_shm *s, const char *name)
 	r->nslots = UR_SHM_SLOTS;
 	r->stride = SHM_STRIDE;
 	r->owner = (int32_t)getpid();
+	r->id = ur_random_u32();
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
@@ -493,6 +521,7 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 	}
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	tsan_handover_acquire(r);	/* the slots up to tail are free */
 	room = r->nslots - (head - tail);
 	for (k = 0; k < nseg && put < room; k++) {
 		chunk = UR_MIN(seg, len - (size_t)k * seg);
@@ -511,6 +540,7 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 	}
 	/* seq_cst: ordered before the load of `waiting` below, which pairs
 	 * with the owner's store of it and load of head (ur_shm_wait_arm) */
+	tsan_handover_release(r);
 	atomic_store(&r->head, head + put);
 	pthread_mutex_unlock(&r->plock);
 	if (k < nseg) {
@@ -562,8 +592,10 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d, unsigned int max)
 	uint64_t next = atomic_load_explicit(&s->next, memory_order_relaxed);
 
 	/* what the last call handed out is done with: free it */
+	tsan_handover_release(r);
 	atomic_store_explicit(&r->tail, next, memory_order_release);
 	head = atomic_load_explicit(&r->head, memory_order_acquire);
+	tsan_handover_acquire(r);
 	n = UR_MIN(head - next, (uint64_t)max);
 	for (k = 0; k < n; k++) {
 		h = (const struct shm_slot_hdr *)(void *)slot_at(r, next + k);

@@ -309,6 +309,16 @@ int ur_link_fd(const struct ur_link *l)
 	return l->efd;
 }
 
+/* never reached: the progress thread parks in ur_link_fd() above */
+bool ur_link_wait_arm(struct ur_link *l)
+{
+	return false;
+}
+
+void ur_link_wait_disarm(struct ur_link *l)
+{
+}
+
 uint32_t ur_link_max_payload(const struct ur_link *l)
 {
 	return 9000;
