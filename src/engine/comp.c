@@ -5,7 +5,7 @@
  * the retransmit and RNR deadlines. Runs with qp->sq_lock held, called by
  * the send step (send.c) for a response or an expired deadline; it never
  * runs the requester itself (the send step does, afterwards). A failing WQE
- * goes to qpstate.c, which moves the QP to ERR.
+ * goes to qp_error.c, which moves the QP to ERR.
  *
  * Rules (docs/wire-notes.md §3): ACKs are cumulative; any response with PSN
  * p implicitly completes SEND/WRITE WQEs that end before p; a READ, an

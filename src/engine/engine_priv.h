@@ -439,7 +439,7 @@ void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		    struct ur_hdr_fields *f);
 void ur_txb_flush(struct ur_txb *b);
 
-/* qpstate.c: failed WQEs, the move to ERR, flushes, SQD. */
+/* qp_error.c: send CQEs, failed WQEs, the move to ERR, flushes, SQD. */
 int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		    enum ibv_wc_status status);
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */

@@ -3,7 +3,7 @@
  * The requester: turns send WQEs into packets. Runs in the send step
  * (send.c, sq_lock held): inline in post_send, and again after a response
  * opened the window or asked for a go-back-N, or after a deadline passed.
- * It reads the window from cc.c and hands failed WQEs to qpstate.c; it
+ * It reads the window from cc.c and hands failed WQEs to qp_error.c; it
  * never completes WQEs (the send step drains the completer after it).
  *
  * Per WQE: fence and READ/atomic credit checks, local operations (bind,

@@ -42,7 +42,7 @@
  *                         when and why).
  *   UROCE_GSO=bool        send UDP GSO trains (default on).
  *   UROCE_LAZY_DOORBELL=bool  posts may wait for the progress thread
- *                         (default on; engine/qp.c says when).
+ *                         (default on; engine/qp_xport.c says when).
  *   UROCE_SPIN_US=n       the progress thread keeps polling n µs after
  *                         traffic before it sleeps (0..UR_CONFIG_MAX_US).
  *   UROCE_QUIET_US=n      an application that polled its CQs in a spin this

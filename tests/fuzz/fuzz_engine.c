@@ -83,7 +83,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "api/ibverbs/devtree_priv.h"
+#include "api/ibverbs/devtree/devtree_priv.h"
 #include "engine/engine.h"
 #include "engine/engine_priv.h"
 #include "link/link.h"

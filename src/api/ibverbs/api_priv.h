@@ -2,12 +2,24 @@
 /*
  * Internals of libibverbs.so.1 shared between the files of api/ibverbs.
  * The exported ibv_* functions are defined across device.c (devices,
- * contexts, queries), verbs_mem.c (PD, MR, MW, CQ, channels, SRQ, AH,
- * async events), verbs_dm.c (device memory), verbs_domain.c (thread and
- * parent domains), verbs_clock.c (device clock), verbs_qp.c (QP life
- * cycle), verbs_post.c (posting, ibv_wr_*), misc.c and compat.c (helpers,
+ * contexts, queries), one file per kind of object: verbs_pd_mr.c (PD, MR),
+ * verbs_mw.c (MW), verbs_cq.c (CQ, ibv_cq_ex polling, completion
+ * channels), verbs_srq.c (SRQ), verbs_ah.c (AH), verbs_async.c (async
+ * events), verbs_dm.c (device memory), verbs_domain.c (thread and parent
+ * domains), verbs_clock.c (device clock), verbs_qp.c (QP life cycle),
+ * verbs_xrc.c (XRC domains and SRQs), verbs_mcast.c (multicast),
+ * verbs_post.c (posting, ibv_wr_*), misc.c and compat.c (helpers,
  * IBVERBS_1.0 versions) and stubs.c (symbols that exist so binaries load
  * and that return EOPNOTSUPP); ops.c installs the context ops.
+ *
+ * obj/ checks and applies (0/-errno); these files translate to each verb's
+ * convention (man pages):
+ *  - pointer verbs: NULL with errno set (ur_api_ptr);
+ *  - int verbs: 0 or a positive errno value (ur_api_ret);
+ *  - ibv_get_cq_event/ibv_get_async_event/ibv_init_ah_from_wc: 0 or -1
+ *    with errno set;
+ *  - ibv_rereg_mr: 0 or an enum ibv_rereg_mr_err_code, errno set;
+ *  - poll_cq: count or a negative value.
  */
 #ifndef UR_API_IBVERBS_PRIV_H
 #define UR_API_IBVERBS_PRIV_H
@@ -35,15 +47,18 @@ int ur_op_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr, size_t port_attr_len);
 int ur_op_compat_query_port(struct ibv_context *context, uint8_t port_num,
 			    struct _compat_ibv_port_attr *port_attr);
-/* verbs_mem.c */
-struct ibv_mw *ur_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
-int ur_op_dealloc_mw(struct ibv_mw *mw);
+/* verbs_pd_mr.c */
 int ur_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		    uint32_t flags, struct ibv_sge *sg, uint32_t num_sge);
+/* verbs_mw.c */
+struct ibv_mw *ur_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ur_op_dealloc_mw(struct ibv_mw *mw);
+/* verbs_cq.c */
 int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 int ur_op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 struct ibv_cq_ex *ur_op_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr);
+/* verbs_srq.c */
 struct ibv_srq *ur_op_create_srq_ex(struct ibv_context *context,
 				    struct ibv_srq_init_attr_ex *attr);
 int ur_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
@@ -86,6 +101,16 @@ int ur_op_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 /* ibv_wr_start/complete/abort for a QP created with send_ops_flags (obj/
  * sets the builders; these hold the lock and ring the doorbell). */
 void ur_api_init_wr_batch_ops(struct ur_qp *qp);
+
+/* A pointer verb's return from obj/'s 0/-errno: p, or NULL with errno set. */
+static inline void *ur_api_ptr(int err, void *p)
+{
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return p;
+}
 
 /*
  * An int verb's return from obj/'s 0/-errno: 0, or the positive errno

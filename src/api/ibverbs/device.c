@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "api/ibverbs/api_priv.h"
-#include "api/ibverbs/devtree.h"
+#include "api/ibverbs/devtree/devtree.h"
 #include "engine/engine.h"
 #include "obj/device.h"
 #include "obj/obj.h"

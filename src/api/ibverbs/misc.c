@@ -7,7 +7,7 @@
  *  - fork: nothing is pinned or madvise()d, so fork is always safe:
  *    ibv_fork_init() succeeds and ibv_is_fork_initialized() reports
  *    IBV_FORK_UNNEEDED; the (do|dont)fork_range calls do nothing.
- *  - sysfs: the device tree of devtree.c stands for it (and holds
+ *  - sysfs: the device tree of devtree/ stands for it (and holds
  *    ibv_get_sysfs_path and ibv_read_*sysfs_file).
  *  - Ethernet: there is no MAC behind a GID; ibv_resolve_eth_l2_from_gid()
  *    reports the derived MAC 02:00:<last 4 bytes of the GID> and VLAN id

@@ -78,13 +78,16 @@ static const struct ur_verbs_ops uroce_ops = {
 	._compat_query_port = ur_op_compat_query_port,
 	.query_port = ur_op_query_port,
 	.query_device_ex = ur_op_query_device_ex,
-	/* verbs_mem.c */
+	/* verbs_pd_mr.c */
+	.advise_mr = ur_op_advise_mr,
+	/* verbs_mw.c */
 	.alloc_mw = ur_op_alloc_mw,
 	.dealloc_mw = ur_op_dealloc_mw,
-	.advise_mr = ur_op_advise_mr,
+	/* verbs_cq.c */
 	.poll_cq = ur_op_poll_cq,
 	.req_notify_cq = ur_op_req_notify_cq,
 	.create_cq_ex = ur_op_create_cq_ex,
+	/* verbs_srq.c */
 	.create_srq_ex = ur_op_create_srq_ex,
 	.post_srq_recv = ur_op_post_srq_recv,
 	/* verbs_dm.c */

@@ -10,14 +10,18 @@
  *  - misc.c: *_str helpers, rate helpers, fork helpers,
  *    ibv_copy_*_kern, sysfs, ibv_resolve_eth_l2_from_gid,
  *    ibv_query_qp_data_in_order.
- *  - verbs_mem.c: ibv_alloc_pd, ibv_dealloc_pd, ibv_reg_mr,
- *    ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_rereg_mr, ibv_dereg_mr, MW ops,
- *    ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_create_cq,
- *    create_cq_ex op, ibv_resize_cq, ibv_destroy_cq, ibv_get_cq_event,
- *    ibv_ack_cq_events, poll/notify ops, ibv_create_srq, create_srq_ex op,
- *    ibv_modify_srq, ibv_query_srq, ibv_destroy_srq, post_srq_recv op,
- *    ibv_create_ah, ibv_create_ah_from_wc, ibv_init_ah_from_wc,
- *    ibv_destroy_ah, ibv_get_async_event, ibv_ack_async_event.
+ *  - verbs_pd_mr.c: ibv_alloc_pd, ibv_dealloc_pd, ibv_reg_mr,
+ *    ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_rereg_mr, ibv_dereg_mr,
+ *    advise_mr op.
+ *  - verbs_mw.c: alloc_mw/dealloc_mw ops.
+ *  - verbs_cq.c: ibv_create_comp_channel, ibv_destroy_comp_channel,
+ *    ibv_create_cq, create_cq_ex op, ibv_resize_cq, ibv_destroy_cq,
+ *    ibv_get_cq_event, ibv_ack_cq_events, poll/notify ops.
+ *  - verbs_srq.c: ibv_create_srq, create_srq_ex op, ibv_modify_srq,
+ *    ibv_query_srq, ibv_destroy_srq, post_srq_recv op.
+ *  - verbs_ah.c: ibv_create_ah, ibv_create_ah_from_wc,
+ *    ibv_init_ah_from_wc, ibv_destroy_ah.
+ *  - verbs_async.c: ibv_get_async_event, ibv_ack_async_event.
  *  - verbs_qp.c: ibv_create_qp, create_qp_ex op, ibv_qp_to_qp_ex,
  *    ibv_query_qp, ibv_modify_qp, ibv_destroy_qp.
  *  - verbs_post.c: post_send/post_recv/bind_mw ops, ibv_wr_start/

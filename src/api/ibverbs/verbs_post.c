@@ -4,7 +4,7 @@
  * ibv_wr_complete and ibv_wr_abort. obj/post.c checks each WR and writes
  * it into the ring; this file holds qp->sq_lock around that and rings the
  * engine's doorbell directly when something was published, so posting
- * has one owner and no hook. (post_srq_recv is verbs_mem.c's: an SRQ
+ * has one owner and no hook. (post_srq_recv is verbs_srq.c's: an SRQ
  * needs no doorbell, a responder takes its WQEs when a message arrives.)
  */
 #include <errno.h>

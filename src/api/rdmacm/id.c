@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rdma_cm ids: creation, binding, address and route resolution, listening,
- * options and migration between channels. The id's QP is qp.c's.
+ * options and migration between channels. The id's QP is id_qp.c's.
  */
 #include <arpa/inet.h>
 #include <endian.h>

@@ -2,7 +2,8 @@
 /*
  * librdmacm's tunables, each with why it has its value (the CM's timing is
  * also described in docs/design.md, "Connection manager"). rsockets'
- * protocol sizes, which must match rdma-core's, stay in rsocket_priv.h.
+ * protocol sizes, which must match rdma-core's, stay in
+ * rsocket/rsocket_priv.h.
  */
 #ifndef UR_API_RDMACM_PARAMS_H
 #define UR_API_RDMACM_PARAMS_H
@@ -45,16 +46,17 @@
  * without looking. */
 #define UR_RSK_WAKE_MS 200
 
-/* rsockets' keepalive thread (rsocket_keepalive.c): a socket whose lock is
- * taken is looked at again this soon (the thread never waits for it); the
- * thread sleeps at most this long, so a socket's new TCP_KEEPIDLE takes
- * effect within a minute; without /proc, TCP's default keepalive time. */
+/* rsockets' keepalive thread (rsocket/rsocket_keepalive.c): a socket whose
+ * lock is taken is looked at again this soon (the thread never waits for
+ * it); the thread sleeps at most this long, so a socket's new TCP_KEEPIDLE
+ * takes effect within a minute; without /proc, TCP's default keepalive
+ * time. */
 #define UR_RSK_KA_BUSY_MS 100
 #define UR_RSK_KA_MAX_SLEEP_MS 60000
 #define UR_RSK_KA_DEFAULT_S 7200
 
-/* A datagram rsocket's peers (rsocket_dgwire.c): each holds an AH, and any
- * UDP sender with a well-formed header gets one, so a bound (ENOBUFS
+/* A datagram rsocket's peers (rsocket/rsocket_dgwire.c): each holds an AH,
+ * and any UDP sender with a well-formed header gets one, so a bound (ENOBUFS
  * beyond); and datagrams one poll of its UDP socket takes, so that a flood
  * there does not starve the UD queue. */
 #define UR_RSD_MAX_DESTS 1024

@@ -10,7 +10,7 @@
  * runs the retransmission timers, handing both to the CM state machine
  * through struct cma_agent_handlers. Bottom to top: addr.c (address
  * helpers), agent.c (QP1), cma.c (devices), rendezvous.c (the loopback
- * directory), channel.c (events), qp.c (the id's QP), id.c (ids,
+ * directory), channel.c (events), id_qp.c (the id's QP), id.c (ids,
  * addresses, routes), mcast.c (multicast joins), msg.c (CM messages out)
  * and recv.c (CM messages in, timers), conn.c (the application's
  * connect/accept/disconnect calls and rdma_destroy_id).
@@ -318,7 +318,7 @@ int cma_route_dst(struct cma_id *id, const union ur_sockaddr *dst);
 struct cma_mc *cma_mc_find(struct cma_id *id, const union ur_sockaddr *addr);
 void cma_mc_leave_all(struct cma_id *id);
 
-/* qp.c (lock held) */
+/* id_qp.c (lock held) */
 int cma_qp_attr(struct cma_id *id, enum ibv_qp_state state,
 		struct ibv_qp_attr *attr, int *mask);
 int cma_modify_qp(struct cma_id *id, enum ibv_qp_state state);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What happens to a QP's state inside the engine: a WQE that failed, the
+ * What happens to a QP's state inside the engine: a send WQE's CQE
+ * (ur_wqe_complete, which the flushes share), a WQE that failed, the
  * move to ERR (the failing WQE completes with its status, everything else
  * with IBV_WC_WR_FLUSH_ERR), flushing the send and receive queues, and
  * SQD's drained event. Below the requester, completer and responder, which

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/ibverbs/devtree_priv.h"
+#include "api/ibverbs/devtree/devtree_priv.h"
 
 int tree_mkdirs(const char *path)
 {

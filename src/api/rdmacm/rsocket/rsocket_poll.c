@@ -14,7 +14,7 @@
 #include <sys/select.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 #define RSK_POLL_WAKE_MS 500	/* re-check at least this often */

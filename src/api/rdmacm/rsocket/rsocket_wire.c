@@ -20,7 +20,7 @@
 #include <endian.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 int rsk_iomap_scale(int value)

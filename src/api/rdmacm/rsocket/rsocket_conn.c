@@ -10,7 +10,7 @@
 #include <string.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 UR_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t len)

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 static pthread_mutex_t ka_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -24,7 +24,7 @@
 #include <endian.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_dgram.h"
+#include "api/rdmacm/rsocket/rsocket_dgram.h"
 #include "util/addr.h"
 #include "util/compiler.h"
 

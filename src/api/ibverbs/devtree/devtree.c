@@ -36,7 +36,7 @@
 #include <rdma/ib_user_verbs.h>
 
 #include "api/ibverbs/api_priv.h"
-#include "api/ibverbs/devtree_priv.h"
+#include "api/ibverbs/devtree/devtree_priv.h"
 #include "engine/engine.h"
 #include "obj/device.h"
 #include "util/compiler.h"

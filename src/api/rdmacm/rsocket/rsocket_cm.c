@@ -14,7 +14,7 @@
 #include <string.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 void rsk_conn_failed(struct rsk *rs, int err)

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 int rsk_send_iomaps(struct rsk *rs, int flags)

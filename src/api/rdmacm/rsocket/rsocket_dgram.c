@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_dgram.h"
+#include "api/rdmacm/rsocket/rsocket_dgram.h"
 #include "util/compiler.h"
 
 int rsd_socket(int domain)

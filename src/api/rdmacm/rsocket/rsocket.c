@@ -16,8 +16,8 @@
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_dgram.h"
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_dgram.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 

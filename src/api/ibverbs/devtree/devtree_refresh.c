@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/ibverbs/devtree_priv.h"
+#include "api/ibverbs/devtree/devtree_priv.h"
 #include "engine/engine.h"
 #include "obj/device.h"
 

@@ -15,7 +15,7 @@
 #include <endian.h>
 #include <rdma/rsocket.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 static bool rdata_or_closed(struct rsk *rs)

@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 #include <infiniband/verbs.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 
 /* Before every UD message (network order, unaligned fields avoided) */
 struct rsd_hdr {

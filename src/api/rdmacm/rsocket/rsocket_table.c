@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/rdmacm/rsocket_priv.h"
+#include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
 
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "api/ibverbs/devtree.h"
+#include "api/ibverbs/devtree/devtree.h"
 #include "util/compiler.h"
 
 /* This process's tree. lock guards all of it and the refresher's state. */
