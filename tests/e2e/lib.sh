@@ -168,6 +168,19 @@ e2e_skip() {
 	echo "SKIP $1: $2"
 }
 
+# e2e_check NAME COMMAND...: a case that passes when COMMAND exits 0 (its
+# output in $E2E_TMP/NAME.out, the end of which a failure shows)
+e2e_check() {
+	local name=$1
+	shift
+	if "$@" >"$E2E_TMP/$name.out" 2>&1; then
+		e2e_pass "$name"
+	else
+		e2e_fail "$name"
+		tail -n 20 "$E2E_TMP/$name.out"
+	fi
+}
+
 # The script's exit status: 1 if a case failed, else E2E_SKIP_RC if one
 # was skipped (ctest then reports the whole script as skipped), else 0.
 e2e_summary() {

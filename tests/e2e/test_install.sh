@@ -11,29 +11,18 @@ BUILD=$(cd "$LIBDIR/.." && pwd)
 P=$E2E_TMP/prefix
 unset LD_LIBRARY_PATH
 
-check() {	# NAME COMMAND...
-	local name=$1
-	shift
-	if "$@" >"$E2E_TMP/$name.out" 2>&1; then
-		E2E_PASS=$((E2E_PASS + 1)); echo "PASS $name"
-	else
-		E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $name"
-		tail -n 20 "$E2E_TMP/$name.out"
-	fi
-}
-
-check install cmake --install "$BUILD" --prefix "$P"
-check private_libdir bash -c "
+e2e_check install cmake --install "$BUILD" --prefix "$P"
+e2e_check private_libdir bash -c "
 	libs=\$(find '$P' -name 'libibverbs.so*' -o -name 'liburoce-interpose.so')
 	[[ -n \$libs ]] || exit 1
 	for l in \$libs; do [[ \$(basename \$(dirname \$l)) == uroce ]] || { echo \"outside: \$l\"; exit 1; }; done"
-check installed_run bash -c "'$P/bin/uroce' run -- ibv_devices | grep -q uroce0"
+e2e_check installed_run bash -c "'$P/bin/uroce' run -- ibv_devices | grep -q uroce0"
 # librdmacm.so.1 too: without it an installed `uroce run -- rping` loads
 # the system's, which needs /dev/infiniband/rdma_cm
-check installed_rdmacm bash -c "'$P/bin/uroce' run -- ldd \$(command -v rping || echo /usr/bin/rping) | grep -q \"librdmacm.so.1 => $P/.*/uroce/librdmacm.so.1\""
-check installed_hold bash -c "'$P/bin/uroce' run --hold -- ibv_devices | grep -q uroce0 && [[ -x \$('$P/bin/uroce' libdir)/uroce-hold ]]"
-check installed_libdir bash -c "[[ \$('$P/bin/uroce' libdir) == '$P'/*/uroce ]]"
-check man_pages bash -c "ls '$P'/share/man/man1/uroce.1 '$P'/share/man/man7/uroce.7 && man -l '$P/share/man/man7/uroce.7' 2>/dev/null | grep -q INTERPOSER"
+e2e_check installed_rdmacm bash -c "'$P/bin/uroce' run -- ldd \$(command -v rping || echo /usr/bin/rping) | grep -q \"librdmacm.so.1 => $P/.*/uroce/librdmacm.so.1\""
+e2e_check installed_hold bash -c "'$P/bin/uroce' run --hold -- ibv_devices | grep -q uroce0 && [[ -x \$('$P/bin/uroce' libdir)/uroce-hold ]]"
+e2e_check installed_libdir bash -c "[[ \$('$P/bin/uroce' libdir) == '$P'/*/uroce ]]"
+e2e_check man_pages bash -c "ls '$P'/share/man/man1/uroce.1 '$P'/share/man/man7/uroce.7 && man -l '$P/share/man/man7/uroce.7' 2>/dev/null | grep -q INTERPOSER"
 cat >"$E2E_TMP/pc.c" <<'C'
 #include <infiniband/verbs.h>
 #include <stdio.h>
@@ -47,5 +36,5 @@ int main(void)
 }
 C
 pcdir=$(dirname "$(find "$P" -name uroce.pc)")
-check pkgconfig_link bash -c "cc '$E2E_TMP/pc.c' -o '$E2E_TMP/pc' \$(PKG_CONFIG_PATH='$pcdir' pkg-config --cflags --libs uroce) && '$E2E_TMP/pc'"
+e2e_check pkgconfig_link bash -c "cc '$E2E_TMP/pc.c' -o '$E2E_TMP/pc' \$(PKG_CONFIG_PATH='$pcdir' pkg-config --cflags --libs uroce) && '$E2E_TMP/pc'"
 e2e_summary

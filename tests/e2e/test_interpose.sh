@@ -15,28 +15,17 @@ PRE=$(cd "$LIBDIR" && pwd)/liburoce-interpose.so
 export XDG_RUNTIME_DIR=$E2E_TMP/run
 mkdir -p "$XDG_RUNTIME_DIR"
 
-check() {	# NAME COMMAND... : passes when the command exits 0
-	local name=$1
-	shift
-	if "$@" >"$E2E_TMP/$name.out" 2>&1; then
-		E2E_PASS=$((E2E_PASS + 1)); echo "PASS $name"
-	else
-		E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $name"
-		tail -n 20 "$E2E_TMP/$name.out"
-	fi
-}
-
 pre() { LD_PRELOAD=$PRE "$@"; }
 
 # --- /dev/infiniband (no RDMA kernel support on this host) ---------------
 for n in uverbs-uroce0 uverbs0 rdma_cm; do
 	[[ -e /dev/infiniband/$n ]] && continue	# a real one: not ours to fake
-	check "dev_${n}_chardev" pre bash -c "[[ -c /dev/infiniband/$n && -r /dev/infiniband/$n && -w /dev/infiniband/$n ]]"
-	check "dev_${n}_stat" pre bash -c "[[ \$(stat -c %F /dev/infiniband/$n) == 'character special file' ]]"
-	check "dev_${n}_absent_without" bash -c "[[ ! -e /dev/infiniband/$n ]]"
-	check "dev_${n}_optout" env UROCE_INTERPOSE=0 LD_PRELOAD=$PRE bash -c "[[ ! -e /dev/infiniband/$n ]]"
+	e2e_check "dev_${n}_chardev" pre bash -c "[[ -c /dev/infiniband/$n && -r /dev/infiniband/$n && -w /dev/infiniband/$n ]]"
+	e2e_check "dev_${n}_stat" pre bash -c "[[ \$(stat -c %F /dev/infiniband/$n) == 'character special file' ]]"
+	e2e_check "dev_${n}_absent_without" bash -c "[[ ! -e /dev/infiniband/$n ]]"
+	e2e_check "dev_${n}_optout" env UROCE_INTERPOSE=0 LD_PRELOAD=$PRE bash -c "[[ ! -e /dev/infiniband/$n ]]"
 done
-check dev_open_enxio pre python3 -c '
+e2e_check dev_open_enxio pre python3 -c '
 import errno, os
 for n in ("uverbs-uroce0", "rdma_cm"):
     try:
@@ -48,13 +37,13 @@ for n in ("uverbs-uroce0", "rdma_cm"):
     assert not os.access("/dev/infiniband/" + n, os.X_OK)
 '
 for n in umad0 uverbs0/x issm0; do
-	check "dev_${n//\//_}_untouched" pre bash -c "[[ ! -e /dev/infiniband/$n ]]"
+	e2e_check "dev_${n//\//_}_untouched" pre bash -c "[[ ! -e /dev/infiniband/$n ]]"
 done
 
 # --- /sys/class/infiniband* ---------------------------------------------
 # a process with a tree sees it at the sysfs paths; a child that loads no
 # verbs library (cat, ls) sees its parent's; nothing else changes
-check sys_tree pre python3 - <<'PY'
+e2e_check sys_tree pre python3 - <<'PY'
 import ctypes, os, subprocess
 lib = ctypes.CDLL("libibverbs.so.1")
 lib.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
@@ -82,12 +71,12 @@ assert os.path.exists("sys/class/infiniband") == os.path.exists("/proc/1/root/sy
 assert open("/sys/class/net/lo/mtu").read().strip().isdigit()
 print("ok")
 PY
-check sys_untouched_without_tree pre bash -c '
+e2e_check sys_untouched_without_tree pre bash -c '
 	[[ ! -e /sys/class/infiniband/uroce0 ]] &&
 	[[ $(cat /sys/class/net/lo/mtu) == $(LD_PRELOAD= cat /sys/class/net/lo/mtu) ]] &&
 	[[ $(realpath /dev/null) == /dev/null ]] &&
 	[[ $(ls /etc | wc -l) == $(LD_PRELOAD= ls /etc | wc -l) ]]'
-check sys_optout env UROCE_INTERPOSE=0 LD_PRELOAD=$PRE python3 -c '
+e2e_check sys_optout env UROCE_INTERPOSE=0 LD_PRELOAD=$PRE python3 -c '
 import ctypes, os
 lib = ctypes.CDLL("libibverbs.so.1")
 lib.ibv_get_device_list.restype = ctypes.c_void_p
@@ -96,15 +85,15 @@ assert not os.path.exists("/sys/class/infiniband/uroce0")
 '
 # UROCE_INTERPOSE takes util/parse.h's booleans; a bad value leaves it on
 if [[ ! -e /dev/infiniband/rdma_cm ]]; then
-	check optout_off env UROCE_INTERPOSE=off LD_PRELOAD=$PRE bash -c '[[ ! -e /dev/infiniband/rdma_cm ]]'
-	check bad_value_stays_on bash -c '
+	e2e_check optout_off env UROCE_INTERPOSE=off LD_PRELOAD=$PRE bash -c '[[ ! -e /dev/infiniband/rdma_cm ]]'
+	e2e_check bad_value_stays_on bash -c '
 		UROCE_INTERPOSE=maybe LD_PRELOAD=$0 bash -c "[[ -c /dev/infiniband/rdma_cm ]]" 2>"$1" &&
 		grep -q "UROCE_INTERPOSE=maybe: want" "$1"' "$PRE" "$E2E_TMP/bad_value.err"
 fi
 # an unusable XDG_RUNTIME_DIR: the library and the interposer both fall
 # back to /tmp/uroce-<uid> (one function, util/rundir.c), so they agree,
 # and `uroce rundir` says the same
-check sys_tree_xdg_fallback env XDG_RUNTIME_DIR=$E2E_TMP/missing \
+e2e_check sys_tree_xdg_fallback env XDG_RUNTIME_DIR=$E2E_TMP/missing \
 	U="$(cd "$(dirname "$0")/../.." && pwd)/tools/uroce" \
 	LD_PRELOAD=$PRE python3 - <<'PY'
 import ctypes, os, subprocess

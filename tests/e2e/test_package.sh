@@ -18,17 +18,6 @@ e2e_libdir "${1:-}"
 BUILD=$(cd "$LIBDIR/.." && pwd)
 unset LD_LIBRARY_PATH
 
-check() {	# NAME COMMAND...
-	local name=$1
-	shift
-	if "$@" >"$E2E_TMP/$name.out" 2>&1; then
-		E2E_PASS=$((E2E_PASS + 1)); echo "PASS $name"
-	else
-		E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL $name"
-		tail -n 20 "$E2E_TMP/$name.out"
-	fi
-}
-
 # into the system, and out again (E2E_PACKAGE=system)
 system_part() {
 	local sys=${UROCE_DEB_SYSTEM:-} before
@@ -50,17 +39,17 @@ system_part() {
 	before=$(sysverbs)
 	# dpkg's lock may be held a moment by another installation: only
 	# that is tried again
-	check system_install bash -c "for i in 1 2 3 4 5 6; do
+	e2e_check system_install bash -c "for i in 1 2 3 4 5 6; do
 		dpkg -i '$deb' >'$E2E_TMP/dpkg.out' 2>&1 && exit 0
 		grep -q 'lock' '$E2E_TMP/dpkg.out' || break
 		sleep 10
 	done; cat '$E2E_TMP/dpkg.out'; exit 1"
-	check system_run bash -c "[[ \$(/usr/bin/uroce libdir) == /usr/lib/*uroce ]] &&
+	e2e_check system_run bash -c "[[ \$(/usr/bin/uroce libdir) == /usr/lib/*uroce ]] &&
 		{ ! command -v ibv_devices >/dev/null || /usr/bin/uroce run -- ibv_devices | grep -q uroce0; }"
 	# the system's own libibverbs.so.1 is still the one the loader finds
-	check system_keeps_rdma_core bash -c "[[ '$(sysverbs)' == '$before' ]] &&
+	e2e_check system_keeps_rdma_core bash -c "[[ '$(sysverbs)' == '$before' ]] &&
 		[[ \$(dpkg-query -S \"\$(readlink -f '$before')\") != uroce:* ]]"
-	check system_remove bash -c "dpkg --purge uroce && [[ ! -e /usr/bin/uroce ]] &&
+	e2e_check system_remove bash -c "dpkg --purge uroce && [[ ! -e /usr/bin/uroce ]] &&
 		! ls -d /usr/lib/uroce /usr/lib/*/uroce 2>/dev/null"
 }
 
@@ -73,9 +62,9 @@ for c in cpack dpkg-deb dpkg-query; do
 done
 [[ -r $BUILD/CPackConfig.cmake ]] || { echo "FAIL: no $BUILD/CPackConfig.cmake"; exit 1; }
 
-check build cpack --config "$BUILD/CPackConfig.cmake" -B "$E2E_TMP/pkg"
+e2e_check build cpack --config "$BUILD/CPackConfig.cmake" -B "$E2E_TMP/pkg"
 deb=$(ls "$E2E_TMP"/pkg/uroce_*.deb 2>/dev/null)
-check one_deb test "$(wc -w <<<"$deb")" -eq 1
+e2e_check one_deb test "$(wc -w <<<"$deb")" -eq 1
 deb=${deb%% *}
 if [[ ${E2E_PACKAGE:-} == system ]]; then
 	system_part
@@ -84,7 +73,7 @@ if [[ ${E2E_PACKAGE:-} == system ]]; then
 fi
 dpkg-deb -f "$deb" >"$E2E_TMP/control" 2>&1
 # what the package declares: itself, never a stand-in for rdma-core
-check control bash -c "
+e2e_check control bash -c "
 	grep -qx 'Package: uroce' '$E2E_TMP/control' &&
 	grep -q '^Depends: .*libisal' '$E2E_TMP/control' &&
 	! grep -Ei '^(Provides|Replaces|Conflicts|Breaks):' '$E2E_TMP/control' &&
@@ -92,7 +81,7 @@ check control bash -c "
 dpkg-deb --fsys-tarfile "$deb" | tar -t | sed 's|^\./|/|' | grep -v '/$' \
 	>"$E2E_TMP/files"
 # every file in its place: the libraries only in the private directory
-check contents bash -c "
+e2e_check contents bash -c "
 	f='$E2E_TMP/files'
 	for want in /usr/bin/uroce /usr/share/man/man1/uroce.1 \
 		/usr/share/man/man7/uroce.7; do
@@ -106,7 +95,7 @@ check contents bash -c "
 	! grep -vE '^/usr/(bin/uroce|share/man/man[17]/uroce\.[17]|lib/([^/]+/)?(uroce/[^/]+|pkgconfig/uroce\.pc))$' \"\$f\""
 # no file of the package belongs to an installed package (a copy of this
 # one installed by hand aside)
-check no_shared_files bash -c "
+e2e_check no_shared_files bash -c "
 	while read -r p; do
 		o=\$(dpkg-query -S \"\$p\" 2>/dev/null) || continue
 		[[ \${o%%:*} == uroce ]] || { echo \"\$p belongs to \$o\"; exit 1; }
@@ -114,14 +103,14 @@ check no_shared_files bash -c "
 
 # extracted: the command finds the package's libraries beside it
 R=$E2E_TMP/root
-check extract dpkg-deb -x "$deb" "$R"
-check extracted_libdir bash -c "[[ \$('$R/usr/bin/uroce' libdir) == '$R'/usr/lib/*uroce ]]"
+e2e_check extract dpkg-deb -x "$deb" "$R"
+e2e_check extracted_libdir bash -c "[[ \$('$R/usr/bin/uroce' libdir) == '$R'/usr/lib/*uroce ]]"
 if command -v ibv_devices >/dev/null; then
-	check extracted_run bash -c "'$R/usr/bin/uroce' run -- ibv_devices | grep -q uroce0"
+	e2e_check extracted_run bash -c "'$R/usr/bin/uroce' run -- ibv_devices | grep -q uroce0"
 else
 	e2e_skip extracted_run "no ibv_devices (package ibverbs-utils)"
 fi
-check extracted_man bash -c "
+e2e_check extracted_man bash -c "
 	man -l '$R/usr/share/man/man1/uroce.1' 2>/dev/null | grep -q 'uroce run' &&
 	man -l '$R/usr/share/man/man7/uroce.7' 2>/dev/null | grep -q UROCE_ADDRS"
 
