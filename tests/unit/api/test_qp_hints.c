@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "capture.h"
 #include <infiniband/verbs.h>
 
 static struct ibv_device **list;
@@ -48,22 +50,12 @@ static int teardown(void **state)
 /* ibv_modify_qp() with stderr captured into said[]; returns its result. */
 static int modify_capturing(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(2), ret;
-	size_t n;
+	struct ur_capture cap;
+	int ret;
 
-	assert_non_null(tmp);
-	assert_true(saved >= 0);
-	fflush(stderr);
-	assert_int_equal(dup2(fileno(tmp), 2), 2);
+	ur_capture_begin(&cap);
 	ret = ibv_modify_qp(qp, a, mask);
-	fflush(stderr);
-	assert_int_equal(dup2(saved, 2), 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(said, 1, sizeof(said) - 1, tmp);
-	said[n] = '\0';
-	fclose(tmp);
+	ur_capture_end(&cap, said, sizeof(said));
 	return ret;
 }
 

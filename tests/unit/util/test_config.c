@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "capture.h"
+
 #include "util/config.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -36,22 +38,11 @@ static int clear_env(void **state)
 /* ur_config_parse() with stderr captured into messages[]. */
 static void parse_capturing(struct ur_config *c)
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
+	struct ur_capture cap;
 
-	assert_non_null(tmp);
-	assert_true(saved >= 0);
-	fflush(stderr);
-	assert_int_equal(dup2(fileno(tmp), 2), 2);
+	ur_capture_begin(&cap);
 	ur_config_parse(c);
-	fflush(stderr);
-	assert_int_equal(dup2(saved, 2), 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(messages, 1, sizeof(messages) - 1, tmp);
-	messages[n] = '\0';
-	fclose(tmp);
+	ur_capture_end(&cap, messages, sizeof(messages));
 }
 
 static void assert_said(const char *what)
