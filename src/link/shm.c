@@ -499,13 +499,13 @@ static int ring_lock(struct shm_ring *r)
 	return rc;
 }
 
-/* Read lock held. Puts the datagrams of d into p's ring. */
+/* Read lock held. Puts the datagrams of d (len bytes, cut every seg) into
+ * p's ring. */
 static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
-			       const struct ur_txd *d, size_t len,
+			       const struct ur_txd *d, size_t len, size_t seg,
 			       const union ur_sockaddr *src)
 {
 	struct shm_ring *r = p->ring;
-	size_t seg = d->gso_size && len > d->gso_size ? d->gso_size : len;
 	uint64_t head, tail, room, nseg = seg ? (len + seg - 1) / seg : 1;
 	uint64_t put = 0, k, faults = 0;
 	struct shm_slot_hdr *h;
@@ -568,12 +568,12 @@ enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
 	struct shm_peer *p;
 	enum ur_shm_tx rc;
 
-	if (!s || seg > UR_SHM_SLOT_DATA || !ur_addr_is_loopback(d->dst))
+	if (!s || seg > UR_SHM_SLOT_DATA)
 		return UR_SHM_NOT_LOCAL;
 	p = peer_get(s, d->dst);
 	if (!p)
 		return UR_SHM_NOT_LOCAL;
-	rc = ring_put(s, p, d, len, src);
+	rc = ring_put(s, p, d, len, seg, src);
 	pthread_rwlock_unlock(&s->peers_lock);
 	return rc;
 }

@@ -45,7 +45,8 @@ enum ur_shm_tx {
 				 * it a doorbell */
 };
 /* Delivers descriptor d (len bytes in its iovecs; a GSO train is cut
- * into its datagrams) from local address src. */
+ * into its datagrams) from local address src. d->dst is a loopback
+ * address (the caller's test: only those can have a ring). */
 enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
 			   size_t len, const union ur_sockaddr *src);
 

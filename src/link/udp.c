@@ -52,6 +52,7 @@
 
 #include "link/params.h"
 #include "link/udp_priv.h"
+#include "util/addr.h"
 #include "util/log.h"
 #include "util/compiler.h"
 
@@ -279,11 +280,11 @@ static unsigned int txd_segments(const struct ur_txd *d, size_t len)
 
 /* The socket a datagram leaves from: its address's, or address 0's when
  * that one was not bound (the engine's flow then says address 0 too). */
-static int tx_fd(const struct ur_udp *u, uint8_t via)
+static const struct ur_sock *tx_sock(const struct ur_udp *u, uint8_t via)
 {
 	if (via < u->n_addr && u->socks[via].fd >= 0)
-		return u->socks[via].fd;
-	return u->socks[0].fd;
+		return &u->socks[via];
+	return &u->socks[0];
 }
 
 /* Waits a little for the socket to drain after EAGAIN/ENOBUFS. */
@@ -390,7 +391,7 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(tx_fd(u, d->via), d->dst, seg, n, d->tos,
+		rc = send_one(tx_sock(u, d->via)->fd, d->dst, seg, n, d->tos,
 			      d->ttl);
 		if (rc)
 			return rc;
@@ -465,7 +466,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 			if ((!u->gso_ok && txd_segments(&d[k], len[k]) > 1) ||
 			    d[k].via != d[i].via)
 				break;
-		r = sendmmsg(tx_fd(u, d[i].via), mm + i, k - i, 0);
+		r = sendmmsg(tx_sock(u, d[i].via)->fd, mm + i, k - i, 0);
 		if (r > 0) {
 			for (k = i; k < i + (unsigned int)r; k++) {
 				pkts += txd_segments(&d[k], len[k]);
@@ -478,7 +479,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 		}
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS ||
 			      errno == EINTR) && tries++ < UR_LINK_TX_RETRIES) {
-			tx_backoff(tx_fd(u, d[i].via), errno);
+			tx_backoff(tx_sock(u, d[i].via)->fd, errno);
 			continue;
 		}
 		/* hard error (or out of retries) on message i: skip it */
@@ -493,20 +494,12 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 	return sent;
 }
 
-/* The local address datagrams from address via leave from. */
-static const union ur_sockaddr *tx_src(const struct ur_udp *u, uint8_t via)
-{
-	if (via < u->n_addr && u->socks[via].fd >= 0)
-		return &u->socks[via].local;
-	return &u->socks[0].local;
-}
-
 /* The ring's owner sleeps: wake it with a zero-length datagram, which
  * its receive drops (rx_fill). */
 static void shm_doorbell(struct ur_udp *u, uint8_t via,
 			 const union ur_sockaddr *dst)
 {
-	if (!send_one(tx_fd(u, via), dst, NULL, 0, 0, 0))
+	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, 0, 0))
 		ur_shm_note_doorbell(u->shm);
 }
 
@@ -526,8 +519,13 @@ static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
 	size_t len;
 
 	for (i = 0; i < n; i++) {
+		if (!ur_addr_is_loopback(d[i].dst)) {
+			rest[left++] = d[i];	/* another host: no ring */
+			continue;
+		}
 		len = iov_total(d[i].iov, d[i].iovcnt);
-		r = ur_shm_send(u->shm, &d[i], len, tx_src(u, d[i].via));
+		r = ur_shm_send(u->shm, &d[i], len,
+				&tx_sock(u, d[i].via)->local);
 		if (r == UR_SHM_NOT_LOCAL) {
 			rest[left++] = d[i];
 			continue;
@@ -547,6 +545,18 @@ static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
 	return left;
 }
 
+/* Whether a descriptor of d may be for a same-host ring: else the batch
+ * goes to the sockets as the engine built it. */
+static bool any_loopback(const struct ur_txd *d, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (ur_addr_is_loopback(d[i].dst))
+			return true;
+	return false;
+}
+
 int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 {
 	struct ur_txd rest[UR_LINK_TX_CHUNK];
@@ -555,7 +565,7 @@ int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 
 	while (done < n) {
 		k = UR_MIN(n - done, (unsigned int)UR_LINK_TX_CHUNK);
-		if (u->shm) {
+		if (u->shm && any_loopback(d + done, k)) {
 			left = shm_route(u, d + done, k, rest, &sent);
 			if (left)
 				sent += send_chunk(u, rest, left, &err);
@@ -575,10 +585,10 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 	unsigned int taken = 0;
 	int rc;
 
-	if (u->shm && !shm_route(u, &d, 1, &d, &taken))
+	if (u->shm && any_loopback(&d, 1) && !shm_route(u, &d, 1, &d, &taken))
 		return 0;
 	/* fault stage: class lost */
-	rc = send_one(tx_fd(u, via), dst, &iov, 1, 0, 0);
+	rc = send_one(tx_sock(u, via)->fd, dst, &iov, 1, 0, 0);
 	if (rc) {
 		udp_count(&u->tx_errors, 1);
 		return rc;
