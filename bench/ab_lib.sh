@@ -1,25 +1,26 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
-# Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh)
-# and bench/loss.sh (median, ratio, load): sourced, not run.
+# Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh),
+# bench/loss.sh (median, ratio, load) and the same-host benchmarks
+# (bench/samehost.sh, bench/sizes.sh): sourced, not run.
 
 # ab_pair SRV_OUT CLI_OUT BINARY ARGS...: one perftest pair on 127.0.0.1,
 # both run under the command prefix in the array ab_pre (the caller's
 # environment, library, CPU pinning); prints the figure (bw: Gb/s average;
 # lat: t_typical in us) or "fail". The client retries while the server is
-# not listening yet. (CPU time is no measure here: perftest spins while
-# it waits.)
+# not listening yet; each side gets ab_timeout seconds (default 120).
+# (CPU time is no measure here: perftest spins while it waits.)
 # shellcheck disable=SC2154 # ab_pre: the caller's, by design
 ab_pair() {
 	local so=$1 co=$2 bin=$3
 	shift 3
 	local port=$((20000 + RANDOM % 20000)) sp rc rs row
 
-	"${ab_pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" >"$so" 2>&1 &
+	"${ab_pre[@]}" timeout "${ab_timeout:-120}" "$bin" -d uroce0 -p "$port" "$@" >"$so" 2>&1 &
 	sp=$!
 	sleep 0.4
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		"${ab_pre[@]}" timeout 120 "$bin" -d uroce0 -p "$port" "$@" \
+		"${ab_pre[@]}" timeout "${ab_timeout:-120}" "$bin" -d uroce0 -p "$port" "$@" \
 			127.0.0.1 >"$co" 2>&1
 		rc=$?
 		grep -qiE "couldn't connect|connection refused|unable to connect" \
@@ -36,6 +37,18 @@ ab_pair() {
 	else
 		awk '{ print $5 }' <<<"$row"	# t_typical
 	fi
+}
+
+# ucx_pair OUT ARGS...: one ucx_perftest pair on 127.0.0.1, the client
+# run with ARGS and its output in OUT (the server's in OUT.srv); the
+# caller reads the figures from OUT's "Final:" line.
+ucx_pair() {
+	local out=$1 port=$((20000 + RANDOM % 20000))
+	shift
+	timeout 60 ucx_perftest -p "$port" >"$out.srv" 2>&1 &
+	sleep 0.4
+	timeout 60 ucx_perftest 127.0.0.1 -p "$port" "$@" >"$out" 2>&1
+	wait
 }
 
 # median [DIGITS]: the median of the numeric words on stdin ("-" when there

@@ -46,14 +46,10 @@ rows=(
 # TLS (device "memory"): lat: 50th percentile in us; bw: MB/s as GB/s;
 # a 64 B put_bw: messages/s as M/s. "-" runs nothing.
 ucx() {
-	local tl=$1 port=$((20000 + RANDOM % 20000)) f=$out/raw/ucx.$1.$RANDOM
+	local tl=$1 f=$out/raw/ucx.$1.$RANDOM
 	shift
 	[[ $1 == - ]] && { echo fail; return; }
-	timeout 60 ucx_perftest -p "$port" >"$f.srv" 2>&1 &
-	sleep 0.4
-	timeout 60 ucx_perftest 127.0.0.1 -p "$port" -x "$tl" -d memory -t "$@" \
-		>"$f" 2>&1
-	wait
+	ucx_pair "$f" -x "$tl" -d memory -t "$@"
 	awk -v t="$1" -v s="$3" '/^Final:/ {
 		if (t ~ /lat$/) print $3;
 		else if (s <= 64) printf "%.3f\n", $8 / 1e6;

@@ -40,27 +40,14 @@ data=$out/sizes.tsv	# series, size, round, value
 # appends one row per size up to 1 MiB (lat: t_typical in us; bw: the
 # average in GB/s, from perftest's MiB/s).
 pt() {
-	local r=$1 series=$2 env=$3 bin=$4 port=$((20000 + RANDOM % 20000))
-	local f=$out/raw/$series.$1 sp rc rs
+	local r=$1 series=$2 env=$3 bin=$4
+	local f=$out/raw/$series.$r
 	shift 4
-	# shellcheck disable=SC2086 # env: one VAR=value or nothing
-	env LD_LIBRARY_PATH="$b/lib" $env timeout 150 "$bin" -d uroce0 -p "$port" \
-		-F -x 0 -a "$@" >"$f.srv" 2>&1 &
-	sp=$!
-	sleep 0.4
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		# shellcheck disable=SC2086
-		env LD_LIBRARY_PATH="$b/lib" $env timeout 150 "$bin" -d uroce0 \
-			-p "$port" -F -x 0 -a "$@" 127.0.0.1 >"$f.cli" 2>&1
-		rc=$?
-		grep -qiE "couldn't connect|connection refused|unable to connect" \
-			"$f.cli" || break
-		sleep 0.3
-	done
-	wait "$sp"
-	rs=$?
-	if ((rc || rs)); then
-		echo "round $r $series: $bin failed (client $rc, server $rs): $(
+	# shellcheck disable=SC2206 # env: one VAR=value or nothing
+	ab_pre=(env LD_LIBRARY_PATH="$b/lib" $env)
+	ab_timeout=150	# -a runs every size up to 8 MiB
+	if [[ $(ab_pair "$f.srv" "$f.cli" "$bin" -F -x 0 -a "$@") == fail ]]; then
+		echo "round $r $series: $bin failed: $(
 			grep -iE 'status|error' "$f.cli" | head -2 | tr '\n' ' ')" |
 			tee -a "$out/failures.txt" >&2
 	fi
@@ -76,18 +63,15 @@ pt() {
 # GB/s. Iterations shrink with the size so that each pair takes well
 # under a second.
 ucx() {
-	local r=$1 series=$2 tl=$3 t=$4 layout=$5 s=$6 n port=$((20000 + RANDOM % 20000))
+	local r=$1 series=$2 tl=$3 t=$4 layout=$5 s=$6 n
 	local f=$out/raw/$series.$s.$r v
 	if [[ $t == *lat ]]; then
 		n=$(((1 << 28) / s)); ((n > 20000)) && n=20000; ((n < 500)) && n=500
 	else
 		n=$(((1 << 31) / s)); ((n > 200000)) && n=200000; ((n < 500)) && n=500
 	fi
-	timeout 60 ucx_perftest -p "$port" >"$f.srv" 2>&1 &
-	sleep 0.4
-	timeout 60 ucx_perftest 127.0.0.1 -p "$port" -x "$tl" -d memory -t "$t" \
-		-s "$s" -D "$layout" -n "$n" -w 100 >"$f" 2>&1
-	wait
+	ucx_pair "$f" -x "$tl" -d memory -t "$t" -s "$s" -D "$layout" -n "$n" \
+		-w 100
 	v=$(awk -v t="$t" '/^Final:/ {
 		if (t ~ /lat$/) print $3; else printf "%.6g\n", $6 / 1000 }' "$f")
 	if [[ -n $v ]]; then
