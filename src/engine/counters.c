@@ -39,6 +39,11 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_REORDER_CONFLICTS] = "reorder_conflicts",
 	[UR_STAT_READ_AHEAD] = "read_resp_ahead",
 	[UR_STAT_READ_ASKS] = "read_asks",
+	[UR_STAT_DIRECT_WRITES] = "direct_writes",
+	[UR_STAT_DIRECT_READS] = "direct_reads",
+	[UR_STAT_DIRECT_BYTES] = "direct_bytes",
+	[UR_STAT_DIRECT_FALLBACKS] = "direct_fallbacks",
+	[UR_STAT_DIRECT_REFUSED] = "direct_refused",
 };
 
 /* The device counters' names where the meaning is the same. */

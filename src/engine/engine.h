@@ -60,6 +60,15 @@ void ur_engine_sq_kick(struct ur_qp *qp);
  * responder waiting for receive buffers (RNR). */
 void ur_engine_rq_kick(struct ur_qp *qp);
 
+/*
+ * An MR's keys for same-host peers (engine/direct.c): publish after
+ * ibv_reg_mr and after ibv_rereg_mr (whatever its outcome); withdraw
+ * before ibv_rereg_mr and ibv_dereg_mr (republish if the deregistration
+ * failed). Withdraw returns once no peer copies into the MR any more.
+ */
+void ur_engine_mr_publish(struct ur_mr *mr);
+void ur_engine_mr_withdraw(struct ur_mr *mr);
+
 /* Process whatever has arrived for dev without blocking (poll_cq calls this
  * when it finds the CQ empty). Returns the number of packets handled. */
 int ur_engine_poll(struct ur_device *dev);

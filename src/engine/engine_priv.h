@@ -55,6 +55,11 @@ enum ur_stat {
 	UR_STAT_REORDER_CONFLICTS,
 	UR_STAT_READ_AHEAD,
 	UR_STAT_READ_ASKS,
+	UR_STAT_DIRECT_WRITES,
+	UR_STAT_DIRECT_READS,
+	UR_STAT_DIRECT_BYTES,
+	UR_STAT_DIRECT_FALLBACKS,
+	UR_STAT_DIRECT_REFUSED,
 	UR_STAT__MAX,
 };
 
@@ -195,6 +200,13 @@ struct ur_nic {
 	atomic_bool wait_deaf;		/* that wait leaves the socket alone */
 	_Atomic uint64_t last_one_sided; /* ns: a WRITE/READ/atomic came in */
 	bool rx_one_sided;		/* rx owner: this burst had one */
+
+	/* same-host copies (direct.c): this NIC's published table (in its
+	 * ring's area; NULL without a ring), whether its QPs copy */
+	void *dx_own;
+	bool dx_on;
+	uint64_t dx_pidns;
+	pthread_mutex_t dx_lock;	/* writers of dx_own */
 
 	struct ur_counters cnt;
 	bool stats_written;		/* UROCE_STATS written (dev->lock) */
@@ -384,6 +396,10 @@ struct ur_qp_xport {
 	struct ur_txb txb;
 
 	struct ur_qp_counters qcnt;
+
+	/* same-host copies (direct.c; sq_lock) */
+	uint64_t dx_verified;		/* ns: the peer's pid last proven */
+	bool dx_refused;		/* the kernel refused: packets only */
 };
 
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
@@ -464,6 +480,16 @@ enum ur_cc_signal {
 void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
+
+/* direct.c: same-host WRITE and READ by one copy. ur_direct_init at NIC
+ * start (after the link and pcap); ur_direct_qp_update after a QP's
+ * state or attributes changed (sq_lock), ur_direct_qp_gone before it is
+ * freed; ur_direct_try (req.c, sq_lock and obj_lock read held): true when
+ * the fresh WQE was executed whole and only its completion is left. */
+void ur_direct_init(struct ur_nic *nic);
+void ur_direct_qp_update(struct ur_qp *qp);
+void ur_direct_qp_gone(struct ur_qp *qp);
+bool ur_direct_try(struct ur_qp *qp, struct ur_send_wqe *wqe);
 
 /* req.c (sq_lock held; only send.c runs it) */
 void ur_req_run(struct ur_qp *qp);

@@ -111,6 +111,7 @@ static void nic_free(struct ur_nic *nic)
 	ur_reorder_spares_free(nic);
 	pthread_mutex_destroy(&nic->rx_lock);
 	pthread_mutex_destroy(&nic->qp_list_lock);
+	pthread_mutex_destroy(&nic->dx_lock);
 	ur_timers_fini(&nic->timers);
 	free(nic);
 }
@@ -129,6 +130,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	nic->timer_fd = -1;
 	pthread_mutex_init(&nic->rx_lock, NULL);
 	pthread_mutex_init(&nic->qp_list_lock, NULL);
+	pthread_mutex_init(&nic->dx_lock, NULL);
 	ur_timers_init(&nic->timers);
 	ur_list_init(&nic->qps);
 	ur_txb_init(&nic->txb, nic);
@@ -164,6 +166,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	if (rc)
 		goto err;
 	nic_open_pcap(nic);
+	ur_direct_init(nic);
 	rc = -pthread_create(&nic->thread, NULL, ur_progress_thread, nic);
 	if (rc)
 		goto err;

@@ -161,4 +161,14 @@
  * always finds its result. */
 #define UR_NUM_RES UR_MAX_QP_RD_ATOM
 
+/*
+ * Same-host copies (direct.c). A copy holds its MR entry for at most one
+ * chunk: a deregistration waits for at most one chunk's copy (1 MiB, about
+ * 0.1 ms at this machine's process_vm_writev speed). The target's pid is
+ * proven again this often: a pid can only be reused after the whole pid
+ * space wrapped, which takes far longer than this.
+ */
+#define UR_DX_CHUNK (1u << 20)
+#define UR_DX_REVERIFY_NS (10ull * 1000000ull)
+
 #endif

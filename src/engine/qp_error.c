@@ -129,6 +129,7 @@ void ur_qp_error_locked(struct ur_qp *qp)
 	if (qp->state != IBV_QPS_ERR) {
 		qp->state = IBV_QPS_ERR;
 		qp->attr.qp_state = IBV_QPS_ERR;
+		ur_direct_qp_update(qp);	/* no more copies into it */
 		if (qp->srq) {
 			struct ibv_async_event ev = {
 				.element.qp = &qp->ibqp_ex.qp_base,

@@ -48,6 +48,7 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	if (!xp)
 		return;
 	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
+	ur_direct_qp_gone(qp);
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
@@ -189,6 +190,7 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	default:
 		break;
 	}
+	ur_direct_qp_update(qp);
 	if (kick)
 		ur_send_step(qp);
 }

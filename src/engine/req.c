@@ -544,6 +544,19 @@ static bool req_is_local(const struct ur_qp *qp,
 	return info && (info->flags & UR_WR_LOCAL);
 }
 
+/* A WRITE or READ that ur_direct_try() executed: completes when the
+ * completer drains it, with no PSN of its own. */
+static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	wqe->npkts = 0;
+	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->psn, -1);
+	wqe->sent = wqe->length;
+	wqe->state = UR_WQE_DONE;
+	ur_sq_advance(qp);
+}
+
 /* Returns false when the requester must stop for now. */
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
@@ -609,6 +622,10 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
+	if (!xp->req_pkt && ur_direct_try(qp, wqe)) {
+		req_direct_done(qp, wqe);
+		return true;
+	}
 	if (ur_qp_reliable(qp) && window_full(xp, xp->psn)) {
 		req_blocked(xp);
 		return false;

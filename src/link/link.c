@@ -118,6 +118,28 @@ void ur_link_wait_disarm(struct ur_link *l)
 	ur_udp_wait_disarm(l->udp);
 }
 
+void *ur_link_own_area(struct ur_link *l)
+{
+	return ur_udp_own_area(l->udp);
+}
+
+void *ur_link_peer_area_get(struct ur_link *l, const union ur_sockaddr *dst,
+			    int32_t *owner)
+{
+	return ur_udp_peer_area_get(l->udp, dst, owner);
+}
+
+void ur_link_peer_area_put(struct ur_link *l)
+{
+	ur_udp_peer_area_put(l->udp);
+}
+
+bool ur_link_faulty(const struct ur_link *l)
+{
+	return atomic_load_explicit(&((struct ur_link *)l)->fi_on,
+				    memory_order_relaxed);
+}
+
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
 {
 	memset(st, 0, sizeof(*st));

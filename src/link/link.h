@@ -142,6 +142,23 @@ struct ur_link_stats {
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
 
 /*
+ * A same-host peer's shared area (shm.h: at the end of its ring file,
+ * UR_LINK_AREA_BYTES, zero at first, never read by the link): the engine
+ * publishes there what peers on this host may read (its memory keys).
+ * ur_link_own_area() is NULL without a ring. ur_link_peer_area_get()
+ * returns dst's area and its owner's pid, or NULL when dst has no ring;
+ * it stays mapped until ur_link_peer_area_put(), which must follow soon
+ * (it holds a lock that a ring lookup waits for).
+ */
+#define UR_LINK_AREA_BYTES (256u * 1024u)
+void *ur_link_own_area(struct ur_link *l);
+void *ur_link_peer_area_get(struct ur_link *l, const union ur_sockaddr *dst,
+			    int32_t *owner);
+void ur_link_peer_area_put(struct ur_link *l);
+/* Datagrams pass the fault stage (ur_link_set_fault() configured one). */
+bool ur_link_faulty(const struct ur_link *l);
+
+/*
  * Replaces the fault injection config (syntax in fault.c; NULL or "" turns
  * it off); ur_link_config.fault sets it at ur_link_open(). For tests; call
  * it while no other thread sends. Returns 0 or -EINVAL (bad spec, old one

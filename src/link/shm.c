@@ -65,7 +65,7 @@
 
 #define SHM_DIR "/dev/shm"
 #define SHM_MAGIC 0x7552696eu	/* "uRin" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define SHM_SLOT_HDR 64u
 #define SHM_STRIDE (SHM_SLOT_HDR + UR_SHM_SLOT_DATA)
 
@@ -91,6 +91,7 @@ struct shm_ring {
 	alignas(64) _Atomic uint64_t tail;	/* first slot not yet freed */
 	alignas(64) _Atomic uint32_t waiting;	/* the owner wants a doorbell */
 	_Atomic uint64_t full_drops;		/* datagrams a full ring lost */
+	uint64_t area_off;			/* the engine's area (shm.h) */
 	alignas(64) uint8_t slots[];
 };
 
@@ -119,9 +120,15 @@ static char tsan_keys[256];
 #define tsan_handover_acquire(r) ((void)(r))
 #endif
 
-static size_t ring_size(uint32_t nslots)
+/* the slots, then the engine's area (UR_LINK_AREA_BYTES) */
+static size_t ring_area_off(uint32_t nslots)
 {
 	return sizeof(struct shm_ring) + (size_t)nslots * SHM_STRIDE;
+}
+
+static size_t ring_size(uint32_t nslots)
+{
+	return ring_area_off(nslots) + UR_LINK_AREA_BYTES;
 }
 
 static uint8_t *slot_at(struct shm_ring *r, uint64_t pos)
@@ -217,6 +224,7 @@ static struct shm_ring *ring_map(int fd, size_t *len)
 		    SHM_MAGIC ||
 	    r->version != SHM_VERSION ||
 	    r->stride != SHM_STRIDE || !r->nslots ||
+	    r->area_off != ring_area_off(r->nslots) ||
 	    ring_size(r->nslots) > (size_t)st.st_size) {
 		munmap(r, (size_t)st.st_size);
 		return NULL;
@@ -293,6 +301,7 @@ static int own_create(struct ur_shm *s, const char *name)
 	}
 	r->nslots = UR_SHM_SLOTS;
 	r->stride = SHM_STRIDE;
+	r->area_off = ring_area_off(UR_SHM_SLOTS);
 	r->owner = (int32_t)getpid();
 	r->id = ur_random_u32();
 	pthread_mutexattr_init(&ma);
@@ -576,6 +585,34 @@ enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
 	rc = ring_put(s, p, d, len, seg, src);
 	pthread_rwlock_unlock(&s->peers_lock);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The engine's areas                                                  */
+/* ------------------------------------------------------------------ */
+
+void *ur_shm_own_area(struct ur_shm *s)
+{
+	return s ? (uint8_t *)s->own + s->own->area_off : NULL;
+}
+
+void *ur_shm_area_get(struct ur_shm *s, const union ur_sockaddr *dst,
+		      int32_t *owner)
+{
+	struct shm_peer *p;
+
+	if (!s)
+		return NULL;
+	p = peer_get(s, dst);
+	if (!p)
+		return NULL;
+	*owner = p->ring->owner;
+	return (uint8_t *)p->ring + p->ring->area_off;
+}
+
+void ur_shm_area_put(struct ur_shm *s)
+{
+	pthread_rwlock_unlock(&s->peers_lock);
 }
 
 /* ------------------------------------------------------------------ */

@@ -60,6 +60,19 @@ bool ur_shm_wait_arm(struct ur_shm *s);
 /* After it woke. */
 void ur_shm_wait_disarm(struct ur_shm *s);
 
+/*
+ * The engine's shared area: UR_LINK_AREA_BYTES at the end of each ring
+ * file, zero when the ring is made, whose contents the link never reads.
+ * ur_shm_own_area() is this link's (NULL without a ring); ur_shm_area_get()
+ * maps dst's (as a send would) and returns it with its owner's pid, and
+ * the area stays mapped until ur_shm_area_put() (the peers' read lock is
+ * held in between); NULL when dst has no ring.
+ */
+void *ur_shm_own_area(struct ur_shm *s);
+void *ur_shm_area_get(struct ur_shm *s, const union ur_sockaddr *dst,
+		      int32_t *owner);
+void ur_shm_area_put(struct ur_shm *s);
+
 /* udp.c sent a doorbell for a ring put (counted in the stats). */
 void ur_shm_note_doorbell(struct ur_shm *s);
 

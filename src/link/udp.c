@@ -159,6 +159,22 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 	return 0;
 }
 
+void *ur_udp_own_area(struct ur_udp *u)
+{
+	return ur_shm_own_area(u->shm);
+}
+
+void *ur_udp_peer_area_get(struct ur_udp *u, const union ur_sockaddr *dst,
+			   int32_t *owner)
+{
+	return ur_shm_area_get(u->shm, dst, owner);
+}
+
+void ur_udp_peer_area_put(struct ur_udp *u)
+{
+	ur_shm_area_put(u->shm);
+}
+
 void ur_udp_close(struct ur_udp *u)
 {
 	unsigned int i;

@@ -54,6 +54,12 @@ int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);
 bool ur_udp_wait_arm(struct ur_udp *u);
 void ur_udp_wait_disarm(struct ur_udp *u);
 
+/* ur_link_own_area() and ur_link_peer_area_get()/_put(): the ring's. */
+void *ur_udp_own_area(struct ur_udp *u);
+void *ur_udp_peer_area_get(struct ur_udp *u, const union ur_sockaddr *dst,
+			   int32_t *owner);
+void ur_udp_peer_area_put(struct ur_udp *u);
+
 /* Fills the socket's tx_* and rx_* counters of st (leaves the rest). */
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st);
 

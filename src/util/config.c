@@ -201,18 +201,26 @@ static bool parse_hardened(void)
 }
 
 /* UROCE_LINK: "auto" (the same-host rings to uroce processes of this
- * host, UDP elsewhere) or "udp" (UDP to everyone, so that the wire can be
- * captured and tested on one host). */
-static bool parse_link_same_host(void)
+ * host, with one-sided WRITEs and READs copied straight between the two
+ * processes; UDP elsewhere), "rings" (the rings, every operation as
+ * packets) or "udp" (UDP to everyone, so that the wire can be captured
+ * and tested on one host). */
+static void parse_link(struct ur_config *c)
 {
 	const char *v = env("UROCE_LINK");
 
+	c->same_host = c->direct = true;
 	if (!v || !strcmp(v, "auto"))
-		return true;
-	if (!strcmp(v, "udp"))
-		return false;
-	ur_err("UROCE_LINK=%s: want auto or udp; using auto", v);
-	return true;
+		return;
+	if (!strcmp(v, "rings")) {
+		c->direct = false;
+		return;
+	}
+	if (!strcmp(v, "udp")) {
+		c->same_host = c->direct = false;
+		return;
+	}
+	ur_err("UROCE_LINK=%s: want auto, rings or udp; using auto", v);
 }
 
 /*
@@ -255,7 +263,7 @@ static void parse_rest(struct ur_config *c)
 	c->gso = env_bool("UROCE_GSO", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();
-	c->same_host = parse_link_same_host();
+	parse_link(c);
 	c->spin_ns = env_uint_or_default("UROCE_SPIN_US", UR_CONFIG_MAX_US,
 					 1000);
 	c->quiet_ns = env_uint_or_default("UROCE_QUIET_US", UR_CONFIG_MAX_US,

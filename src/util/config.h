@@ -101,6 +101,8 @@ struct ur_config {
 	bool lazy_doorbell;
 	bool hardened;
 	bool same_host;			/* UROCE_LINK: same-host rings (link/) */
+	bool direct;			/* UROCE_LINK: same-host copies
+					 * (engine/direct.c) */
 	uint64_t spin_ns;		/* UROCE_SPIN_US in ns, or UR_CONFIG_DEFAULT */
 	uint64_t quiet_ns;		/* UROCE_QUIET_US in ns, or UR_CONFIG_DEFAULT */
 	int rt_prio;			/* 0 = off */

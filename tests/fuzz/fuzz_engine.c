@@ -319,6 +319,27 @@ void ur_link_wait_disarm(struct ur_link *l)
 {
 }
 
+/* no same-host peers: every operation goes as packets */
+void *ur_link_own_area(struct ur_link *l)
+{
+	return NULL;
+}
+
+void *ur_link_peer_area_get(struct ur_link *l, const union ur_sockaddr *dst,
+			    int32_t *owner)
+{
+	return NULL;
+}
+
+void ur_link_peer_area_put(struct ur_link *l)
+{
+}
+
+bool ur_link_faulty(const struct ur_link *l)
+{
+	return false;
+}
+
 uint32_t ur_link_max_payload(const struct ur_link *l)
 {
 	return 9000;

@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "api/ibverbs/api_priv.h"
+#include "engine/engine.h"
 #include "obj/obj_priv.h"
 #include "util/compiler.h"
 
@@ -59,6 +60,8 @@ UR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 				   mr->ibmr.handle);
 		if (err)
 			ur_mr_dereg(mr);
+		else
+			ur_engine_mr_publish(mr);
 	}
 	return ur_api_ptr(err, err ? NULL : &mr->ibmr);
 }
@@ -98,10 +101,13 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 	err = ur_live_check(UR_OBJ_MR, mr);
 	if (!err && (flags & IBV_REREG_MR_CHANGE_PD))
 		err = ur_live_check(UR_OBJ_PD, pd);
-	if (!err)
+	if (!err) {
+		ur_engine_mr_withdraw(to_ur_mr(mr));
 		err = ur_mr_rereg(to_ur_mr(mr), flags,
 				  pd ? to_ur_pd(pd) : NULL, addr, length,
 				  (unsigned int)access);
+		ur_engine_mr_publish(to_ur_mr(mr));
+	}
 	if (!err)
 		return 0;
 	errno = -err;
@@ -114,7 +120,11 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 
 	if (err)
 		return ur_api_ret(err);
-	return ur_api_destroyed(mr, ur_mr_dereg(to_ur_mr(mr)));
+	ur_engine_mr_withdraw(to_ur_mr(mr));
+	err = ur_mr_dereg(to_ur_mr(mr));
+	if (err)	/* still registered (windows bound to it) */
+		ur_engine_mr_publish(to_ur_mr(mr));
+	return ur_api_destroyed(mr, err);
 }
 
 int ur_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,

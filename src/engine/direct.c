@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Same-host RDMA WRITE and READ by one copy between the two processes
+ * (process_vm_writev / process_vm_readv), with no packet, no ACK and no
+ * work in the target process. docs/design.md, "One-sided operations by a
+ * single copy", says why it is correct; in short:
+ *
+ * - The target publishes what its responder would check, in the area at
+ *   the end of its same-host ring file (link.h's ur_link_own_area()): its
+ *   RC QPs that accept requests (number, PD, access flags, connected
+ *   peer) and its MRs that grant remote access (key, PD, access, bounds,
+ *   host address). The requester checks a WQE against both exactly as the
+ *   responder would check its packet, and copies only when every check
+ *   passes; anything else (a bad key, a window, a QP in error, an address
+ *   that faults) takes the packet path, whose responder gives the IBA's
+ *   answer. So the table is a cache of "certainly allowed": an entry
+ *   missing or being rewritten only costs speed.
+ * - Ordering: a WQE goes this way only when nothing sent before it is
+ *   unacknowledged, so it cannot pass an earlier request on the QP; the
+ *   copy is finished when the syscall returns, so nothing later passes it.
+ * - Deregistration never races a copy: a requester claims a holder slot of
+ *   the MR's entry (its pid) before it checks the entry's sequence number,
+ *   and the owner makes the sequence odd before it waits for every holder
+ *   slot to empty (both sequentially consistent: one sees the other). A
+ *   holder that died is cleared by the owner.
+ * - The pid is the owner's: a probe reads a random nonce through
+ *   process_vm_readv at the table's address in that pid and compares it to
+ *   the mapped one, once per QP and again every UR_DX_REVERIFY_NS, so a
+ *   pid reused after the owner died is never written to. A refused probe
+ *   (seccomp, Yama, another user) is counted and the QP keeps the packet
+ *   path.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "engine/engine_priv.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/lock_assert.h"
+#include "util/random.h"
+#include "util/time.h"
+
+#define DX_MAGIC 0x75447831u	/* "uDx1" */
+#define DX_QPS 1024u
+#define DX_MRS 2048u
+#define DX_PROBES 8u		/* open addressing: slots tried per key */
+#define DX_HOLDERS 4u
+
+struct dx_qp {
+	_Atomic uint32_t seq;		/* odd while the owner rewrites it */
+	uint32_t qpn;			/* 0: empty */
+	uint32_t pd;			/* PD handle */
+	uint32_t access;		/* qp_access_flags */
+	uint32_t dest_qpn;
+	uint32_t reads;			/* max_dest_rd_atomic > 0 */
+	uint8_t peer[16];		/* the connected peer's IP, as a GID */
+};
+
+struct dx_mr {
+	_Atomic uint32_t seq;		/* odd while the owner rewrites it */
+	uint32_t key;			/* 0: empty */
+	uint32_t pd;
+	uint32_t access;
+	uint64_t iova, length, host_base;
+	_Atomic int32_t holder[DX_HOLDERS];	/* pids inside a copy */
+};
+
+struct dx_table {
+	_Atomic uint32_t magic;		/* stored last */
+	int32_t pid;
+	uint64_t pidns;			/* the owner's pid namespace */
+	uint64_t nonce;			/* read back through its pid */
+	uint64_t self;			/* this table's address in the owner */
+	struct dx_qp qp[DX_QPS];
+	alignas(64) struct dx_mr mr[DX_MRS];
+};
+_Static_assert(sizeof(struct dx_table) <= UR_LINK_AREA_BYTES,
+	       "the table fits the ring's area");
+
+static uint64_t pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+void ur_direct_init(struct ur_nic *nic)
+{
+	const struct ur_config *cfg = ur_config_get();
+	struct dx_table *t = ur_link_own_area(nic->link);
+
+	if (!t)
+		return;
+	t->pid = (int32_t)getpid();
+	t->pidns = pid_ns();
+	t->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
+	t->self = (uintptr_t)t;
+	atomic_store_explicit(&t->magic, DX_MAGIC, memory_order_release);
+	nic->dx_own = t;
+	nic->dx_pidns = t->pidns;
+	/* a capture or a fault test wants packets */
+	nic->dx_on = cfg->direct && !nic->pcap;
+}
+
+static void seq_open(_Atomic uint32_t *seq)
+{
+	atomic_fetch_add(seq, 1);	/* odd; seq_cst: before the waits */
+}
+
+static void seq_close(_Atomic uint32_t *seq)
+{
+	atomic_fetch_add_explicit(seq, 1, memory_order_release);
+}
+
+static bool alive(int32_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* The owner, seq odd: waits until no requester is inside a copy from the
+ * entry; a dead holder's slot is cleared. */
+static void mr_drain(struct dx_mr *e)
+{
+	unsigned int i;
+	int32_t h;
+
+	for (i = 0; i < DX_HOLDERS; i++) {
+		while ((h = atomic_load(&e->holder[i]))) {
+			if (!alive(h)) {
+				atomic_compare_exchange_strong(&e->holder[i],
+							       &h, 0);
+				continue;
+			}
+			sched_yield();
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The owner: publish and withdraw                                     */
+/* ------------------------------------------------------------------ */
+
+static struct ur_nic *mr_nic(const struct ur_mr *mr)
+{
+	return to_ur_context(mr->ibmr.context)->dev->nic;
+}
+
+void ur_engine_mr_publish(struct ur_mr *mr)
+{
+	struct ur_nic *nic = mr_nic(mr);
+	const struct ur_mem *m = &mr->mem;
+	struct dx_table *t = nic ? nic->dx_own : NULL;
+	struct dx_mr *e;
+	unsigned int i;
+
+	if (!t || !m->valid || !m->length ||
+	    !(m->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)))
+		return;
+	pthread_mutex_lock(&nic->dx_lock);
+	for (i = 0; i < DX_PROBES; i++) {
+		e = &t->mr[(m->key + i) % DX_MRS];
+		if (e->key)
+			continue;
+		seq_open(&e->seq);
+		e->key = m->key;
+		e->pd = m->pd->ibpd.handle;
+		e->access = m->access;
+		e->iova = m->iova;
+		e->length = m->length;
+		e->host_base = m->host_base;
+		seq_close(&e->seq);
+		break;
+	}
+	pthread_mutex_unlock(&nic->dx_lock);
+}
+
+void ur_engine_mr_withdraw(struct ur_mr *mr)
+{
+	struct ur_nic *nic = mr_nic(mr);
+	struct dx_table *t = nic ? nic->dx_own : NULL;
+	struct dx_mr *e;
+	unsigned int i;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&nic->dx_lock);
+	for (i = 0; i < DX_PROBES; i++) {
+		e = &t->mr[(mr->mem.key + i) % DX_MRS];
+		if (e->key != mr->mem.key)
+			continue;
+		seq_open(&e->seq);
+		e->key = 0;
+		mr_drain(e);
+		seq_close(&e->seq);
+		break;
+	}
+	pthread_mutex_unlock(&nic->dx_lock);
+}
+
+/* What the responder checks of the QP itself (resp.c): an RC QP that
+ * accepts requests, from its connected peer. */
+static bool qp_serves(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_RC &&
+	       (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS ||
+		qp->state == IBV_QPS_SQD);
+}
+
+/* Writes (serve) or clears the QP's entry. */
+static void qp_publish(struct ur_qp *qp, bool serve)
+{
+	struct ur_nic *nic = qp->xp ? qp->xp->nic : NULL;
+	struct dx_table *t = nic ? nic->dx_own : NULL;
+	uint32_t qpn = ur_qp_num(qp);
+	struct dx_qp *e, *hole = NULL;
+	unsigned int i;
+
+	if (!t || qp->type != IBV_QPT_RC)
+		return;
+	pthread_mutex_lock(&nic->dx_lock);
+	for (i = 0; i < DX_PROBES; i++) {
+		e = &t->qp[(qpn + i) % DX_QPS];
+		if (e->qpn == qpn)
+			break;
+		if (!e->qpn && !hole)
+			hole = e;
+		e = NULL;
+	}
+	if (!e && serve)
+		e = hole;
+	if (e) {
+		seq_open(&e->seq);
+		if (serve) {
+			e->qpn = qpn;
+			e->pd = ur_qp_target_pd(qp)->ibpd.handle;
+			e->access = qp->attr.qp_access_flags;
+			e->dest_qpn = qp->attr.dest_qp_num;
+			e->reads = qp->attr.max_dest_rd_atomic > 0;
+			ur_sockaddr_to_gid(&qp->av.dest, e->peer);
+		} else {
+			e->qpn = 0;
+		}
+		seq_close(&e->seq);
+	}
+	pthread_mutex_unlock(&nic->dx_lock);
+}
+
+void ur_direct_qp_update(struct ur_qp *qp)
+{
+	qp_publish(qp, qp_serves(qp));
+}
+
+void ur_direct_qp_gone(struct ur_qp *qp)
+{
+	qp_publish(qp, false);
+}
+
+/* ------------------------------------------------------------------ */
+/* The requester                                                       */
+/* ------------------------------------------------------------------ */
+
+/* A stable copy of the target QP's entry, or false. */
+static bool qp_find(struct dx_table *t, uint32_t qpn, struct dx_qp *out)
+{
+	unsigned int i;
+	uint32_t s;
+
+	for (i = 0; i < DX_PROBES; i++) {
+		struct dx_qp *e = &t->qp[(qpn + i) % DX_QPS];
+
+		s = atomic_load_explicit(&e->seq, memory_order_acquire);
+		if (s & 1)
+			return false;
+		memcpy(out, e, sizeof(*out));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&e->seq, memory_order_relaxed) != s)
+			return false;
+		if (out->qpn == qpn)
+			return true;
+	}
+	return false;
+}
+
+struct dx_hold {
+	struct dx_mr *e;
+	unsigned int slot;
+	struct dx_mr mr;		/* stable copy */
+};
+
+/* Claims a holder slot of rkey's entry and copies it; false: no entry,
+ * no free slot, or the owner is rewriting it. */
+static bool mr_hold(struct dx_table *t, uint32_t rkey, int32_t me,
+		    struct dx_hold *h)
+{
+	unsigned int i, k;
+	uint32_t s;
+
+	for (i = 0; i < DX_PROBES; i++) {
+		struct dx_mr *e = &t->mr[(rkey + i) % DX_MRS];
+
+		if (e->key != rkey)
+			continue;
+		s = atomic_load_explicit(&e->seq, memory_order_acquire);
+		if (s & 1)
+			return false;
+		for (k = 0; k < DX_HOLDERS; k++) {
+			int32_t none = 0;
+
+			/* seq_cst: before the second read of seq, which
+			 * pairs with the owner's seq_open and drain */
+			if (atomic_compare_exchange_strong(&e->holder[k],
+							   &none, me))
+				break;
+		}
+		if (k == DX_HOLDERS)
+			return false;
+		memcpy(&h->mr, e, offsetof(struct dx_mr, holder));
+		if (atomic_load(&e->seq) != s || h->mr.key != rkey) {
+			atomic_store_explicit(&e->holder[k], 0,
+					      memory_order_release);
+			return false;
+		}
+		h->e = e;
+		h->slot = k;
+		return true;
+	}
+	return false;
+}
+
+static void mr_release(struct dx_hold *h)
+{
+	atomic_store_explicit(&h->e->holder[h->slot], 0, memory_order_release);
+}
+
+/* The target's host address of [va, va+len) under the held entry, as the
+ * responder's ur_mem_check() finds it; false if not granted. */
+static bool mr_grants(const struct dx_mr *m, uint32_t pd, unsigned int need,
+		      uint64_t va, uint64_t len, uint64_t *host)
+{
+	if (m->pd != pd || (m->access & need) != need)
+		return false;
+	if (va < m->iova || len > m->length || va - m->iova > m->length - len)
+		return false;
+	*host = m->host_base + (va - m->iova);
+	return true;
+}
+
+/* Is the ring's owner at pid the process that wrote the table we map? */
+static int owner_verify(struct dx_table *t, int32_t pid)
+{
+	uint64_t nonce = 0;
+	struct iovec l = { &nonce, sizeof(nonce) };
+	struct iovec r = { (void *)(uintptr_t)(t->self +
+					       offsetof(struct dx_table,
+							nonce)),
+			   sizeof(nonce) };
+
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(nonce))
+		return -errno;
+	return nonce == t->nonce ? 0 : -ESRCH;
+}
+
+/* The peer behind the QP's destination, checked; NULL (nothing held) when
+ * there is none to copy to, or it may not be used. */
+static struct dx_table *peer_get(struct ur_qp *qp, int32_t *pid)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_nic *nic = xp->nic;
+	struct dx_table *t;
+	uint64_t now;
+	int rc;
+
+	t = ur_link_peer_area_get(nic->link, &qp->av.dest, pid);
+	if (!t)
+		return NULL;
+	if (atomic_load_explicit(&t->magic, memory_order_acquire) !=
+		    DX_MAGIC ||
+	    t->pid != *pid || t->pidns != nic->dx_pidns)
+		goto no;
+	now = ur_now_ns();
+	if (xp->dx_verified && now - xp->dx_verified < UR_DX_REVERIFY_NS)
+		return t;
+	rc = owner_verify(t, *pid);
+	if (rc == -EPERM || rc == -ENOSYS) {
+		/* the kernel refuses cross-memory calls to this peer */
+		xp->dx_refused = true;
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_REFUSED, 1);
+		ur_info("engine: QP %u: same-host copies refused (%s); "
+			"packets instead", ur_qp_num(qp), strerror(-rc));
+	}
+	if (rc)
+		goto no;
+	xp->dx_verified = now;
+	return t;
+no:
+	ur_link_peer_area_put(nic->link);
+	return NULL;
+}
+
+/* Local memory of the WQE's [off, off+len) as iovecs (as the packet path
+ * maps it). */
+static int local_iov(struct ur_qp *qp, struct ur_send_wqe *wqe, uint32_t off,
+		     uint32_t len, unsigned int access, struct iovec *iov,
+		     unsigned int *n)
+{
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		iov[0].iov_base = wqe->inline_data + off;
+		iov[0].iov_len = len;
+		*n = 1;
+		return 0;
+	}
+	return ur_sgl_map(qp, wqe->sge, wqe->num_sge, off, len, access, iov,
+			  UR_MAX_SGE, n);
+}
+
+/* One chunk [off, off+len) of the WQE, under its own hold. */
+static int copy_chunk(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		      struct dx_table *t, int32_t pid, const struct dx_qp *tq,
+		      uint32_t off, uint32_t len)
+{
+	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
+	unsigned int need = write ? IBV_ACCESS_REMOTE_WRITE :
+				    IBV_ACCESS_REMOTE_READ;
+	struct iovec liov[UR_MAX_SGE], riov;
+	struct dx_hold h;
+	unsigned int n;
+	uint64_t host;
+	ssize_t done;
+	int rc = -EACCES;
+
+	if (local_iov(qp, wqe, off, len, write ? 0 : IBV_ACCESS_LOCAL_WRITE,
+		      liov, &n))
+		return -EACCES;
+	if (!mr_hold(t, wqe->rdma.rkey, (int32_t)getpid(), &h))
+		return -EAGAIN;
+	if (mr_grants(&h.mr, tq->pd, need, wqe->rdma.remote_addr + off, len,
+		      &host)) {
+		riov.iov_base = (void *)(uintptr_t)host;
+		riov.iov_len = len;
+		done = write ? process_vm_writev(pid, liov, n, &riov, 1, 0) :
+			       process_vm_readv(pid, liov, n, &riov, 1, 0);
+		rc = done == (ssize_t)len ? 0 : done < 0 ? -errno : -EFAULT;
+	}
+	mr_release(&h);
+	return rc;
+}
+
+bool ur_direct_try(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_nic *nic = xp->nic;
+	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
+	struct dx_table *t;
+	struct dx_qp tq;
+	uint8_t me[16];
+	uint32_t off, len;
+	int32_t pid;
+	int rc = 0;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (!nic->dx_on || xp->dx_refused || qp->type != IBV_QPT_RC ||
+	    (!write && wqe->opcode != IBV_WR_RDMA_READ) || !wqe->length ||
+	    ur_link_faulty(nic->link))
+		return false;
+	/* nothing before it in flight: it cannot overtake a request */
+	if (xp->psn != xp->comp_psn || xp->rd_outstanding || xp->req_pkt ||
+	    xp->resend_active)
+		return false;
+	t = peer_get(qp, &pid);
+	if (!t)
+		return false;
+	ur_sockaddr_to_gid(&qp->av.src, me);
+	if (!qp_find(t, qp->attr.dest_qp_num, &tq) ||
+	    tq.dest_qpn != ur_qp_num(qp) || memcmp(tq.peer, me, 16) ||
+	    !(tq.access & (write ? IBV_ACCESS_REMOTE_WRITE :
+				   IBV_ACCESS_REMOTE_READ)) ||
+	    (!write && !tq.reads)) {
+		ur_link_peer_area_put(nic->link);
+		return false;
+	}
+	for (off = 0; off < wqe->length && !rc; off += len) {
+		len = UR_MIN(wqe->length - off, UR_DX_CHUNK);
+		rc = copy_chunk(qp, wqe, t, pid, &tq, off, len);
+	}
+	ur_link_peer_area_put(nic->link);
+	if (rc) {
+		/* the packet path does it again whole and answers as the
+		 * IBA says (a WRITE or READ is idempotent until it
+		 * completes) */
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
+		if (rc == -EPERM)
+			xp->dx_refused = true;
+		return false;
+	}
+	ur_cnt_stat(&nic->cnt, write ? UR_STAT_DIRECT_WRITES :
+				       UR_STAT_DIRECT_READS, 1);
+	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, wqe->length);
+	if (write)
+		ur_qcnt_tx(xp->qcnt.req, wqe->length);
+	return true;
+}
