@@ -152,7 +152,8 @@ static void test_write_read_bytes(void **state)
  */
 static void test_write_behind_rnr_send_waits(void **state)
 {
-	struct te_conn_opts o = { .rnr_retry = 7, .min_rnr_timer = 1 };
+	struct te_conn_opts o = { .retry_cnt = 7, .rnr_retry = 7,
+				  .min_rnr_timer = 1 };
 	struct te_pair p;
 	struct te_side *a, *b;
 	struct ibv_sge s1, s2;
