@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The same-host link (link/shm.c) with unmodified perftest and ibverbs-utils:
-#  - by default two processes of this host move every datagram through the
-#    shared-memory rings (UROCE_STATS: shm_tx_pkts equals link_tx_pkts on
-#    both sides, give or take the two read a moment apart), for RC WRITE/READ/SEND/atomics, UD SEND, and rdma_cm;
+# The same-host link (link/shm.c, engine/direct.c) with unmodified perftest
+# and ibverbs-utils:
+#  - by default RC WRITEs and READs are copied straight between the two
+#    processes (direct_writes/direct_reads count every one, no fallback),
+#    also when the target spins on memory (ib_write_lat); with the copies
+#    refused by a seccomp filter (tests/tools/noxmem) the refusal is
+#    counted and the rings carry them instead;
+#  - every datagram goes through the shared-memory rings (UROCE_STATS:
+#    shm_tx_pkts equals link_tx_pkts on both sides, give or take the two
+#    read a moment apart), for RC WRITE/READ (UROCE_LINK=rings: packets
+#    only)/SEND/atomics, UD SEND, and rdma_cm;
 #  - UROCE_LINK=udp on both sides puts everything on UDP (shm_tx_pkts 0);
 #    on one side only, the pair still works (the side with rings finds no
 #    ring for its peer and sends by UDP; the other always does);
@@ -59,9 +66,41 @@ pair() {
 		"$ec UROCE_STATS=$E2E_TMP/$name.stats.cli $bin -d uroce0 -x 0 -p $p $* 127.0.0.1"
 }
 
-pair write_bw "" "" ib_write_bw -s 65536 -n 2000
+# copied NAME SIDE COUNTER N: SIDE's COUNTER reached N with no fallback
+copied() {
+	local f=$E2E_TMP/$1.stats.$2 v fb
+	v=$(stat_of "$f" "$3")
+	fb=$(stat_of "$f" direct_fallbacks)
+	((v >= $4 && fb == 0)) && e2e_pass "$1_$2_copied" ||
+		e2e_fail "$1_$2_copied" "$3 $v (want >= $4), direct_fallbacks $fb"
+}
+
+pair direct_write_bw "" "" ib_write_bw -s 65536 -n 2000
+copied direct_write_bw cli direct_writes 2000
+pair direct_read_bw "" "" ib_read_bw -s 1048576 -n 200
+copied direct_read_bw cli direct_reads 200
+pair direct_write_lat "" "" ib_write_lat -s 64 -n 2000
+copied direct_write_lat cli direct_writes 2000
+copied direct_write_lat srv direct_writes 2000
+
+# copies refused (seccomp, as in a container): counted, then packets
+NOXMEM=$LIBDIR/../tests/noxmem
+if [[ -x $NOXMEM ]]; then
+	p=$(e2e_port)
+	e2e_pair refused 60 \
+		"UROCE_STATS=$E2E_TMP/refused.stats.srv ib_write_bw -d uroce0 -x 0 -p $p -s 65536 -n 2000" \
+		"UROCE_STATS=$E2E_TMP/refused.stats.cli $NOXMEM ib_write_bw -d uroce0 -x 0 -p $p -s 65536 -n 2000 127.0.0.1"
+	f=$E2E_TMP/refused.stats.cli
+	(($(stat_of "$f" direct_refused) >= 1 && $(stat_of "$f" direct_writes) == 0 &&
+		$(stat_of "$f" shm_tx_pkts) > 0)) && e2e_pass refused_on_rings ||
+		e2e_fail refused_on_rings "direct_refused $(stat_of "$f" direct_refused), direct_writes $(stat_of "$f" direct_writes), shm_tx_pkts $(stat_of "$f" shm_tx_pkts)"
+else
+	e2e_skip refused "no $NOXMEM (built with the tests)"
+fi
+
+pair write_bw UROCE_LINK=rings UROCE_LINK=rings ib_write_bw -s 65536 -n 2000
 rings_carried write_bw
-pair read_bw "" "" ib_read_bw -s 1048576 -n 200
+pair read_bw UROCE_LINK=rings UROCE_LINK=rings ib_read_bw -s 1048576 -n 200
 rings_carried read_bw
 pair send_lat "" "" ib_send_lat -s 64 -n 2000
 rings_carried send_lat

@@ -25,13 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 
 #include "te_util.h"
 #include "../skip.h"
@@ -330,31 +325,6 @@ static void test_dereg_races_writes(void **state)
 
 /* ------------------------------------------------------------------ */
 
-/* Refuses process_vm_readv/writev with EPERM, as a container may. */
-static void refuse_cross_memory(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 1,
-			 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
-		perror("seccomp");
-		exit(1);
-	}
-}
-
 int main(void)
 {
 	const char *nx = getenv("UR_TEST_NO_XMEM");
@@ -370,8 +340,6 @@ int main(void)
 	int rc;
 
 	refused = nx && !strcmp(nx, "1");
-	if (refused)
-		refuse_cross_memory();
 	srand((unsigned int)time(NULL));
 	rc = ur_run_tests(tests);
 	te_close_devices();
