@@ -403,105 +403,209 @@ no:
 	return NULL;
 }
 
-/* Local memory of the WQE's [off, off+len) as iovecs (as the packet path
- * maps it). */
-static int local_iov(struct ur_qp *qp, struct ur_send_wqe *wqe, uint32_t off,
-		     uint32_t len, unsigned int access, struct iovec *iov,
-		     unsigned int *n)
+/*
+ * A batch: pieces of WQEs (their local iovecs and the target ranges), all
+ * WRITEs or one READ chunk, moved by one system call. Each MR entry a
+ * piece names is held once for the whole batch.
+ */
+struct dx_batch {
+	struct ur_qp *qp;
+	struct dx_table *t;
+	const struct dx_qp *tq;
+	bool write;
+	unsigned int nl, nr, nh;
+	struct iovec liov[UR_DX_BATCH_IOV];
+	struct iovec riov[UR_DX_BATCH];
+	struct dx_hold hold[UR_DX_BATCH];
+};
+
+static void batch_release(struct dx_batch *b)
 {
+	while (b->nh)
+		mr_release(&b->hold[--b->nh]);
+}
+
+/* The batch's hold on rkey's entry, taken now if it has none. */
+static struct dx_hold *batch_hold(struct dx_batch *b, uint32_t rkey)
+{
+	unsigned int i;
+
+	for (i = 0; i < b->nh; i++)
+		if (b->hold[i].mr.key == rkey)
+			return &b->hold[i];
+	if (!mr_hold(b->t, rkey, (int32_t)getpid(), &b->hold[b->nh]))
+		return NULL;
+	return &b->hold[b->nh++];
+}
+
+/* Adds [off, off+len) of wqe: 0; -ENOSPC when the batch has no room for
+ * it (nothing added); another -errno when it cannot be copied. */
+static int batch_add(struct dx_batch *b, struct ur_send_wqe *wqe,
+		     uint32_t off, uint32_t len)
+{
+	unsigned int need = b->write ? IBV_ACCESS_REMOTE_WRITE :
+				       IBV_ACCESS_REMOTE_READ;
+	struct iovec *l = b->liov + b->nl;
+	unsigned int room = UR_DX_BATCH_IOV - b->nl, n = 1;
+	struct dx_hold *h;
+	uint64_t host;
+	int rc;
+
+	if (b->nr == UR_DX_BATCH || !room)
+		return -ENOSPC;
 	if (wqe->send_flags & IBV_SEND_INLINE) {
-		iov[0].iov_base = wqe->inline_data + off;
-		iov[0].iov_len = len;
-		*n = 1;
+		l->iov_base = wqe->inline_data + off;
+		l->iov_len = len;
+	} else {
+		rc = ur_sgl_map(b->qp, wqe->sge, wqe->num_sge, off, len,
+				b->write ? 0 : IBV_ACCESS_LOCAL_WRITE, l,
+				room, &n);
+		if (rc)
+			return rc == -EMSGSIZE && b->nr ? -ENOSPC : rc;
+	}
+	h = batch_hold(b, wqe->rdma.rkey);
+	if (!h)
+		return -EAGAIN;
+	if (!mr_grants(&h->mr, b->tq->pd, need, wqe->rdma.remote_addr + off,
+		       len, &host))
+		return -EACCES;
+	b->riov[b->nr].iov_base = (void *)(uintptr_t)host;
+	b->riov[b->nr++].iov_len = len;
+	b->nl += n;
+	return 0;
+}
+
+/* Bytes the batch moved (in order), or -errno. */
+static ssize_t batch_copy(struct dx_batch *b, int32_t pid)
+{
+	ssize_t done;
+
+	done = b->write ? process_vm_writev(pid, b->liov, b->nl, b->riov,
+					    b->nr, 0) :
+			  process_vm_readv(pid, b->liov, b->nl, b->riov,
+					   b->nr, 0);
+	batch_release(b);
+	return done < 0 ? -errno : done;
+}
+
+/* One WQE larger than a batch, by chunks each under its own hold: true
+ * when all of it was moved. */
+static bool copy_large(struct dx_batch *b, struct ur_send_wqe *wqe,
+		       int32_t pid, int *err)
+{
+	uint32_t off, len;
+	ssize_t done;
+
+	for (off = 0; off < wqe->length; off += len) {
+		len = UR_MIN(wqe->length - off, UR_DX_CHUNK);
+		b->nl = b->nr = 0;
+		*err = batch_add(b, wqe, off, len);
+		if (*err) {
+			batch_release(b);
+			return false;
+		}
+		done = batch_copy(b, pid);
+		if (done != (ssize_t)len) {
+			*err = done < 0 ? (int)done : -EFAULT;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The first n WQEs (small WRITEs, or one READ) in one call: how many
+ * were moved whole. */
+static unsigned int copy_batch(struct dx_batch *b, struct ur_send_wqe **w,
+			       unsigned int n, int32_t pid, int *err)
+{
+	uint64_t want = 0;
+	unsigned int i, k;
+	ssize_t done;
+
+	for (i = 0; i < n; i++) {
+		*err = batch_add(b, w[i], 0, w[i]->length);
+		if (*err)
+			break;
+		want += w[i]->length;
+	}
+	if (!i) {
+		batch_release(b);
 		return 0;
 	}
-	return ur_sgl_map(qp, wqe->sge, wqe->num_sge, off, len, access, iov,
-			  UR_MAX_SGE, n);
-}
-
-/* One chunk [off, off+len) of the WQE, under its own hold. */
-static int copy_chunk(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		      struct dx_table *t, int32_t pid, const struct dx_qp *tq,
-		      uint32_t off, uint32_t len)
-{
-	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
-	unsigned int need = write ? IBV_ACCESS_REMOTE_WRITE :
-				    IBV_ACCESS_REMOTE_READ;
-	struct iovec liov[UR_MAX_SGE], riov;
-	struct dx_hold h;
-	unsigned int n;
-	uint64_t host;
-	ssize_t done;
-	int rc = -EACCES;
-
-	if (local_iov(qp, wqe, off, len, write ? 0 : IBV_ACCESS_LOCAL_WRITE,
-		      liov, &n))
-		return -EACCES;
-	if (!mr_hold(t, wqe->rdma.rkey, (int32_t)getpid(), &h))
-		return -EAGAIN;
-	if (mr_grants(&h.mr, tq->pd, need, wqe->rdma.remote_addr + off, len,
-		      &host)) {
-		riov.iov_base = (void *)(uintptr_t)host;
-		riov.iov_len = len;
-		done = write ? process_vm_writev(pid, liov, n, &riov, 1, 0) :
-			       process_vm_readv(pid, liov, n, &riov, 1, 0);
-		rc = done == (ssize_t)len ? 0 : done < 0 ? -errno : -EFAULT;
+	*err = 0;
+	done = batch_copy(b, pid);
+	if (done < 0) {
+		*err = (int)done;
+		return 0;
 	}
-	mr_release(&h);
-	return rc;
+	if ((uint64_t)done != want)
+		*err = -EFAULT;	/* stopped at a fault: what follows is not
+				 * written either */
+	for (k = 0; k < i && (uint64_t)done >= w[k]->length; k++)
+		done -= w[k]->length;
+	return k;
 }
 
-bool ur_direct_try(struct ur_qp *qp, struct ur_send_wqe *wqe)
+unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
+			   unsigned int n)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_nic *nic = xp->nic;
-	bool write = wqe->opcode == IBV_WR_RDMA_WRITE;
-	struct dx_table *t;
+	bool write = w[0]->opcode == IBV_WR_RDMA_WRITE;
+	struct dx_batch b;
 	struct dx_qp tq;
 	uint8_t me[16];
-	uint32_t off, len;
+	unsigned int k, i;
+	uint64_t bytes = 0;
 	int32_t pid;
-	int rc = 0;
+	int err = 0;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!nic->dx_on || xp->dx_refused || qp->type != IBV_QPT_RC ||
-	    (!write && wqe->opcode != IBV_WR_RDMA_READ) || !wqe->length ||
+	    (!write && w[0]->opcode != IBV_WR_RDMA_READ) || !w[0]->length ||
 	    ur_link_faulty(nic->link))
-		return false;
+		return 0;
 	/* nothing before it in flight: it cannot overtake a request */
 	if (xp->psn != xp->comp_psn || xp->rd_outstanding || xp->req_pkt ||
 	    xp->resend_active)
-		return false;
-	t = peer_get(qp, &pid);
-	if (!t)
-		return false;
+		return 0;
+	b.t = peer_get(qp, &pid);
+	if (!b.t)
+		return 0;
 	ur_sockaddr_to_gid(&qp->av.src, me);
-	if (!qp_find(t, qp->attr.dest_qp_num, &tq) ||
+	if (!qp_find(b.t, qp->attr.dest_qp_num, &tq) ||
 	    tq.dest_qpn != ur_qp_num(qp) || memcmp(tq.peer, me, 16) ||
 	    !(tq.access & (write ? IBV_ACCESS_REMOTE_WRITE :
 				   IBV_ACCESS_REMOTE_READ)) ||
 	    (!write && !tq.reads)) {
 		ur_link_peer_area_put(nic->link);
-		return false;
+		return 0;
 	}
-	for (off = 0; off < wqe->length && !rc; off += len) {
-		len = UR_MIN(wqe->length - off, UR_DX_CHUNK);
-		rc = copy_chunk(qp, wqe, t, pid, &tq, off, len);
-	}
+	b.qp = qp;
+	b.tq = &tq;
+	b.write = write;
+	b.nl = b.nr = b.nh = 0;
+	if (w[0]->length > UR_DX_BATCH_BYTES || !write)
+		k = copy_large(&b, w[0], pid, &err) ? 1 : 0;
+	else
+		k = copy_batch(&b, w, n, pid, &err);
 	ur_link_peer_area_put(nic->link);
-	if (rc) {
-		/* the packet path does it again whole and answers as the
-		 * IBA says (a WRITE or READ is idempotent until it
-		 * completes) */
+	if (err && err != -ENOSPC) {
+		/* the packet path does the first WQE not moved again whole,
+		 * and answers as the IBA says (a WRITE or READ is idempotent
+		 * until it completes) */
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
-		if (rc == -EPERM)
+		if (err == -EPERM)
 			xp->dx_refused = true;
-		return false;
 	}
-	ur_cnt_stat(&nic->cnt, write ? UR_STAT_DIRECT_WRITES :
-				       UR_STAT_DIRECT_READS, 1);
-	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, wqe->length);
-	if (write)
-		ur_qcnt_tx(xp->qcnt.req, wqe->length);
-	return true;
+	for (i = 0; i < k; i++)
+		bytes += w[i]->length;
+	if (k) {
+		ur_cnt_stat(&nic->cnt, write ? UR_STAT_DIRECT_WRITES :
+					       UR_STAT_DIRECT_READS, k);
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, bytes);
+		if (write)
+			ur_qcnt_tx(xp->qcnt.req, (uint32_t)bytes);
+	}
+	return k;
 }

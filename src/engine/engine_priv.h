@@ -484,12 +484,14 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
 /* direct.c: same-host WRITE and READ by one copy. ur_direct_init at NIC
  * start (after the link and pcap); ur_direct_qp_update after a QP's
  * state or attributes changed (sq_lock), ur_direct_qp_gone before it is
- * freed; ur_direct_try (req.c, sq_lock and obj_lock read held): true when
- * the fresh WQE was executed whole and only its completion is left. */
+ * freed; ur_direct_run (req.c, sq_lock and obj_lock read held): how many
+ * of the n WQEs from the cursor on (w[0] a WRITE or READ, the rest WRITEs
+ * never visited) were executed whole, only their completions left. */
 void ur_direct_init(struct ur_nic *nic);
 void ur_direct_qp_update(struct ur_qp *qp);
 void ur_direct_qp_gone(struct ur_qp *qp);
-bool ur_direct_try(struct ur_qp *qp, struct ur_send_wqe *wqe);
+unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
+			   unsigned int n);
 
 /* req.c (sq_lock held; only send.c runs it) */
 void ur_req_run(struct ur_qp *qp);

@@ -169,6 +169,15 @@
  * space wrapped, which takes far longer than this.
  */
 #define UR_DX_CHUNK (1u << 20)
+/*
+ * WRITEs posted together (a post list) leave in one process_vm_writev: up
+ * to this many WQEs of at most UR_DX_BATCH_BYTES each, with at most
+ * UR_DX_BATCH_IOV local pieces. The system call, not the bytes, is what
+ * a small WRITE costs.
+ */
+#define UR_DX_BATCH 32u
+#define UR_DX_BATCH_BYTES (64u * 1024u)
+#define UR_DX_BATCH_IOV 128u
 #define UR_DX_REVERIFY_NS (10ull * 1000000ull)
 
 #endif

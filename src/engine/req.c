@@ -557,6 +557,35 @@ static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	ur_sq_advance(qp);
 }
 
+/*
+ * The same-host copy of the cursor WQE (entered), with the WRITEs posted
+ * right behind it that the requester never visited: how many were done.
+ */
+static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_wq *sq = &qp->sq;
+	struct ur_send_wqe *w[UR_DX_BATCH];
+	uint32_t i = sq->cursor + 1;
+	unsigned int n = 1, k, j;
+
+	w[0] = wqe;
+	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
+	       i != sq->producer &&
+	       i - sq->consumer >= xp->sq_high - sq->consumer) {
+		struct ur_send_wqe *x = ur_wq_slot(sq, i++);
+
+		if (x->opcode != IBV_WR_RDMA_WRITE || !x->length ||
+		    x->length > UR_DX_BATCH_BYTES)
+			break;
+		w[n++] = x;
+	}
+	k = ur_direct_run(qp, w, n);
+	for (j = 0; j < k; j++)
+		req_direct_done(qp, w[j]);
+	return k;
+}
+
 /* Returns false when the requester must stop for now. */
 static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
@@ -622,10 +651,8 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
-	if (!xp->req_pkt && ur_direct_try(qp, wqe)) {
-		req_direct_done(qp, wqe);
+	if (!xp->req_pkt && req_direct(qp, wqe))
 		return true;
-	}
 	if (ur_qp_reliable(qp) && window_full(xp, xp->psn)) {
 		req_blocked(xp);
 		return false;
