@@ -178,10 +178,11 @@ fi
 # --- stat -w: rates; every published counter documented --------------------
 if command -v ib_write_bw >/dev/null; then
 	p=$(e2e_port)
-	"$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 3 >"$E2E_TMP/srv" 2>&1 &
+	# as packets (a same-host WRITE is otherwise a copy: no tx_pkts)
+	UROCE_LINK=rings "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 3 >"$E2E_TMP/srv" 2>&1 &
 	srv=$!
 	sleep 0.5
-	"$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 3 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
+	UROCE_LINK=rings "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 3 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
 	cli=$!
 	for _ in $(seq 50); do
 		[[ -s $ROOT/$cli/qp/uroce0 ]] && break
