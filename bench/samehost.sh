@@ -6,9 +6,12 @@
 #   bench/samehost.sh [build-dir] [reps]
 #
 # Every round runs, in this order, so that load drift hits all alike:
-# perftest over uroce with the rings (the default) and with UROCE_LINK=udp,
-# for 64 B ib_write_lat and ib_send_lat, 64 KiB and 1 MiB ib_write_bw and
-# ib_read_bw, and the 64 B message rate with post lists of 16; then
+# perftest over uroce by default (RC WRITE/READ copied between the two
+# processes, the rest through the rings), with UROCE_LINK=rings (every
+# operation as packets through the rings) and with UROCE_LINK=udp, for
+# 64 B ib_write_lat, ib_read_lat and ib_send_lat, 64 KiB and 1 MiB
+# ib_write_bw and ib_read_bw, and the 64 B message rate with post lists
+# of 16; then
 # ucx_perftest over posix shared memory and cma (process_vm_writev) for
 # the matching UCT tests. Prints a markdown table of medians and
 # same-round ratios (medians of the per-round ratios); raw outputs stay in
@@ -22,7 +25,7 @@ b=$(cd "${1:-$repo/build}" 2>/dev/null && pwd) || { echo "no build dir ${1:-buil
 reps=${2:-3}
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "reps must be a positive integer" >&2; exit 2; }
 [[ -e $b/lib/libibverbs.so.1 ]] || { echo "missing $b/lib/libibverbs.so.1 (build it first)" >&2; exit 2; }
-for t in ib_write_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest; do
+for t in ib_write_lat ib_read_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest; do
 	command -v $t >/dev/null || { echo "missing $t (scripts/install-deps.sh)" >&2; exit 2; }
 done
 out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-samehost.XXXXXX)}
@@ -34,6 +37,7 @@ res=$out/results.txt	# "round row column value"
 # posix shared memory | over cma (which moves data only by zcopy).
 rows=(
 	"write_lat|ib_write_lat -x 0 -s 64 -n 5000|put_lat -s 64 -n 100000|put_lat -s 64 -n 20000 -D zcopy"
+	"read_lat|ib_read_lat -x 0 -s 64 -n 5000|-|-"
 	"send_lat|ib_send_lat -x 0 -s 64 -n 5000|am_lat -s 64 -n 100000|-"
 	"write_bw_64k|ib_write_bw -x 0 -s 65536 -n 2000|put_bw -s 65536 -n 5000 -D bcopy|put_bw -s 65536 -n 5000 -D zcopy"
 	"read_bw_64k|ib_read_bw -x 0 -s 65536 -n 2000|get -s 65536 -n 5000 -D bcopy|get -s 65536 -n 5000 -D zcopy"
@@ -44,11 +48,11 @@ rows=(
 
 # ucx TLS TEST...: the figure of one ucx_perftest pair over UCT transport
 # TLS (device "memory"): lat: 50th percentile in us; bw: MB/s as GB/s;
-# a 64 B put_bw: messages/s as M/s. "-" runs nothing.
+# a 64 B put_bw: messages/s as M/s. "-" runs nothing (no such test).
 ucx() {
 	local tl=$1 f=$out/raw/ucx.$1.$RANDOM
 	shift
-	[[ $1 == - ]] && { echo fail; return; }
+	[[ $1 == - ]] && { echo none; return; }
 	ucx_pair "$f" -x "$tl" -d memory -t "$@"
 	awk -v t="$1" -v s="$3" '/^Final:/ {
 		if (t ~ /lat$/) print $3;
@@ -81,7 +85,8 @@ for ((r = 1; r <= reps; r++)); do
 		read -r bin args <<<"$pt"
 		# shellcheck disable=SC2086 # the rows' words
 		{
-			echo "$r $name rings $(uroce "" "$bin" $args)"
+			echo "$r $name auto $(uroce "" "$bin" $args)"
+			echo "$r $name rings $(uroce UROCE_LINK=rings "$bin" $args)"
 			echo "$r $name udp $(uroce UROCE_LINK=udp "$bin" $args)"
 			echo "$r $name ucx_posix $(ucx posix $posix)"
 			echo "$r $name ucx_cma $(ucx cma $cma)"
@@ -93,8 +98,11 @@ python3 - "$res" "$reps" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 vals = defaultdict(dict)
+notrun = set()
 for line in open(sys.argv[1]):
     r, row, col, v = line.split()
+    if v == "none":
+        notrun.add((row, col))
     try:
         vals[(row, col)][int(r)] = float(v)
     except ValueError:
@@ -108,14 +116,17 @@ def ratio(row, a, b):
     return statistics.median(rs) if rs else None
 def f(v):
     return "fail" if v is None else ("%.3g" % v)
-unit = {"write_lat": "µs", "send_lat": "µs", "msg_rate_64": "M/s"}
-cols = ["rings", "udp", "ucx_cma", "ucx_posix"]
-print("| median of %s rounds | unit | uroce rings | uroce UDP | UCX cma | UCX posix | rings / UDP | rings / cma |" % sys.argv[2])
-print("|---|---|---|---|---|---|---|---|")
-for row in ["write_lat", "send_lat", "write_bw_64k", "read_bw_64k",
-            "write_bw_1m", "read_bw_1m", "msg_rate_64"]:
+unit = {"write_lat": "µs", "read_lat": "µs", "send_lat": "µs",
+        "msg_rate_64": "M/s"}
+cols = ["auto", "rings", "udp", "ucx_cma", "ucx_posix"]
+print("| median of %s rounds | unit | uroce (default) | uroce rings | uroce UDP | UCX cma | UCX posix | default / UDP | default / cma |" % sys.argv[2])
+print("|---|---|---|---|---|---|---|---|---|")
+for row in ["write_lat", "read_lat", "send_lat", "write_bw_64k",
+            "read_bw_64k", "write_bw_1m", "read_bw_1m", "msg_rate_64"]:
     print("| %s | %s | %s | %s | %s |" % (
-        row, unit.get(row, "GB/s"), " | ".join(f(med(row, c)) for c in cols),
-        f(ratio(row, "rings", "udp")), f(ratio(row, "rings", "ucx_cma"))))
+        row, unit.get(row, "GB/s"),
+        " | ".join("–" if (row, c) in notrun else f(med(row, c))
+                   for c in cols),
+        f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
 EOF
 echo "raw outputs: $out" >&2
