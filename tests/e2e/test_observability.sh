@@ -23,11 +23,24 @@ wait_tree() {
 	return 1
 }
 
+# wait_listen PORT: until perftest's server listens on its TCP port (a
+# loaded machine may take seconds to start it; a client that comes first
+# gives up at once)
+wait_listen() {
+	for _ in $(seq 100); do
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # --- live counters of a running ib_write_bw ------------------------------
+# as packets: a same-host WRITE is otherwise a copy the target never sees
 p=$(e2e_port)
+export UROCE_LINK=rings
 "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 >"$E2E_TMP/srv" 2>&1 &
 srv=$!
-sleep 0.5
+wait_listen "$p"
 "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 8 127.0.0.1 >"$E2E_TMP/cli" 2>&1 &
 cli=$!
 if wait_tree "$srv" && wait_tree "$cli"; then
@@ -70,7 +83,7 @@ wait "$cli"; rc=$?
 p=$(e2e_port)
 "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 6 >"$E2E_TMP/srv2" 2>&1 &
 srv=$!
-sleep 0.5
+wait_listen "$p"
 UROCE_PCAP=$E2E_TMP/killed.pcap "$U" run -- ib_write_bw -d uroce0 -x 0 -F -p "$p" -D 6 -s 1024 127.0.0.1 >"$E2E_TMP/cli2" 2>&1 &
 cli=$!
 # kill it in the middle of the transfer: once its capture has some packets
