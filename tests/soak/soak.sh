@@ -3,6 +3,10 @@
 # Runs pairs of uroce_soak under injected faults and adds up what they say.
 #
 #   soak.sh ci-loopback BIN LIBDIR       4 seeds on 127.0.0.1 (ctest soak_loopback)
+#   soak.sh ci-direct BIN LIBDIR         2 seeds on 127.0.0.1 with no faults, so
+#                                        RC WRITEs and READs are same-host
+#                                        copies among the packets (ctest
+#                                        soak_loopback_direct)
 #   soak.sh ci-veth MTU BIN LIBDIR       2 seeds between namespaces joined by a
 #                                        veth pair with tbf (ctest soak_veth_mtu*)
 #   soak.sh long MINUTES BIN LIBDIR      seeds and fault mixes in turn, loopback
@@ -19,7 +23,7 @@ set -u
 
 MODE=${1:-}
 case $MODE in
-ci-loopback | selfcheck) BIN=${2:-}; LIBDIR=${3:-} ;;
+ci-loopback | ci-direct | selfcheck) BIN=${2:-}; LIBDIR=${3:-} ;;
 ci-veth | long) ARG=${2:-}; BIN=${3:-}; LIBDIR=${4:-} ;;
 *) sed -n '3,17p' "$0" >&2; exit 2 ;;
 esac
@@ -231,6 +235,27 @@ ci-loopback)
 	summary
 	if ((FAILED == 0 && (BYTES < 200000000 || BIG_READS < 50))); then
 		echo "FAIL: CI must move >= 200 MB with >= 50 big READs"
+		FAILED=1
+	fi
+	((FAILED == 0))
+	exit
+	;;
+ci-direct)
+	# faults turn the copies off: none here, and the counters must show
+	# that copies and packets both carried the rounds
+	DEADLINE=$((SECONDS + 50))
+	export UROCE_STATS=$TMP/direct.stats
+	for i in 0 1; do
+		run_pair loopback-direct $((31 + i)) 60 off
+	done
+	summary
+	copies=$(awk '$1 == "direct_writes" || $1 == "direct_reads" { n += $2 }
+		END { print n + 0 }' "$UROCE_STATS")
+	pkts=$(awk '$1 == "shm_tx_pkts" { n += $2 } END { print n + 0 }' "$UROCE_STATS")
+	echo "copies $copies, ring packets $pkts"
+	if ((FAILED == 0 && (BYTES < 100000000 || BIG_READS < 20 ||
+		copies == 0 || pkts == 0))); then
+		echo "FAIL: must move >= 100 MB with >= 20 big READs, by copies and packets"
 		FAILED=1
 	fi
 	((FAILED == 0))
