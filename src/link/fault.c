@@ -23,6 +23,15 @@
  *                1 (every datagram) when delay_us is given.
  *   dir=tx|rx|both   where faults apply (default tx: with every node using
  *                the same spec, each datagram meets the faults once).
+ *   ce=P         probability a received ECN-capable datagram (ECT(0) or
+ *                ECT(1) in its IP header) arrives marked Congestion
+ *                Experienced, as an ECN-marking switch queue on the path
+ *                would mark it (a Not-ECT one is left alone, as such a
+ *                queue would drop it instead). Applied on receive
+ *                whatever dir says: only the receiver sees the IP header,
+ *                and the sender's GSO trains stay whole. This kernel has
+ *                no marking qdisc (red, codel, fq_codel, pie), so this is
+ *                how tests make the responder send CNPs (engine/ecn.c).
  * An empty spec, "off" or "0" disables injection. An unknown key or a bad
  * value fails ur_link_open() with -EINVAL and an error log line.
  *
@@ -82,7 +91,7 @@ struct fi_pkt {
 
 struct fi_cfg {
 	uint64_t seed;
-	double drop, dup, reorder, corrupt, delay;
+	double drop, dup, reorder, corrupt, delay, ce;
 	uint32_t delay_us;
 	unsigned int dir;
 };
@@ -99,7 +108,8 @@ struct ur_fault {
 	struct fi_pkt *rx_out;		/* handed out last recv; freed next */
 	uint8_t *scratch;		/* one flattened tx datagram */
 	struct ur_rxd raw[UR_FAULT_RAW_BATCH];
-	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed;
+	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed,
+		ce_marked;
 };
 
 enum fi_key {
@@ -111,6 +121,7 @@ enum fi_key {
 	FI_DELAY_US,
 	FI_DELAY,
 	FI_DIR,
+	FI_CE,
 };
 
 static const char *const fi_key_names[] = {
@@ -122,6 +133,7 @@ static const char *const fi_key_names[] = {
 	[FI_DELAY_US] = "delay_us",
 	[FI_DELAY] = "delay",
 	[FI_DIR] = "dir",
+	[FI_CE] = "ce",
 };
 
 /* splitmix64 */
@@ -313,6 +325,8 @@ static int fi_set(struct fi_cfg *c, const char *key, const char *v,
 		return fi_prob(key, v, &c->reorder);
 	case FI_CORRUPT:
 		return fi_prob(key, v, &c->corrupt);
+	case FI_CE:
+		return fi_prob(key, v, &c->ce);
 	case FI_DELAY:
 		*delay_given = true;
 		return fi_prob(key, v, &c->delay);
@@ -336,7 +350,7 @@ static int fi_set(struct fi_cfg *c, const char *key, const char *v,
 		return 0;
 	}
 	ur_err("link: UROCE_FAULT: unknown key '%s' (known: seed drop dup "
-	       "reorder corrupt delay_us delay dir)", key);
+	       "reorder corrupt delay_us delay dir ce)", key);
 	return -EINVAL;
 }
 
@@ -383,7 +397,7 @@ static int fi_parse(const char *spec, struct fi_cfg *c)
 static bool fi_active(const struct fi_cfg *c)
 {
 	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
-	       c->delay > 0;
+	       c->delay > 0 || c->ce > 0;
 }
 
 /* lock held: sends every held tx datagram that is due (all if force). */
@@ -396,8 +410,8 @@ static void fi_tx_release(struct ur_fault *f, bool force,
 	while ((p = *q)) {
 		if (force || p->due <= now || (after_next && p->after_next)) {
 			*q = p->next;
-			ur_udp_sendto(f->udp, p->via, &p->dst, p->data,
-				      p->len);
+			ur_udp_sendto(f->udp, p->via, &p->dst, p->tos,
+				      p->data, p->len);
 			free(p);
 		} else {
 			q = &p->next;
@@ -455,17 +469,19 @@ int ur_fault_configure(struct ur_fault *f, const char *spec)
 	if (fi_active(&c))
 		ur_info("link: fault injection: seed=%" PRIu64
 			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
-			"delay_us=%u dir=%s", c.seed, c.drop, c.dup, c.reorder,
-			c.corrupt, c.delay, c.delay_us,
+			"delay_us=%u ce=%g dir=%s", c.seed, c.drop, c.dup,
+			c.reorder, c.corrupt, c.delay, c.delay_us, c.ce,
 			c.dir == FI_DIR_TX ? "tx" :
 			c.dir == FI_DIR_RX ? "rx" : "both");
 	return fi_active(&c) ? 1 : 0;
 }
 
 /* lock held: one flat tx datagram through the fault decisions. */
-static int fi_tx_one(struct ur_fault *f, uint8_t via,
-		     const union ur_sockaddr *dst, uint8_t *buf, uint32_t len)
+static int fi_tx_one(struct ur_fault *f, const struct ur_txd *d, uint8_t *buf,
+		     uint32_t len)
 {
+	const union ur_sockaddr *dst = d->dst;
+	uint8_t via = d->via;
 	struct fi_action a;
 	struct fi_pkt *p;
 	int rc;
@@ -480,7 +496,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 		f->corrupted++;
 	}
 	if (a.dup) {
-		ur_udp_sendto(f->udp, via, dst, buf, len);
+		ur_udp_sendto(f->udp, via, dst, d->tos, buf, len);
 		f->duplicated++;
 	}
 	if (a.reorder || a.delay) {
@@ -489,6 +505,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 			return -ENOMEM;
 		p->dst = *dst;
 		p->via = via;
+		p->tos = d->tos;
 		if (a.reorder) {
 			p->after_next = true;
 			p->due = ur_now_ns() + UR_FAULT_REORDER_MAX_NS;
@@ -500,7 +517,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 		fi_append(&f->txq, p);
 		return 0;
 	}
-	rc = ur_udp_sendto(f->udp, via, dst, buf, len);
+	rc = ur_udp_sendto(f->udp, via, dst, d->tos, buf, len);
 	fi_tx_release(f, false, true);
 	return rc;
 }
@@ -572,9 +589,9 @@ static int fi_tx_desc(struct ur_fault *f,
 		return fi_tx_survivors(f, d, total);
 	seg = d->gso_size ? d->gso_size : total;
 	if (!seg)
-		return fi_tx_one(f, d->via, d->dst, f->scratch, 0);
+		return fi_tx_one(f, d, f->scratch, 0);
 	for (off = 0; off < total; off += seg) {
-		r = fi_tx_one(f, d->via, d->dst, f->scratch + off,
+		r = fi_tx_one(f, d, f->scratch + off,
 			      (uint32_t)UR_MIN(seg, total - off));
 		rc = rc ?: r;
 	}
@@ -727,6 +744,25 @@ static void fi_rx_hold(struct ur_fault *f, const struct ur_rxd *x,
 	fi_append(&f->rxq, p);
 }
 
+/*
+ * lock held: marks CE on a ce fraction of the ECN-capable datagrams of
+ * d[0, n). One draw per datagram, and only when ce is set, so that the
+ * other faults' decisions for a seed stay as they were without it.
+ */
+static void fi_rx_ce(struct ur_fault *f, struct ur_rxd *d, int n)
+{
+	int i;
+
+	if (!(f->cfg.ce > 0))
+		return;
+	for (i = 0; i < n; i++) {
+		if (fi_unit(f) >= f->cfg.ce || !(d[i].tos & UR_IP_ECN_MASK))
+			continue;
+		d[i].tos |= UR_IP_ECN_CE;
+		f->ce_marked++;
+	}
+}
+
 int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 {
 	struct fi_action a;
@@ -738,10 +774,14 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 	fi_tx_release(f, false, false);
 	if (!(f->cfg.dir & FI_DIR_RX)) {
 		out = fi_rx_release(f, d, 0, max, true);
+		if (!out) {
+			n = ur_udp_recv(f->udp, d, max);
+			fi_rx_ce(f, d, n);
+			fi_unlock(f);
+			return n;
+		}
 		fi_unlock(f);
-		if (out)
-			return (int)out;
-		return ur_udp_recv(f->udp, d, max);
+		return (int)out;
 	}
 	out = fi_rx_release(f, d, 0, max, false);
 	n = out < max ? ur_udp_recv(f->udp, f->raw,
@@ -750,6 +790,7 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 		fi_unlock(f);
 		return n;
 	}
+	fi_rx_ce(f, f->raw, n);
 	for (i = 0; i < (unsigned int)UR_MAX(n, 0); i++) {
 		struct ur_rxd *x = &f->raw[i];
 
@@ -796,4 +837,5 @@ void ur_fault_stats(const struct ur_fault *f, struct ur_link_stats *st)
 	st->fi_reordered = atomic_load(&m->reordered);
 	st->fi_corrupted = atomic_load(&m->corrupted);
 	st->fi_delayed = atomic_load(&m->delayed);
+	st->fi_ce_marked = atomic_load(&m->ce_marked);
 }
