@@ -74,7 +74,8 @@ void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
 	if (qp->type != IBV_QPT_UD)
 		fprintf(out, " next-psn %u unacked-psn %u", xp->psn,
 			xp->comp_psn);
-	if (ur_qp_reliable(qp))		/* cc.c: PSNs it may have unacked */
+	/* cc.c: the PSNs a requester may have unacked */
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
 		fprintf(out, " cwnd %u", ur_cc_window(xp));
 	for (unsigned int i = 0; i < UR_QSTAT__MAX; i++)
 		fprintf(out, " %s %" PRIu64, ur_qstat_names[i],

@@ -63,12 +63,15 @@ static struct ur_qp *cnp_qp(struct ur_nic *nic, const struct ur_rxd *d,
 			    const struct ur_pkt *pkt)
 {
 	struct ur_qp *qp = pkt->qpn ? ur_qp_lookup(nic->dev, pkt->qpn) : NULL;
+	enum ibv_qp_state st;
 	struct ur_ip_flow flow;
 	uint16_t port;
 
-	if (!qp || !qp->xp || qp->type == IBV_QPT_UD ||
-	    qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
-	    qp->state == IBV_QPS_ERR ||
+	if (!qp || !qp->xp || qp->type == IBV_QPT_UD)
+		return NULL;
+	st = atomic_load_explicit(&qp->state, memory_order_relaxed);
+	/* a path is loaded from RTR on, and gone in ERR */
+	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR ||
 	    !ur_sockaddr_same_host(&d->src, &qp->av.dest))
 		return NULL;
 	port = d->src.sa.sa_family == AF_INET ? d->src.in.sin_port :
