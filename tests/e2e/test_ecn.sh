@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # ECN and CNPs end to end (docs/design.md, "ECN and CNPs"), over UDP on lo
-# (UROCE_LINK=udp: the IP header is what is checked). This kernel has no
+# (UROCE_LINK=udp: the IP header is what is checked; the soak runs over
+# the same-host rings as well). This kernel has no
 # ECN-marking qdisc, so UROCE_FAULT=ce=P marks CE on received datagrams:
-#  - the data-integrity soak (tests/soak) under CE marks: every byte and
+#  - the data-integrity soak (tests/soak) under CE marks, over UDP and over
+#    the same-host rings (whose slots carry the TOS byte): every byte and
 #    completion right, both processes sent CNPs (np_cnp_sent) and reacted
 #    to the other's (rp_cnp_handled), none answered or dropped as bad;
 #  - ib_write_bw with captures: every frame leaves ECT(0); tshark decodes
@@ -36,19 +38,20 @@ rand_ip() {
 }
 
 # --- the soak under CE marks: every byte right, CNPs both ways ---
+# soak_ce LINK: LINK is UROCE_LINK's value (udp or auto: the rings)
 soak_ce() {
-	local name=soak_ce port sa="$E2E_TMP/soak.a.stats" sb="$E2E_TMP/soak.b.stats"
-	local ra rb pa line ok=1 side f
+	local name=soak_ce_$1 port sa="$E2E_TMP/soak.$1.a.stats"
+	local sb="$E2E_TMP/soak.$1.b.stats" ra rb pa line ok=1 side f
 	if [[ ! -x $SOAK ]]; then
 		e2e_fail "$name: no soak binary at $SOAK"
 		return
 	fi
 	port=$(e2e_port)
-	LD_LIBRARY_PATH=$LIBDIR UROCE_STATS=$sa UROCE_FAULT=seed=5,ce=0.05 \
+	UROCE_LINK=$1 LD_LIBRARY_PATH=$LIBDIR UROCE_STATS=$sa UROCE_FAULT=seed=5,ce=0.05 \
 		timeout 120 "$SOAK" -l "127.0.0.1:$port" -s 5 -m 16 -t 90 -S 20 \
 		>"$E2E_TMP/soak.a.out" 2>&1 &
 	pa=$!
-	LD_LIBRARY_PATH=$LIBDIR UROCE_STATS=$sb UROCE_FAULT=seed=6,ce=0.05 \
+	UROCE_LINK=$1 LD_LIBRARY_PATH=$LIBDIR UROCE_STATS=$sb UROCE_FAULT=seed=6,ce=0.05 \
 		timeout 120 "$SOAK" -c "127.0.0.1:$port" -s 5 -m 16 -t 90 -S 20 \
 		>"$E2E_TMP/soak.b.out" 2>&1
 	rb=$?
@@ -77,12 +80,14 @@ soak_ce() {
 		fi
 		(($(counter "$f" drop_unsupported) == 0 && $(counter "$f" drop_opcode_class) == 0)) ||
 			ok=0
+		# auto: the marks rode the same-host rings' slots
+		[[ $1 == udp ]] || (($(counter "$f" shm_rx_pkts) > 0)) || ok=0
 	done
 	# a CNP is handled at most once, and only the other side's
 	(($(counter "$sa" rp_cnp_handled) <= $(counter "$sb" np_cnp_sent) &&
 		$(counter "$sb" rp_cnp_handled) <= $(counter "$sa" np_cnp_sent))) || ok=0
 	if ((ok)); then
-		e2e_pass "$name: every byte right under CE marks, CNPs sent and handled by both sides"
+		e2e_pass "$name: every byte right under CE marks, CNPs sent and handled by both sides (UROCE_LINK=$1)"
 	else
 		e2e_fail "$name: counters do not show CNPs both ways (or show them as drops)"
 	fi
@@ -174,7 +179,8 @@ ecn_off() {
 	fi
 }
 
-soak_ce
+soak_ce udp
+soak_ce auto
 write_bw_ce
 ecn_off
 e2e_summary
