@@ -4,7 +4,8 @@
  * (udp.c), for tests. It calls only the backend's interface (udp.h).
  *
  * Configured at ur_link_open() (ur_link_config.fault: the engine passes
- * UROCE_FAULT from util/config), or later with ur_link_set_fault():
+ * UROCE_FAULT from util/config), or later with ur_link_set_fault()
+ * (fault_spec.c parses it):
  *
  *   UROCE_FAULT="seed=42,drop=0.05,dup=0.01,reorder=0.02,corrupt=0.001,
  *                delay_us=200,delay=0.1,dir=both"
@@ -71,12 +72,10 @@
 #include <unistd.h>
 
 #include "link/fault.h"
+#include "link/fault_spec.h"
 #include "link/params.h"
 #include "util/log.h"
 #include "util/time.h"
-
-#define FI_DIR_TX 1u
-#define FI_DIR_RX 2u
 
 struct fi_pkt {
 	struct fi_pkt *next;
@@ -87,13 +86,6 @@ struct fi_pkt {
 	uint8_t via;			/* tx: the local address it leaves from */
 	uint32_t len;
 	uint8_t data[];
-};
-
-struct fi_cfg {
-	uint64_t seed;
-	double drop, dup, reorder, corrupt, delay, ce;
-	uint32_t delay_us;
-	unsigned int dir;
 };
 
 struct ur_fault {
@@ -110,30 +102,6 @@ struct ur_fault {
 	struct ur_rxd raw[UR_FAULT_RAW_BATCH];
 	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed,
 		ce_marked;
-};
-
-enum fi_key {
-	FI_SEED,
-	FI_DROP,
-	FI_DUP,
-	FI_REORDER,
-	FI_CORRUPT,
-	FI_DELAY_US,
-	FI_DELAY,
-	FI_DIR,
-	FI_CE,
-};
-
-static const char *const fi_key_names[] = {
-	[FI_SEED] = "seed",
-	[FI_DROP] = "drop",
-	[FI_DUP] = "dup",
-	[FI_REORDER] = "reorder",
-	[FI_CORRUPT] = "corrupt",
-	[FI_DELAY_US] = "delay_us",
-	[FI_DELAY] = "delay",
-	[FI_DIR] = "dir",
-	[FI_CE] = "ce",
 };
 
 /* splitmix64 */
@@ -272,134 +240,6 @@ int ur_fault_fd(const struct ur_fault *f)
 	return f->ep_fd;
 }
 
-static int fi_prob(const char *key, const char *v, double *out)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || end == v || *end || !(d >= 0.0 && d <= 1.0)) {
-		ur_err("link: UROCE_FAULT: %s=%s is not a probability in [0,1]",
-		       key, v);
-		return -EINVAL;
-	}
-	*out = d;
-	return 0;
-}
-
-static int fi_u64(const char *key, const char *v, uint64_t max, uint64_t *out)
-{
-	unsigned long long x;
-	char *end;
-
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || end == v || *end || *v == '-' || x > max) {
-		ur_err("link: UROCE_FAULT: %s=%s is not a number (max %" PRIu64
-		       ")", key, v, max);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
-static int fi_set(struct fi_cfg *c, const char *key, const char *v,
-		  bool *delay_given)
-{
-	unsigned int k;
-	uint64_t x;
-	int rc;
-
-	for (k = 0; k < UR_ARRAY_SIZE(fi_key_names); k++)
-		if (!strcmp(key, fi_key_names[k]))
-			break;
-	switch (k) {
-	case FI_SEED:
-		return fi_u64(key, v, UINT64_MAX, &c->seed);
-	case FI_DROP:
-		return fi_prob(key, v, &c->drop);
-	case FI_DUP:
-		return fi_prob(key, v, &c->dup);
-	case FI_REORDER:
-		return fi_prob(key, v, &c->reorder);
-	case FI_CORRUPT:
-		return fi_prob(key, v, &c->corrupt);
-	case FI_CE:
-		return fi_prob(key, v, &c->ce);
-	case FI_DELAY:
-		*delay_given = true;
-		return fi_prob(key, v, &c->delay);
-	case FI_DELAY_US:
-		rc = fi_u64(key, v, 10000000, &x);
-		if (!rc)
-			c->delay_us = (uint32_t)x;
-		return rc;
-	case FI_DIR:
-		if (!strcmp(v, "tx"))
-			c->dir = FI_DIR_TX;
-		else if (!strcmp(v, "rx"))
-			c->dir = FI_DIR_RX;
-		else if (!strcmp(v, "both"))
-			c->dir = FI_DIR_TX | FI_DIR_RX;
-		else {
-			ur_err("link: UROCE_FAULT: dir=%s: want tx, rx or both",
-			       v);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	ur_err("link: UROCE_FAULT: unknown key '%s' (known: seed drop dup "
-	       "reorder corrupt delay_us delay dir ce)", key);
-	return -EINVAL;
-}
-
-static int fi_parse(const char *spec, struct fi_cfg *c)
-{
-	bool delay_given = false;
-	char *copy, *tok, *save = NULL, *eq;
-	int rc = 0;
-
-	memset(c, 0, sizeof(*c));
-	c->seed = 1;
-	c->dir = FI_DIR_TX;
-	if (!spec || !*spec || !strcmp(spec, "off") || !strcmp(spec, "0"))
-		return 0;
-	copy = strdup(spec);
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok && !rc;
-	     tok = strtok_r(NULL, ",", &save)) {
-		tok += strspn(tok, " \t\n");
-		if (!*tok)
-			continue;
-		eq = strchr(tok, '=');
-		if (!eq) {
-			ur_err("link: UROCE_FAULT: '%s' is not key=value", tok);
-			rc = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		rc = fi_set(c, tok, eq + 1, &delay_given);
-	}
-	free(copy);
-	if (rc)
-		return rc;
-	if (c->delay_us && !delay_given)
-		c->delay = 1.0;
-	if (c->delay > 0 && !c->delay_us) {
-		ur_err("link: UROCE_FAULT: delay=P needs delay_us=N");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static bool fi_active(const struct fi_cfg *c)
-{
-	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
-	       c->delay > 0 || c->ce > 0;
-}
-
 /* lock held: sends every held tx datagram that is due (all if force). */
 static void fi_tx_release(struct ur_fault *f, bool force,
 			  bool after_next)
@@ -456,7 +296,7 @@ static void fi_unlock(struct ur_fault *f)
 int ur_fault_configure(struct ur_fault *f, const char *spec)
 {
 	struct fi_cfg c;
-	int rc = fi_parse(spec, &c);
+	int rc = ur_fault_spec_parse(spec, &c);
 
 	if (rc)
 		return rc;
@@ -466,14 +306,14 @@ int ur_fault_configure(struct ur_fault *f, const char *spec)
 	f->cfg = c;
 	f->rng = c.seed;
 	fi_unlock(f);
-	if (fi_active(&c))
+	if (ur_fault_spec_active(&c))
 		ur_info("link: fault injection: seed=%" PRIu64
 			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
 			"delay_us=%u ce=%g dir=%s", c.seed, c.drop, c.dup,
 			c.reorder, c.corrupt, c.delay, c.delay_us, c.ce,
 			c.dir == FI_DIR_TX ? "tx" :
 			c.dir == FI_DIR_RX ? "rx" : "both");
-	return fi_active(&c) ? 1 : 0;
+	return ur_fault_spec_active(&c) ? 1 : 0;
 }
 
 /* lock held: one flat tx datagram through the fault decisions. */
