@@ -43,6 +43,15 @@
  * than the window per ACK (an ACK that skips past what a go-back-N resent
  * acknowledges old data, not a round trip's worth of room). It bounds GSO
  * trains too: a run sends no more than the window allows.
+ *
+ * A CNP (ur_cc_cnp: the peer saw our packets marked CE by a queue on the
+ * path) is DCQCN's reaction in window terms: the window loses alpha/2 of
+ * itself, at most once per UR_CC_CNP_INTERVAL_NS and once per episode (a
+ * cut shows in the queue a round trip later), and climbs back half the
+ * way to where it was per window of ACKed PSNs, UR_CC_CNP_RECOVERY_STEPS
+ * times (DCQCN's fast recovery), then by one per window. Alpha starts at
+ * 1 and follows how often cuts come: toward 1 at each cut, toward 0 at
+ * each window ACKed without one.
  */
 void ur_cc_reset(struct ur_qp_xport *xp)
 {
@@ -53,6 +62,9 @@ void ur_cc_reset(struct ur_qp_xport *xp)
 	xp->cc_undo = false;
 	xp->cc_by_resend = false;
 	xp->cc_recover_psn = xp->comp_psn;
+	xp->cc_cnp_ns = 0;
+	xp->cc_cnp_steps = 0;
+	xp->cc_alpha = UR_CC_ALPHA_ONE;
 }
 
 uint32_t ur_cc_window(const struct ur_qp_xport *xp)
@@ -71,6 +83,7 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 	uint32_t w = UR_MIN(flight, cwnd);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	xp->cc_cnp_steps = 0;	/* a loss sets where the window goes now */
 	if (sig == UR_CC_RESEND) {
 		/* one packet lost among those around it: random loss more
 		 * likely than a queue, and cheap to repair (comp.c) */
@@ -134,10 +147,44 @@ void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 		return;
 	}
 	xp->cwnd_acc += psns;
-	if (xp->cwnd_acc >= xp->cwnd) {
-		xp->cwnd_acc -= xp->cwnd;
-		xp->cwnd++;
+	if (xp->cwnd_acc < xp->cwnd)
+		return;
+	/* a window of PSNs ACKed: a round trip without a cut */
+	xp->cwnd_acc -= xp->cwnd;
+	xp->cc_alpha -= xp->cc_alpha >> UR_CC_ALPHA_SHIFT;
+	if (xp->cc_cnp_steps && xp->cc_cnp_target > xp->cwnd) {
+		xp->cc_cnp_steps--;
+		xp->cwnd += (xp->cc_cnp_target - xp->cwnd + 1) / 2;
+		xp->ssthresh = xp->cwnd;
+		return;
 	}
+	xp->cc_cnp_steps = 0;
+	xp->cwnd++;
+}
+
+bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
+{
+	uint32_t cwnd = UR_MIN(xp->cwnd, UR_WINDOW_PSNS), cut;
+
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (xp->cc_cnp_ns && now - xp->cc_cnp_ns < UR_CC_CNP_INTERVAL_NS)
+		return false;
+	/* the window already shrank for what is in flight */
+	if (ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
+		return false;
+	xp->cc_alpha += (UR_CC_ALPHA_ONE - xp->cc_alpha) >> UR_CC_ALPHA_SHIFT;
+	cut = (uint32_t)((uint64_t)cwnd * xp->cc_alpha / (2 * UR_CC_ALPHA_ONE));
+	xp->cc_cnp_ns = now;
+	xp->cc_cnp_target = cwnd;
+	xp->cc_cnp_steps = UR_CC_CNP_RECOVERY_STEPS;
+	xp->cc_recover_psn = xp->psn_max;
+	xp->cc_undo = false;	/* congestion for certain */
+	xp->cc_by_resend = false;
+	xp->ssthresh = UR_MAX(cwnd - UR_MAX(cut, 1u), UR_CWND_MIN);
+	xp->cwnd = xp->ssthresh;
+	xp->cwnd_acc = 0;
+	xp->cc_acked = 0;
+	return true;
 }
 
 

@@ -44,6 +44,10 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_DIRECT_BYTES] = "direct_bytes",
 	[UR_STAT_DIRECT_FALLBACKS] = "direct_fallbacks",
 	[UR_STAT_DIRECT_REFUSED] = "direct_refused",
+	[UR_STAT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[UR_STAT_NP_CNP_SENT] = "np_cnp_sent",
+	[UR_STAT_RP_CNP_HANDLED] = "rp_cnp_handled",
+	[UR_STAT_RP_CNP_IGNORED] = "rp_cnp_ignored",
 };
 
 /* The device counters' names where the meaning is the same. */
@@ -59,6 +63,9 @@ static const char *const ur_qstat_names[UR_QSTAT__MAX] = {
 	[UR_QSTAT_RNR_NAK_SENT] = "rnr_nak_sent",
 	[UR_QSTAT_RNR_NAK_RCVD] = "rnr_nak_rcvd",
 	[UR_QSTAT_DUP_REQ] = "duplicate_requests",
+	[UR_QSTAT_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[UR_QSTAT_CNP_SENT] = "np_cnp_sent",
+	[UR_QSTAT_CNP_HANDLED] = "rp_cnp_handled",
 };
 
 void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
@@ -72,6 +79,9 @@ void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
 	if (qp->type != IBV_QPT_UD)
 		fprintf(out, " next-psn %u unacked-psn %u", xp->psn,
 			xp->comp_psn);
+	/* cc.c: the PSNs a requester may have unacked */
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
+		fprintf(out, " cwnd %u", ur_cc_window(xp));
 	for (unsigned int i = 0; i < UR_QSTAT__MAX; i++)
 		fprintf(out, " %s %" PRIu64, ur_qstat_names[i],
 			atomic_load_explicit(&xp->qcnt.req[i],
@@ -104,12 +114,13 @@ void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 		"\nlink_rx_bytes %" PRIu64 "\nlink_rx_truncated %" PRIu64
 		"\nfault_dropped %" PRIu64 "\nfault_duplicated %" PRIu64
 		"\nfault_reordered %" PRIu64 "\nfault_corrupted %" PRIu64
-		"\nfault_delayed %" PRIu64 "\nshm_tx_pkts %" PRIu64
+		"\nfault_delayed %" PRIu64 "\nfault_ce_marked %" PRIu64
+		"\nshm_tx_pkts %" PRIu64
 		"\nshm_rx_pkts %" PRIu64 "\nshm_doorbells %" PRIu64
 		"\nshm_full_drops %" PRIu64 "\n",
 		ls.tx_pkts, ls.tx_bytes, ls.tx_errors, ls.rx_pkts, ls.rx_bytes,
 		ls.rx_truncated, ls.fi_dropped, ls.fi_duplicated,
-		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed,
+		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed, ls.fi_ce_marked,
 		ls.shm_tx_pkts, ls.shm_rx_pkts, ls.shm_doorbells,
 		ls.shm_full_drops);
 }

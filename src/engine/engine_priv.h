@@ -60,6 +60,10 @@ enum ur_stat {
 	UR_STAT_DIRECT_BYTES,
 	UR_STAT_DIRECT_FALLBACKS,
 	UR_STAT_DIRECT_REFUSED,
+	UR_STAT_NP_ECN_MARKED,		/* ecn.c: mlx5's names */
+	UR_STAT_NP_CNP_SENT,
+	UR_STAT_RP_CNP_HANDLED,
+	UR_STAT_RP_CNP_IGNORED,
 	UR_STAT__MAX,
 };
 
@@ -95,6 +99,9 @@ enum ur_qstat {
 	UR_QSTAT_RNR_NAK_SENT,
 	UR_QSTAT_RNR_NAK_RCVD,
 	UR_QSTAT_DUP_REQ,
+	UR_QSTAT_ECN_MARKED,		/* ecn.c, all three rx owner's */
+	UR_QSTAT_CNP_SENT,
+	UR_QSTAT_CNP_HANDLED,
 	UR_QSTAT__MAX,
 };
 
@@ -171,6 +178,7 @@ struct ur_nic {
 	bool poll_yield;		/* see ur_engine_poll_done() */
 	bool wait_yield;		/* see peer_wait_yield() (progress.c) */
 	bool use_gso;
+	bool ecn;			/* UROCE_ECN: packets leave ECT(0) */
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
@@ -299,6 +307,7 @@ struct ur_resp_state_qp {
 	struct ur_reorder_pkt **reorder;
 	unsigned int reorder_n;
 	uint32_t reorder_max;		/* the furthest PSN kept */
+	uint64_t cnp_ns;		/* when the last CNP left (ecn.c) */
 };
 
 struct ur_qp_xport {
@@ -380,6 +389,10 @@ struct ur_qp_xport {
 	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
 					 * losses before it is acked belong to
 					 * that congestion episode */
+	uint64_t cc_cnp_ns;		/* when a CNP last shrank the window */
+	uint32_t cc_cnp_target;		/* the window before that cut */
+	unsigned int cc_cnp_steps;	/* recovery steps toward it left */
+	uint32_t cc_alpha;		/* DCQCN's alpha, of UR_CC_ALPHA_ONE */
 	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
@@ -478,6 +491,8 @@ enum ur_cc_signal {
 	UR_CC_TIMEOUT,
 };
 void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig);
+/* A CNP for this QP came at now (ns): true when it shrank the window. */
+bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
 
@@ -525,6 +540,32 @@ void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16]);
 void ur_mcast_qp_gone(struct ur_qp *qp);
 void ur_mcast_fini(struct ur_nic *nic);
+
+/* ecn.c: ECN marks and CNPs (docs/design.md, "ECN and CNPs"). */
+/* The IP TOS / traffic class a packet with GRH traffic class tclass
+ * leaves with: its DSCP, and ECT(0) unless UROCE_ECN=0. */
+static inline uint8_t ur_ecn_tos(const struct ur_nic *nic, uint8_t tclass)
+{
+	return nic->ecn ? (uint8_t)((tclass & ~UR_IP_ECN_MASK) |
+				    UR_IP_ECN_ECT0) :
+			  tclass;
+}
+
+static inline bool ur_ecn_is_ce(uint8_t tos)
+{
+	return (tos & UR_IP_ECN_MASK) == UR_IP_ECN_CE;
+}
+
+/* Whether a CNP may leave at now, one interval after the last (*last,
+ * updated when it may). */
+bool ur_ecn_cnp_due(uint64_t *last, uint64_t now);
+/* A CE-marked packet passed to qp (rx_lock held): counted, and a CNP to
+ * the peer's QP when qp is connected and its interval has passed. */
+void ur_ecn_rx_ce(struct ur_nic *nic, struct ur_qp *qp);
+/* A parsed CNP (rx_lock and obj_lock read held): the window of the QP it
+ * names shrinks; never answered, never a drop. */
+void ur_ecn_rx_cnp(struct ur_nic *nic, const struct ur_rxd *d,
+		   const struct ur_pkt *pkt);
 
 /* recv.c (rx_lock and obj_lock read held) */
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);

@@ -86,6 +86,7 @@ static int nic_open_link(struct ur_nic *nic)
 		cfg.use_gro = 1;
 		cfg.fault = ur_config_get()->fault;
 		cfg.same_host = ur_config_get()->same_host;
+		cfg.tos = ur_ecn_tos(nic, 0);	/* most packets' class */
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;
@@ -144,6 +145,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	if (nic->quiet_ns == UR_CONFIG_DEFAULT)
 		nic->quiet_ns = UR_APP_POLL_QUIET_NS;
 	nic->use_gso = cfg->gso;
+	nic->ecn = cfg->ecn;
 	nic->hardened = cfg->hardened;
 	nic->lazy_doorbell = cfg->lazy_doorbell;
 	/* before any packet can reach application memory */

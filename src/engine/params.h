@@ -86,6 +86,31 @@
  * at a few segments for the same reason: a retransmission must not be the
  * burst a shallow queue just dropped). */
 #define UR_CWND_MIN 4
+
+/* ---- ECN and CNPs (ecn.c, cc.c) ---- */
+
+/* A QP sends at most one CNP per this long, however many CE-marked
+ * packets it receives: DCQCN's notification point (SIGCOMM 2015) uses
+ * 50 us, the time a sender's cut takes to show in the marking queue; a
+ * CNP per marked packet would be a second flood into a congested path. */
+#define UR_CNP_INTERVAL_NS 50000ull
+/* A requester's window shrinks for a CNP at most once per this long, as
+ * DCQCN's reaction point cuts its rate at most once per period, and at
+ * most once per congestion episode (cc.c): NICs may send a CNP per few
+ * microseconds, and a cut shows in the queue only a round trip later. */
+#define UR_CC_CNP_INTERVAL_NS 50000ull
+/* DCQCN's alpha, the share of the window a CNP takes (half of it), in
+ * units of this; it starts at 1 (a CNP halves the window)... */
+#define UR_CC_ALPHA_ONE 1024u
+/* ... and moves by 1/2^this toward 1 at every cut, toward 0 at every
+ * window of PSNs ACKed without one (DCQCN: g = 1/256 per 55 us; a window
+ * is a round trip, some tens of DCQCN's periods on a loaded host, hence
+ * the larger gain). Sparse marks then cut little, dense ones halve. */
+#define UR_CC_ALPHA_SHIFT 4
+/* After a cut the window climbs back half the way to where it was, once
+ * per window of ACKed PSNs, this many times (DCQCN's fast recovery, F = 5
+ * stages), then grows by one per window as after a loss. */
+#define UR_CC_CNP_RECOVERY_STEPS 5
 /* Send WQEs the requester handles per run before it lets the caller go
  * (the rest follows on the next ACK, deadline or doorbell). */
 #define UR_REQ_BUDGET 4096

@@ -211,10 +211,8 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	bool request;
 
 	r = ur_pkt_parse(d->data, d->len, pkt);
-	if (r)
+	if (r || pkt->opcode == UR_OPC_CNP)	/* a CNP: ecn.c's, no QP */
 		return r;
-	if (pkt->opcode == UR_OPC_CNP)
-		return UR_DROP_UNSUPPORTED;
 	if (pkt->qpn == UR_QPN_MCAST)
 		return rx_mcast_classify(nic, d, pkt, flow, mcg);
 	qp = pkt->qpn ? ur_qp_lookup(nic->dev, pkt->qpn) : NULL;
@@ -287,9 +285,15 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
 		return NULL;
 	}
+	if (!qp) {
+		ur_ecn_rx_cnp(nic, d, &pkt);
+		return NULL;
+	}
 	if (!kept) {	/* counted when it came */
 		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
 		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt.paylen);
+		if (ur_ecn_is_ce(d->tos))
+			ur_ecn_rx_ce(nic, qp);
 	}
 	/* past here an XRC packet is handled as the RC one it stands for;
 	 * its headers (pkt.xrceth included) stay where XRC put them */

@@ -207,6 +207,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 		return -EINVAL;
 	udp_len = (size_t)hlen + paylen + pad + UR_ICRC_BYTES;
 	p->flow = *flow;
+	p->flow.tos = ur_ecn_tos(b->nic, flow->tos);	/* ecn.c */
 	ur_icrc_begin(&c, flow, udp_len);
 	ur_icrc_update(&c, p->hdr, (size_t)hlen);
 	p->iov[n].iov_base = p->hdr;
@@ -231,7 +232,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	d->iov = p->iov;
 	d->iovcnt = n;
 	d->gso_size = 0;
-	d->tos = flow->tos;
+	d->tos = p->flow.tos;
 	d->ttl = flow->ttl;
 	d->via = txb_via(b->nic, flow);
 	return 0;

@@ -4,7 +4,8 @@
  * (udp.c), for tests. It calls only the backend's interface (udp.h).
  *
  * Configured at ur_link_open() (ur_link_config.fault: the engine passes
- * UROCE_FAULT from util/config), or later with ur_link_set_fault():
+ * UROCE_FAULT from util/config), or later with ur_link_set_fault()
+ * (fault_spec.c parses it):
  *
  *   UROCE_FAULT="seed=42,drop=0.05,dup=0.01,reorder=0.02,corrupt=0.001,
  *                delay_us=200,delay=0.1,dir=both"
@@ -23,6 +24,15 @@
  *                1 (every datagram) when delay_us is given.
  *   dir=tx|rx|both   where faults apply (default tx: with every node using
  *                the same spec, each datagram meets the faults once).
+ *   ce=P         probability a received ECN-capable datagram (ECT(0) or
+ *                ECT(1) in its IP header) arrives marked Congestion
+ *                Experienced, as an ECN-marking switch queue on the path
+ *                would mark it (a Not-ECT one is left alone, as such a
+ *                queue would drop it instead). Applied on receive
+ *                whatever dir says: only the receiver sees the IP header,
+ *                and the sender's GSO trains stay whole. This kernel has
+ *                no marking qdisc (red, codel, fq_codel, pie), so this is
+ *                how tests make the responder send CNPs (engine/ecn.c).
  * An empty spec, "off" or "0" disables injection. An unknown key or a bad
  * value fails ur_link_open() with -EINVAL and an error log line.
  *
@@ -62,12 +72,10 @@
 #include <unistd.h>
 
 #include "link/fault.h"
+#include "link/fault_spec.h"
 #include "link/params.h"
 #include "util/log.h"
 #include "util/time.h"
-
-#define FI_DIR_TX 1u
-#define FI_DIR_RX 2u
 
 struct fi_pkt {
 	struct fi_pkt *next;
@@ -78,13 +86,6 @@ struct fi_pkt {
 	uint8_t via;			/* tx: the local address it leaves from */
 	uint32_t len;
 	uint8_t data[];
-};
-
-struct fi_cfg {
-	uint64_t seed;
-	double drop, dup, reorder, corrupt, delay;
-	uint32_t delay_us;
-	unsigned int dir;
 };
 
 struct ur_fault {
@@ -99,29 +100,8 @@ struct ur_fault {
 	struct fi_pkt *rx_out;		/* handed out last recv; freed next */
 	uint8_t *scratch;		/* one flattened tx datagram */
 	struct ur_rxd raw[UR_FAULT_RAW_BATCH];
-	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed;
-};
-
-enum fi_key {
-	FI_SEED,
-	FI_DROP,
-	FI_DUP,
-	FI_REORDER,
-	FI_CORRUPT,
-	FI_DELAY_US,
-	FI_DELAY,
-	FI_DIR,
-};
-
-static const char *const fi_key_names[] = {
-	[FI_SEED] = "seed",
-	[FI_DROP] = "drop",
-	[FI_DUP] = "dup",
-	[FI_REORDER] = "reorder",
-	[FI_CORRUPT] = "corrupt",
-	[FI_DELAY_US] = "delay_us",
-	[FI_DELAY] = "delay",
-	[FI_DIR] = "dir",
+	_Atomic uint64_t dropped, duplicated, reordered, corrupted, delayed,
+		ce_marked;
 };
 
 /* splitmix64 */
@@ -260,132 +240,6 @@ int ur_fault_fd(const struct ur_fault *f)
 	return f->ep_fd;
 }
 
-static int fi_prob(const char *key, const char *v, double *out)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || end == v || *end || !(d >= 0.0 && d <= 1.0)) {
-		ur_err("link: UROCE_FAULT: %s=%s is not a probability in [0,1]",
-		       key, v);
-		return -EINVAL;
-	}
-	*out = d;
-	return 0;
-}
-
-static int fi_u64(const char *key, const char *v, uint64_t max, uint64_t *out)
-{
-	unsigned long long x;
-	char *end;
-
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || end == v || *end || *v == '-' || x > max) {
-		ur_err("link: UROCE_FAULT: %s=%s is not a number (max %" PRIu64
-		       ")", key, v, max);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
-
-static int fi_set(struct fi_cfg *c, const char *key, const char *v,
-		  bool *delay_given)
-{
-	unsigned int k;
-	uint64_t x;
-	int rc;
-
-	for (k = 0; k < UR_ARRAY_SIZE(fi_key_names); k++)
-		if (!strcmp(key, fi_key_names[k]))
-			break;
-	switch (k) {
-	case FI_SEED:
-		return fi_u64(key, v, UINT64_MAX, &c->seed);
-	case FI_DROP:
-		return fi_prob(key, v, &c->drop);
-	case FI_DUP:
-		return fi_prob(key, v, &c->dup);
-	case FI_REORDER:
-		return fi_prob(key, v, &c->reorder);
-	case FI_CORRUPT:
-		return fi_prob(key, v, &c->corrupt);
-	case FI_DELAY:
-		*delay_given = true;
-		return fi_prob(key, v, &c->delay);
-	case FI_DELAY_US:
-		rc = fi_u64(key, v, 10000000, &x);
-		if (!rc)
-			c->delay_us = (uint32_t)x;
-		return rc;
-	case FI_DIR:
-		if (!strcmp(v, "tx"))
-			c->dir = FI_DIR_TX;
-		else if (!strcmp(v, "rx"))
-			c->dir = FI_DIR_RX;
-		else if (!strcmp(v, "both"))
-			c->dir = FI_DIR_TX | FI_DIR_RX;
-		else {
-			ur_err("link: UROCE_FAULT: dir=%s: want tx, rx or both",
-			       v);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	ur_err("link: UROCE_FAULT: unknown key '%s' (known: seed drop dup "
-	       "reorder corrupt delay_us delay dir)", key);
-	return -EINVAL;
-}
-
-static int fi_parse(const char *spec, struct fi_cfg *c)
-{
-	bool delay_given = false;
-	char *copy, *tok, *save = NULL, *eq;
-	int rc = 0;
-
-	memset(c, 0, sizeof(*c));
-	c->seed = 1;
-	c->dir = FI_DIR_TX;
-	if (!spec || !*spec || !strcmp(spec, "off") || !strcmp(spec, "0"))
-		return 0;
-	copy = strdup(spec);
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok && !rc;
-	     tok = strtok_r(NULL, ",", &save)) {
-		tok += strspn(tok, " \t\n");
-		if (!*tok)
-			continue;
-		eq = strchr(tok, '=');
-		if (!eq) {
-			ur_err("link: UROCE_FAULT: '%s' is not key=value", tok);
-			rc = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		rc = fi_set(c, tok, eq + 1, &delay_given);
-	}
-	free(copy);
-	if (rc)
-		return rc;
-	if (c->delay_us && !delay_given)
-		c->delay = 1.0;
-	if (c->delay > 0 && !c->delay_us) {
-		ur_err("link: UROCE_FAULT: delay=P needs delay_us=N");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static bool fi_active(const struct fi_cfg *c)
-{
-	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
-	       c->delay > 0;
-}
-
 /* lock held: sends every held tx datagram that is due (all if force). */
 static void fi_tx_release(struct ur_fault *f, bool force,
 			  bool after_next)
@@ -396,8 +250,8 @@ static void fi_tx_release(struct ur_fault *f, bool force,
 	while ((p = *q)) {
 		if (force || p->due <= now || (after_next && p->after_next)) {
 			*q = p->next;
-			ur_udp_sendto(f->udp, p->via, &p->dst, p->data,
-				      p->len);
+			ur_udp_sendto(f->udp, p->via, &p->dst, p->tos,
+				      p->data, p->len);
 			free(p);
 		} else {
 			q = &p->next;
@@ -442,7 +296,7 @@ static void fi_unlock(struct ur_fault *f)
 int ur_fault_configure(struct ur_fault *f, const char *spec)
 {
 	struct fi_cfg c;
-	int rc = fi_parse(spec, &c);
+	int rc = ur_fault_spec_parse(spec, &c);
 
 	if (rc)
 		return rc;
@@ -452,20 +306,22 @@ int ur_fault_configure(struct ur_fault *f, const char *spec)
 	f->cfg = c;
 	f->rng = c.seed;
 	fi_unlock(f);
-	if (fi_active(&c))
+	if (ur_fault_spec_active(&c))
 		ur_info("link: fault injection: seed=%" PRIu64
 			" drop=%g dup=%g reorder=%g corrupt=%g delay=%g "
-			"delay_us=%u dir=%s", c.seed, c.drop, c.dup, c.reorder,
-			c.corrupt, c.delay, c.delay_us,
+			"delay_us=%u ce=%g dir=%s", c.seed, c.drop, c.dup,
+			c.reorder, c.corrupt, c.delay, c.delay_us, c.ce,
 			c.dir == FI_DIR_TX ? "tx" :
 			c.dir == FI_DIR_RX ? "rx" : "both");
-	return fi_active(&c) ? 1 : 0;
+	return ur_fault_spec_active(&c) ? 1 : 0;
 }
 
 /* lock held: one flat tx datagram through the fault decisions. */
-static int fi_tx_one(struct ur_fault *f, uint8_t via,
-		     const union ur_sockaddr *dst, uint8_t *buf, uint32_t len)
+static int fi_tx_one(struct ur_fault *f, const struct ur_txd *d, uint8_t *buf,
+		     uint32_t len)
 {
+	const union ur_sockaddr *dst = d->dst;
+	uint8_t via = d->via;
 	struct fi_action a;
 	struct fi_pkt *p;
 	int rc;
@@ -480,7 +336,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 		f->corrupted++;
 	}
 	if (a.dup) {
-		ur_udp_sendto(f->udp, via, dst, buf, len);
+		ur_udp_sendto(f->udp, via, dst, d->tos, buf, len);
 		f->duplicated++;
 	}
 	if (a.reorder || a.delay) {
@@ -489,6 +345,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 			return -ENOMEM;
 		p->dst = *dst;
 		p->via = via;
+		p->tos = d->tos;
 		if (a.reorder) {
 			p->after_next = true;
 			p->due = ur_now_ns() + UR_FAULT_REORDER_MAX_NS;
@@ -500,7 +357,7 @@ static int fi_tx_one(struct ur_fault *f, uint8_t via,
 		fi_append(&f->txq, p);
 		return 0;
 	}
-	rc = ur_udp_sendto(f->udp, via, dst, buf, len);
+	rc = ur_udp_sendto(f->udp, via, dst, d->tos, buf, len);
 	fi_tx_release(f, false, true);
 	return rc;
 }
@@ -572,9 +429,9 @@ static int fi_tx_desc(struct ur_fault *f,
 		return fi_tx_survivors(f, d, total);
 	seg = d->gso_size ? d->gso_size : total;
 	if (!seg)
-		return fi_tx_one(f, d->via, d->dst, f->scratch, 0);
+		return fi_tx_one(f, d, f->scratch, 0);
 	for (off = 0; off < total; off += seg) {
-		r = fi_tx_one(f, d->via, d->dst, f->scratch + off,
+		r = fi_tx_one(f, d, f->scratch + off,
 			      (uint32_t)UR_MIN(seg, total - off));
 		rc = rc ?: r;
 	}
@@ -727,6 +584,25 @@ static void fi_rx_hold(struct ur_fault *f, const struct ur_rxd *x,
 	fi_append(&f->rxq, p);
 }
 
+/*
+ * lock held: marks CE on a ce fraction of the ECN-capable datagrams of
+ * d[0, n). One draw per datagram, and only when ce is set, so that the
+ * other faults' decisions for a seed stay as they were without it.
+ */
+static void fi_rx_ce(struct ur_fault *f, struct ur_rxd *d, int n)
+{
+	int i;
+
+	if (!(f->cfg.ce > 0))
+		return;
+	for (i = 0; i < n; i++) {
+		if (fi_unit(f) >= f->cfg.ce || !(d[i].tos & UR_IP_ECN_MASK))
+			continue;
+		d[i].tos |= UR_IP_ECN_CE;
+		f->ce_marked++;
+	}
+}
+
 int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 {
 	struct fi_action a;
@@ -738,10 +614,14 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 	fi_tx_release(f, false, false);
 	if (!(f->cfg.dir & FI_DIR_RX)) {
 		out = fi_rx_release(f, d, 0, max, true);
+		if (!out) {
+			n = ur_udp_recv(f->udp, d, max);
+			fi_rx_ce(f, d, n);
+			fi_unlock(f);
+			return n;
+		}
 		fi_unlock(f);
-		if (out)
-			return (int)out;
-		return ur_udp_recv(f->udp, d, max);
+		return (int)out;
 	}
 	out = fi_rx_release(f, d, 0, max, false);
 	n = out < max ? ur_udp_recv(f->udp, f->raw,
@@ -750,6 +630,7 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 		fi_unlock(f);
 		return n;
 	}
+	fi_rx_ce(f, f->raw, n);
 	for (i = 0; i < (unsigned int)UR_MAX(n, 0); i++) {
 		struct ur_rxd *x = &f->raw[i];
 
@@ -796,4 +677,5 @@ void ur_fault_stats(const struct ur_fault *f, struct ur_link_stats *st)
 	st->fi_reordered = atomic_load(&m->reordered);
 	st->fi_corrupted = atomic_load(&m->corrupted);
 	st->fi_delayed = atomic_load(&m->delayed);
+	st->fi_ce_marked = atomic_load(&m->ce_marked);
 }

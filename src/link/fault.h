@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * link/'s fault injection filter (drop, duplicate, reorder, corrupt,
- * delay; the spec syntax is in fault.c). It sits between the facade
+ * delay, CE marks; the spec syntax is in fault.c, its parser in
+ * fault_spec.c). It sits between the facade
  * (link.c) and the socket backend (udp.h) and calls only the backend.
  * Nothing outside link/ includes this.
  */

@@ -46,6 +46,11 @@ struct ur_link_config {
 	int same_host;			/* move datagrams to uroce processes of
 					 * this host through shared-memory rings
 					 * (shm.h); the engine passes UROCE_LINK */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class the
+					 * sockets send with (IP_TOS,
+					 * IPV6_TCLASS): a descriptor with this
+					 * tos needs no cmsg. The engine passes
+					 * ECT(0) unless UROCE_ECN=0 */
 };
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
@@ -55,9 +60,11 @@ struct ur_txd {
 	const struct iovec *iov;
 	unsigned int iovcnt;
 	uint16_t gso_size;
-	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class; 0 =
-					 * the socket's (the GRH traffic class
-					 * of the AH or QP, per datagram) */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class, DSCP
+					 * and ECN (the GRH traffic class of
+					 * the AH or QP, per datagram); one
+					 * other than ur_link_config.tos goes
+					 * as a cmsg */
 	uint8_t via;			/* index of the local address it
 					 * leaves from (0 = cfg.bind) */
 	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit; 0 =
@@ -73,7 +80,10 @@ struct ur_rxd {
 	union ur_sockaddr src;		/* sender IP and UDP port */
 	union ur_sockaddr dst;		/* our IP, or the multicast group,
 					 * it was sent to */
-	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class */
+	uint8_t tos;			/* IPv4 TOS / IPv6 traffic class, ECN
+					 * field included (IP_RECVTOS,
+					 * IPV6_RECVTCLASS; a same-host ring
+					 * carries the sender's) */
 	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit */
 };
 
@@ -134,7 +144,7 @@ struct ur_link_stats {
 	uint64_t tx_pkts, tx_bytes, tx_errors;
 	uint64_t rx_pkts, rx_bytes, rx_truncated;
 	uint64_t fi_dropped, fi_duplicated, fi_reordered, fi_corrupted,
-		fi_delayed;
+		fi_delayed, fi_ce_marked;
 	/* the same-host rings: datagrams in and out (also in tx_pkts and
 	 * rx_pkts), doorbells sent, datagrams lost to this link's full ring */
 	uint64_t shm_tx_pkts, shm_rx_pkts, shm_doorbells, shm_full_drops;

@@ -108,6 +108,11 @@ static int sock_new(const struct ur_link_config *cfg, int family,
 	set_buf(s->fd, SO_SNDBUFFORCE, SO_SNDBUF,
 		cfg->sndbuf ? cfg->sndbuf : UR_LINK_SNDBUF);
 	rc = sock_options(s->fd, family);
+	/* the class most datagrams leave with, so they need no cmsg */
+	if (!rc && cfg->tos)
+		rc = family == AF_INET ?
+			     setopt(s->fd, IPPROTO_IP, IP_TOS, cfg->tos) :
+			     setopt(s->fd, IPPROTO_IPV6, IPV6_TCLASS, cfg->tos);
 	if (rc)
 		return rc;
 	/* GSO: probe by setting a socket-wide segment size, then clear it

@@ -337,16 +337,18 @@ static void tx_add_int(struct msghdr *m, char *cbuf,
 
 /*
  * The per-datagram IP fields as cmsgs, so that no setsockopt is needed per
- * peer: IP_TOS/IPV6_TCLASS when tos is not 0 (the GRH traffic class its AH
- * or QP asked for), IP_TTL/IPV6_HOPLIMIT when ttl is not 0 (a multicast
- * AH's hop limit; Linux takes either for multicast too, over the socket's
- * IP_MULTICAST_TTL). Unicast with the default class pays two tests.
+ * peer: IP_TOS/IPV6_TCLASS when tos is not the sockets' own (deftos,
+ * ur_link_config.tos: the GRH traffic class its AH or QP asked for, with
+ * the engine's ECN bits), IP_TTL/IPV6_HOPLIMIT when ttl is not 0 (a
+ * multicast AH's hop limit; Linux takes either for multicast too, over
+ * the socket's IP_MULTICAST_TTL). Unicast with the default class pays two
+ * tests.
  */
 static void tx_add_ip_fields(struct msghdr *m, char *cbuf,
 			     const union ur_sockaddr *dst, uint8_t tos,
-			     uint8_t ttl)
+			     uint8_t ttl, uint8_t deftos)
 {
-	if (tos)
+	if (tos != deftos)
 		tx_add_int(m, cbuf, dst, IP_TOS, IPV6_TCLASS, tos);
 	if (ttl)
 		tx_add_int(m, cbuf, dst, IP_TTL, IPV6_HOPLIMIT, ttl);
@@ -355,7 +357,7 @@ static void tx_add_ip_fields(struct msghdr *m, char *cbuf,
 /* Sends one datagram built from the iovecs; retries transient errors. */
 static int send_one(int fd, const union ur_sockaddr *dst,
 		    struct iovec *iov, unsigned int iovcnt, uint8_t tos,
-		    uint8_t ttl)
+		    uint8_t ttl, uint8_t deftos)
 {
 	union {
 		char buf[UR_TX_CMSG_SPACE];
@@ -369,7 +371,7 @@ static int send_one(int fd, const union ur_sockaddr *dst,
 	};
 	int tries;
 
-	tx_add_ip_fields(&m, cb.buf, dst, tos, ttl);
+	tx_add_ip_fields(&m, cb.buf, dst, tos, ttl, deftos);
 
 	for (tries = 0; tries <= UR_LINK_TX_RETRIES; tries++) {
 		if (sendmsg(fd, &m, 0) >= 0)
@@ -408,7 +410,7 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 		if (!n)
 			break;
 		rc = send_one(tx_sock(u, d->via)->fd, d->dst, seg, n, d->tos,
-			      d->ttl);
+			      d->ttl, u->cfg.tos);
 		if (rc)
 			return rc;
 	}
@@ -436,7 +438,7 @@ static void tx_msg(struct ur_udp *u, const struct ur_txd *d, size_t len,
 		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 		memcpy(CMSG_DATA(c), &d->gso_size, sizeof(uint16_t));
 	}
-	tx_add_ip_fields(m, cbuf, d->dst, d->tos, d->ttl);
+	tx_add_ip_fields(m, cbuf, d->dst, d->tos, d->ttl, u->cfg.tos);
 }
 
 /*
@@ -515,7 +517,8 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 static void shm_doorbell(struct ur_udp *u, uint8_t via,
 			 const union ur_sockaddr *dst)
 {
-	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, 0, 0))
+	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, u->cfg.tos, 0,
+		      u->cfg.tos))
 		ur_shm_note_doorbell(u->shm);
 }
 
@@ -594,17 +597,17 @@ int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n)
 }
 
 int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
-		  const void *buf, size_t len)
+		  uint8_t tos, const void *buf, size_t len)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct ur_txd d = { .dst = dst, .iov = &iov, .iovcnt = 1, .via = via };
+	struct ur_txd d = { .dst = dst, .iov = &iov, .iovcnt = 1, .tos = tos,
+			    .via = via };
 	unsigned int taken = 0;
 	int rc;
 
 	if (u->shm && any_loopback(&d, 1) && !shm_route(u, &d, 1, &d, &taken))
 		return 0;
-	/* fault stage: class lost */
-	rc = send_one(tx_sock(u, via)->fd, dst, &iov, 1, 0, 0);
+	rc = send_one(tx_sock(u, via)->fd, dst, &iov, 1, tos, 0, u->cfg.tos);
 	if (rc) {
 		udp_count(&u->tx_errors, 1);
 		return rc;

@@ -42,10 +42,10 @@ int ur_udp_leave(struct ur_udp *u, const union ur_sockaddr *group);
 
 /* ur_link_send()'s contract without the fault stage. */
 int ur_udp_send(struct ur_udp *u, const struct ur_txd *d, unsigned int n);
-/* One flat datagram from address via with the socket's traffic class.
- * 0 or -errno. */
+/* One flat datagram from address via with traffic class tos (the
+ * descriptor's it came from). 0 or -errno. */
 int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
-		  const void *buf, size_t len);
+		  uint8_t tos, const void *buf, size_t len);
 /* Never blocks: hands out what is pending or what one recvmmsg brings.
  * Returns the count (0 when nothing came) or -errno. */
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);

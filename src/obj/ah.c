@@ -133,6 +133,9 @@ int ur_ah_attr_from_grh(struct ur_device *dev, uint8_t port_num,
 	attr->grh.sgid_index = (uint8_t)idx;
 	attr->grh.flow_label = flow;
 	attr->grh.hop_limit = 0xFF;
-	attr->grh.traffic_class = tc;
+	/* the class to answer with: its ECN bits were this packet's on its
+	 * path (ECT(0), or CE where a queue marked it), the NIC's to set on
+	 * the reply, never the application's (the GRH image keeps them) */
+	attr->grh.traffic_class = tc & (uint8_t)~UR_IP_ECN_MASK;
 	return 0;
 }

@@ -24,6 +24,13 @@
  * by the first router): Linux's default, net.ipv4.ip_default_ttl. */
 #define UR_DEFAULT_HOP_LIMIT 64
 
+/* The ECN field, the low two bits of the IPv4 TOS and of the IPv6 traffic
+ * class (RFC 3168): Not-ECT 00, ECT(1) 01, ECT(0) 10, CE 11. RoCEv2 NICs
+ * send ECT(0) and switches mark CE instead of dropping (DCQCN). */
+#define UR_IP_ECN_MASK 0x03u
+#define UR_IP_ECN_ECT0 0x02u
+#define UR_IP_ECN_CE 0x03u
+
 union ur_sockaddr {
 	struct sockaddr sa;
 	struct sockaddr_in in;

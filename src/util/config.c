@@ -261,6 +261,7 @@ static void parse_rest(struct ur_config *c)
 	c->poll_yield = env_bool("UROCE_POLL_YIELD", false);
 	c->wait_yield = env_bool("UROCE_WAIT_YIELD", true);
 	c->gso = env_bool("UROCE_GSO", true);
+	c->ecn = env_bool("UROCE_ECN", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
 	c->hardened = parse_hardened();
 	parse_link(c);

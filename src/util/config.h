@@ -41,6 +41,9 @@
  *                         engine/progress.c, ur_engine_poll_done(), says
  *                         when and why).
  *   UROCE_GSO=bool        send UDP GSO trains (default on).
+ *   UROCE_ECN=bool        RoCEv2 packets leave ECN-capable, ECT(0) (default
+ *                         on; engine/ecn.c); off leaves the ECN bits of the
+ *                         traffic class as the AH or QP gave them.
  *   UROCE_LAZY_DOORBELL=bool  posts may wait for the progress thread
  *                         (default on; engine/qp_xport.c says when).
  *   UROCE_SPIN_US=n       the progress thread keeps polling n µs after
@@ -98,6 +101,7 @@ struct ur_config {
 	bool poll_yield;
 	bool wait_yield;
 	bool gso;
+	bool ecn;			/* UROCE_ECN: send ECT(0) (engine/ecn.c) */
 	bool lazy_doorbell;
 	bool hardened;
 	bool same_host;			/* UROCE_LINK: same-host rings (link/) */

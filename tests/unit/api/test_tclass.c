@@ -2,9 +2,10 @@
 /*
  * The GRH traffic class of an AH reaches the wire: a UD send through an AH
  * with traffic class T arrives in an IP datagram whose TOS (IPv4) or
- * traffic class (IPv6) is T, which the receiver sees in the GRH image of
- * its receive buffer and in ibv_init_ah_from_wc(). Two classes in one
- * batch of sends check that the GSO train is cut between them.
+ * traffic class (IPv6) has T's DSCP and ECT(0) in its ECN bits, which the
+ * receiver sees in the GRH image of its receive buffer; ibv_init_ah_from_wc()
+ * gives T back (the ECN bits are the path's, not the class). Two classes in
+ * one batch of sends check that the GSO train is cut between them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -164,6 +165,13 @@ static void test_ah_traffic_class_on_wire(void **state)
 						     (struct ibv_grh *)rbuf[wc.wr_id],
 						     &got), 0);
 		assert_int_equal(got.grh.traffic_class, classes[(i / 2) & 1]);
+		if (rbuf[wc.wr_id][20] >> 4 == 4)	/* IPv4: TOS, byte 1 */
+			assert_int_equal(rbuf[wc.wr_id][21],
+					 classes[(i / 2) & 1] | 0x2);
+		else					/* IPv6 */
+			assert_int_equal((rbuf[wc.wr_id][0] & 0xf) << 4 |
+						 rbuf[wc.wr_id][1] >> 4,
+					 classes[(i / 2) & 1] | 0x2);
 		seen_recv++;
 	}
 	assert_int_equal(seen_recv, NMSG);

@@ -84,6 +84,8 @@ struct ur_link {
 	struct fe_dgram *rx;		/* what the last recv handed out */
 	unsigned int nrx;
 	struct ur_link_stats st;
+	_Atomic uint8_t rx_tos;		/* what its datagrams arrive with */
+	_Atomic uint8_t tx_tos;		/* the last one it sent had */
 };
 
 static struct ur_link *fe_links[2];
@@ -331,6 +333,16 @@ void fe_inject_from(int to_dev, const union ur_sockaddr *src,
 	pthread_mutex_unlock(&fe_net_lock);
 }
 
+void fe_set_rx_tos(int dev, uint8_t tos)
+{
+	atomic_store(&fe_links[dev]->rx_tos, tos);
+}
+
+uint8_t fe_last_tx_tos(int dev)
+{
+	return atomic_load(&fe_links[dev]->tx_tos);
+}
+
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len)
 {
 	pthread_mutex_lock(&fe_net_lock);
@@ -345,6 +357,7 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 	size_t len, off, seg;
 
 	for (i = 0; i < n; i++) {
+		atomic_store(&l->tx_tos, d[i].tos);
 		len = 0;
 		for (k = 0; k < d[i].iovcnt; k++) {
 			memcpy(buf + len, d[i].iov[k].iov_base,
@@ -384,7 +397,7 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 		d[n].len = l->rx[n].len;
 		d[n].src = l->rx[n].src;
 		d[n].dst = l->addr;
-		d[n].tos = 0;
+		d[n].tos = atomic_load(&l->rx_tos);
 		d[n].ttl = 64;
 		n++;
 	}

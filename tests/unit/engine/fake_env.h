@@ -55,6 +55,11 @@ void fe_set_tap(fe_tap_fn *tap);
  * engine's own receive path would (the canonical lock order). */
 typedef void fe_rx_hook_fn(int dev);
 void fe_set_rx_hook(fe_rx_hook_fn *hook);
+/* The IP TOS byte device dev's datagrams arrive with from now on (0 at
+ * start; ECN CE marks: ecn.c), and the one its last datagram was sent
+ * with. */
+void fe_set_rx_tos(int dev, uint8_t tos);
+uint8_t fe_last_tx_tos(int dev);
 /* Puts a datagram from the other device into device to_dev's queue. */
 void fe_inject(int to_dev, const uint8_t *data, uint32_t len);
 /* Same with any source address (a third host). */

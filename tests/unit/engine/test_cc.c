@@ -273,6 +273,90 @@ static void test_floor(void **state)
 	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
 }
 
+/*
+ * A CNP (ecn.c) is DCQCN's cut in window terms: half the window while
+ * alpha is 1, at most once per UR_CC_CNP_INTERVAL_NS and once per episode
+ * (what was in flight at the cut), however many CNPs come.
+ */
+static void test_cnp_cut_once_per_interval(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	uint64_t t = 1000000000ull;
+
+	xp->cwnd = 64;
+	xp->ssthresh = 64;
+	sent(xp, 64);
+	assert_true(ur_cc_cnp(xp, t));
+	assert_int_equal(ur_cc_window(xp), 32);
+	/* within the episode (what was in flight at the cut): nothing */
+	acked(xp, 20);
+	assert_false(ur_cc_cnp(xp, t + 2 * UR_CC_CNP_INTERVAL_NS));
+	assert_int_equal(ur_cc_window(xp), 32);
+	/* past the episode but within the interval: nothing */
+	acked(xp, 44);		/* a window acked: a recovery step, 48 */
+	assert_int_equal(ur_cc_window(xp), 48);
+	assert_false(ur_cc_cnp(xp, t + UR_CC_CNP_INTERVAL_NS - 1));
+	assert_int_equal(ur_cc_window(xp), 48);
+	/* both past: a second cut; alpha fell a sixteenth in the window
+	 * acked without one, so a little less than half goes */
+	sent(xp, 48);
+	assert_true(ur_cc_cnp(xp, t + UR_CC_CNP_INTERVAL_NS));
+	assert_in_range(ur_cc_window(xp), 25, 27);
+	assert_true(ur_cc_window(xp) >= UR_CWND_MIN);
+}
+
+/*
+ * After a cut the window climbs back half the way to where it was per
+ * window of ACKed PSNs (DCQCN's fast recovery), UR_CC_CNP_RECOVERY_STEPS
+ * times, then grows by one per window; alpha falls meanwhile, so the next
+ * cut takes less than half.
+ */
+static void test_cnp_recovery(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	uint32_t want = 50, w;
+	unsigned int i;
+
+	xp->cwnd = 100;
+	xp->ssthresh = 100;
+	assert_true(ur_cc_cnp(xp, 1000000000ull));
+	assert_int_equal(ur_cc_window(xp), 50);
+	for (i = 0; i < UR_CC_CNP_RECOVERY_STEPS; i++) {
+		w = ur_cc_window(xp);
+		sent(xp, w);
+		acked(xp, w);
+		want += (100 - want + 1) / 2;
+		assert_int_equal(ur_cc_window(xp), want);
+	}
+	assert_int_equal(want, 99);
+	w = ur_cc_window(xp);
+	sent(xp, w);
+	acked(xp, w);
+	assert_int_equal(ur_cc_window(xp), 100);	/* +1 per window now */
+	assert_true(xp->cc_alpha < UR_CC_ALPHA_ONE);
+	w = ur_cc_window(xp);
+	assert_true(ur_cc_cnp(xp, 2000000000ull));
+	assert_true(ur_cc_window(xp) > w / 2);
+	assert_true(ur_cc_window(xp) < w);
+}
+
+/* A loss during the recovery ends it: the loss rules set the window. */
+static void test_cnp_recovery_ends_at_loss(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+
+	xp->cwnd = 100;
+	xp->ssthresh = 100;
+	assert_true(ur_cc_cnp(xp, 1000000000ull));
+	sent(xp, 50);
+	acked(xp, 50);
+	assert_int_equal(ur_cc_window(xp), 75);
+	sent(xp, 75);
+	ur_cc_loss(xp, UR_CC_NAK);
+	assert_int_equal(ur_cc_window(xp), 37);
+	assert_int_equal(xp->cc_cnp_steps, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +375,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spurious_timeout_undone,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cnp_cut_once_per_interval,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cnp_recovery, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cnp_recovery_ends_at_loss,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

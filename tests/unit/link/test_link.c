@@ -165,6 +165,74 @@ static void test_exchange_v6(void **state)
 	ur_link_close(b);
 }
 
+/* One datagram of tos from l to dst; what arrives at r. */
+static uint8_t tos_through(struct ur_link *l, struct ur_link *r,
+			   const union ur_sockaddr *dst, uint8_t tos)
+{
+	char msg[] = "ecn";
+	struct iovec iov = { msg, sizeof(msg) };
+	struct ur_txd t = { .dst = dst, .iov = &iov, .iovcnt = 1, .tos = tos };
+	struct ur_rxd d[2];
+
+	assert_int_equal(ur_link_send(l, &t, 1), 1);
+	assert_int_equal(tl_recv_wait(r, d, 2, 1000), 1);
+	assert_memory_equal(d[0].data, msg, sizeof(msg));
+	return d[0].tos;
+}
+
+/*
+ * The ECN field (engine/ecn.c): the sockets send with the link's own
+ * class (ECT(0), as the engine asks) when a descriptor has that class,
+ * any other class as its own cmsg, and the receiver sees each as sent.
+ * UROCE_FAULT's ce=P marks CE on received ECN-capable datagrams only,
+ * over IPv4 and IPv6.
+ */
+static void ecn_family(const union ur_sockaddr *sa, const union ur_sockaddr *sb)
+{
+	struct ur_link_config c;
+	struct ur_link_stats st;
+	union ur_sockaddr ba;
+	struct ur_link *a, *b;
+
+	memset(&c, 0, sizeof(c));
+	c.bind = *sa;
+	c.tos = UR_IP_ECN_ECT0;
+	assert_int_equal(ur_link_open(&c, &a), 0);
+	assert_int_equal(open_on(sb, 1, 1, &b), 0);
+	ur_link_local_addr(b, 0, &ba);
+	assert_int_equal(tos_through(a, b, &ba, UR_IP_ECN_ECT0),
+			 UR_IP_ECN_ECT0);
+	assert_int_equal(tos_through(a, b, &ba, 0), 0);
+	assert_int_equal(tos_through(a, b, &ba, 0x28 | UR_IP_ECN_ECT0), 0x2a);
+	assert_int_equal(ur_link_set_fault(b, "ce=1"), 0);
+	assert_int_equal(tos_through(a, b, &ba, UR_IP_ECN_ECT0),
+			 UR_IP_ECN_CE);
+	assert_int_equal(tos_through(a, b, &ba, 0x28 | UR_IP_ECN_ECT0), 0x2b);
+	assert_int_equal(tos_through(a, b, &ba, 0x28), 0x28);	/* Not-ECT */
+	ur_link_get_stats(b, &st);
+	assert_int_equal(st.fi_ce_marked, 2);
+	assert_int_equal(st.fi_dropped, 0);
+	/* ce=0 marks nothing */
+	assert_int_equal(ur_link_set_fault(b, "ce=0"), 0);
+	assert_int_equal(tos_through(a, b, &ba, UR_IP_ECN_ECT0),
+			 UR_IP_ECN_ECT0);
+	ur_link_close(a);
+	ur_link_close(b);
+}
+
+static void test_ecn(void **state)
+{
+	union ur_sockaddr a, b;
+
+	tl_rand_v4(&a, 0);
+	tl_rand_v4(&b, 0);
+	ecn_family(&a, &b);
+	memset(&a, 0, sizeof(a));
+	a.in6.sin6_family = AF_INET6;
+	a.in6.sin6_addr = in6addr_loopback;
+	ecn_family(&a, &a);
+}
+
 /*
  * Linux rxe sends RoCEv2 over IPv6 with a UDP checksum of 0 (RFC 6935/6936
  * allow it for tunnels), which a plain IPv6 UDP socket drops
@@ -711,6 +779,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exchange_v4),
 		cmocka_unit_test(test_exchange_v6),
+		cmocka_unit_test(test_ecn),
 		cmocka_unit_test(test_regress_v6_zero_udp_checksum),
 		cmocka_unit_test(test_batch64),
 		cmocka_unit_test(test_gso_gro_on),

@@ -244,7 +244,8 @@ static void test_ah_from_grh(void **state)
 	union ibv_gid want;
 	uint8_t g[40];
 
-	grh_v4(g, "127.0.0.9", "127.0.0.1", 0x28);
+	/* AF11 and CE: the ECN bits were the path's, not the class */
+	grh_v4(g, "127.0.0.9", "127.0.0.1", 0x2b);
 	assert_int_equal(ur_ah_attr_from_grh(dev, 1, &wc, g, &a), 0);
 	gid_of("127.0.0.9", &want);
 	assert_memory_equal(a.grh.dgid.raw, want.raw, 16);
@@ -280,7 +281,7 @@ static void test_ah_from_grh(void **state)
 	gid_of("fe80::2", &want);
 	assert_memory_equal(a.grh.dgid.raw, want.raw, 16);
 	assert_int_equal(a.grh.sgid_index, 1);
-	assert_int_equal(a.grh.traffic_class, 0xA5);
+	assert_int_equal(a.grh.traffic_class, 0xA4);	/* ECN bits off */
 	assert_int_equal(a.grh.flow_label, 0x12345);
 	g[0] = 0x5A;			/* neither IPv4 image nor IPv6 */
 	assert_int_equal(ur_ah_attr_from_grh(dev, 1, &wc, g, &a), -EINVAL);

@@ -217,6 +217,54 @@ static void test_class(void **state)
 	    ur_op_valid_for_class(0x2c, UR_TCLASS_UC)); /* no UC READ */
 }
 
+/*
+ * The RoCEv2 CNP (annex A17.9.3) as NICs send it: BTH with opcode 0x81,
+ * P_Key 0xFFFF, BECN, the destination QP, PSN 0, 16 reserved zero bytes,
+ * then the ICRC: 32 bytes of UDP payload. The header bytes are those of
+ * a published mlx5 CNP to QP 0xd2. On receive the reserved bytes are
+ * ignored, and no QP class has the opcode (it is the NIC's, not a QP's).
+ */
+static void test_cnp(void **state)
+{
+	static const uint8_t mlx5_hdr[28] = {
+		0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x00, 0xd2,
+	};
+	struct ur_hdr_fields f = { 0 };
+	uint8_t buf[32];
+	struct ur_pkt pkt;
+
+	(void)state;
+	f.opcode = UR_OPC_CNP;
+	f.pkey = 0xffff;
+	f.becn = true;
+	f.qpn = 0xd2;
+	memset(buf, 0xee, sizeof(buf));
+	assert_int_equal(ur_hdr_build(buf, sizeof(buf), &f), 28);
+	assert_memory_equal(buf, mlx5_hdr, sizeof(mlx5_hdr));
+	assert_int_equal(ur_pkt_parse(buf, sizeof(buf), &pkt), UR_DROP_NONE);
+	assert_int_equal(pkt.opcode, UR_OPC_CNP);
+	assert_int_equal(pkt.qpn, 0xd2);
+	assert_int_equal(pkt.psn, 0);
+	assert_int_equal(pkt.hdr_len, 28);
+	assert_int_equal(pkt.paylen, 0);
+	assert_true(ur_bth_becn(pkt.bth));
+	assert_null(pkt.aeth);
+	buf[20] = 0x5a;		/* reserved: ignored on receive */
+	assert_int_equal(ur_pkt_parse(buf, sizeof(buf), &pkt), UR_DROP_NONE);
+	assert_int_equal(ur_pkt_check_class(&pkt, UR_TCLASS_RC),
+			 UR_DROP_OPCODE_CLASS);
+	/* too short for its reserved bytes; or with a payload */
+	assert_int_equal(ur_pkt_parse(buf, 31, &pkt), UR_DROP_BAD_LENGTH);
+	assert_int_equal(ur_pkt_parse(buf, sizeof(buf), &pkt), UR_DROP_NONE);
+	{
+		uint8_t big[36] = { 0 };
+
+		memcpy(big, buf, 28);
+		assert_int_equal(ur_pkt_parse(big, sizeof(big), &pkt),
+				 UR_DROP_PAYLOAD_LEN);
+	}
+}
+
 /* Compare two field sets on what opcode op carries. */
 static void assert_fields_equal(const struct ur_hdr_fields *a,
 				const struct ur_hdr_fields *b, uint8_t op)
@@ -733,6 +781,7 @@ int main(void)
 	    cmocka_unit_test(test_opcode_table),
 	    cmocka_unit_test(test_max_hdr_bytes),
 	    cmocka_unit_test(test_class),
+	    cmocka_unit_test(test_cnp),
 	    cmocka_unit_test(test_build_parse_all),
 	    cmocka_unit_test(test_xrceth),
 	    cmocka_unit_test(test_parse_rejects),
