@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The loopback tour: unmodified ibv_rc_pingpong, then perftest latency and
 # bandwidth for send, write, read and atomic, two processes on this host,
-# each talking RoCEv2 through uroce. Prints a short table.
+# each talking RoCEv2 through uroce (over the same-host rings, the default;
+# UROCE_LINK=udp in the environment puts them on UDP). Prints a short table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -20,7 +21,12 @@ pair() {	# pair OUT "cmd": server in background, client to 127.0.0.1
 	return $rc
 }
 
-echo "uroce demo: two unmodified processes on one host, RoCEv2 over UDP 4791"
+if [[ ${UROCE_LINK:-auto} == udp ]]; then
+	echo "uroce demo: two unmodified processes on one host, RoCEv2 over UDP 4791"
+else
+	echo "uroce demo: two unmodified processes on one host, RoCEv2 packets through"
+	echo "shared-memory rings (UROCE_LINK=udp: over UDP 4791, as to another host)"
+fi
 echo
 ibv_devices
 echo

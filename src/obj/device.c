@@ -112,6 +112,10 @@ static int device_init(struct ur_device *dev, unsigned int index,
 	if (index == 0 && cfg->num_addrs) {
 		unsigned int n = UR_MIN(cfg->num_addrs, (unsigned int)UR_MAX_GID);
 
+		/* util/config.c refuses a longer list; both say "16 GIDs" */
+		_Static_assert(UR_CONFIG_MAX_ADDRS == UR_MAX_GID,
+			       "UROCE_ADDRS holds one address per GID");
+
 		for (unsigned int i = 0; i < n; i++)
 			set_gid(dev, i, &cfg->addrs[i]);
 		dev->num_gids = n;

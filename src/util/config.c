@@ -19,18 +19,21 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 /*
  * The list's addresses into out (at most max); *bad counts the entries that
- * are not addresses (each reported at level lvl).
+ * are not addresses (each reported at level lvl), *extra the addresses
+ * past the first max, which are parsed and counted but not kept.
  */
 static unsigned int parse_addr_list(const char *list, union ur_sockaddr *out,
 				    unsigned int max, unsigned int *bad,
-				    int lvl)
+				    unsigned int *extra, int lvl)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
+	union ur_sockaddr spare;
 	unsigned int n = 0;
 	const char *p = list;
 
 	*bad = 0;
-	while (p && *p && n < max) {
+	*extra = 0;
+	while (p && *p) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 
@@ -44,8 +47,11 @@ static unsigned int parse_addr_list(const char *list, union ur_sockaddr *out,
 		if (len && len < sizeof(buf)) {
 			memcpy(buf, p, len);
 			buf[len] = '\0';
-			if (ur_addr_parse(buf, &out[n])) {
-				n++;
+			if (ur_addr_parse(buf, n < max ? &out[n] : &spare)) {
+				if (n < max)
+					n++;
+				else
+					(*extra)++;
 			} else {
 				ur_log_at(lvl, "UROCE_ADDRS: '%s' is not an IPv4 "
 				       "or IPv6 address", buf);
@@ -64,9 +70,9 @@ static unsigned int parse_addr_list(const char *list, union ur_sockaddr *out,
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 				   unsigned int max)
 {
-	unsigned int bad;
+	unsigned int bad, extra;
 
-	return parse_addr_list(list, out, max, &bad, UR_LOG_WARN);
+	return parse_addr_list(list, out, max, &bad, &extra, UR_LOG_WARN);
 }
 
 int ur_config_auto_addr(union ur_sockaddr *out)
@@ -224,14 +230,16 @@ static void parse_link(struct ur_config *c)
 }
 
 /*
- * An UROCE_ADDRS with an entry that is not an address is an error, not a
- * warning: the automatic address (or the rest of the list, with every GID
- * index after the typo shifted) would reach no peer the user meant, and
- * the program would only time out. obj/device.c then creates no device.
+ * An UROCE_ADDRS with an entry that is not an address, or with more
+ * addresses than a device has GIDs, is an error, not a warning: the
+ * automatic address (or the rest of the list, with every GID index after
+ * the typo shifted, or without the addresses past the table) would reach
+ * no peer the user meant, and the program would only time out.
+ * obj/device.c then creates no device.
  */
 static void parse_devices(struct ur_config *c)
 {
-	unsigned int bad;
+	unsigned int bad, extra;
 	const char *v;
 
 	c->num_devices = (unsigned int)env_uint("UROCE_NUM_DEVICES", 1,
@@ -242,11 +250,16 @@ static void parse_devices(struct ur_config *c)
 	if (!v)
 		return;
 	c->num_addrs = parse_addr_list(v, c->addrs, UR_CONFIG_MAX_ADDRS, &bad,
-				       UR_LOG_ERR);
+				       &extra, UR_LOG_ERR);
 	if (bad || !c->num_addrs) {
 		c->addrs_bad = true;
 		ur_err("UROCE_ADDRS=%s: want comma-separated IPv4/IPv6 "
 		       "addresses; no uroce device is created", v);
+	} else if (extra) {
+		c->addrs_bad = true;
+		ur_err("UROCE_ADDRS: %u addresses, but a device has at most %u "
+		       "GIDs; no uroce device is created",
+		       c->num_addrs + extra, UR_CONFIG_MAX_ADDRS);
 	}
 }
 

@@ -13,10 +13,11 @@
  *
  *   UROCE_ADDRS=a,b,...   IPv4 and/or IPv6 addresses of uroce0, in GID table
  *                         order (GID i is RoCEv2: IPv4 a.b.c.d becomes
- *                         ::ffff:a.b.c.d, IPv6 stays itself). At most
- *                         UR_CONFIG_MAX_ADDRS. An entry that is not an
- *                         address is an error (addrs_bad): no device is
- *                         created, see parse_devices(). Unset or empty: uroce0
+ *                         ::ffff:a.b.c.d, IPv6 stays itself). An entry
+ *                         that is not an address, or more than
+ *                         UR_CONFIG_MAX_ADDRS addresses, is an error
+ *                         (addrs_bad): no device is created, see
+ *                         parse_devices(). Unset or empty: uroce0
  *                         gets ONE automatic loopback address, 127.X.Y.Z
  *                         with X.Y.Z random (X != 0, so 127.0.0.0/16 and
  *                         127.0.0.1 stay free), so that several processes
@@ -131,8 +132,8 @@ void ur_config_release(struct ur_config *c);
 
 /*
  * Parses a UROCE_ADDRS-style list into out (at most max entries). Returns
- * the number of addresses parsed; invalid entries are skipped. Exposed for
- * tests.
+ * the number of addresses kept; invalid entries and addresses past max are
+ * skipped (invalid ones with a warning). Exposed for tests.
  */
 unsigned int ur_config_parse_addrs(const char *list, union ur_sockaddr *out,
 				   unsigned int max);

@@ -54,6 +54,8 @@ err_case bad_addr_in_list 2 "^uroce: --addr: 'fe80::1::2' is not" \
 	"$U" run --addr=127.0.0.1,fe80::1::2 true
 err_case bad_env_addrs 2 "^uroce: UROCE_ADDRS: 'nothing' is not an IPv4 or IPv6 address$" \
 	env UROCE_ADDRS=127.0.0.1,nothing "$U" run true
+err_case addrs_over_limit 2 "^uroce: --addr: 17 addresses, but a device has at most 16 GIDs$" \
+	"$U" run --addr "$(seq -s, -f 127.0.1.%g 17)" true
 err_case no_program 2 "^uroce: run: no PROGRAM given" "$U" run --stats
 err_case no_such_program 127 "^uroce: run: 'no-such-program-here': no such program in PATH$" \
 	"$U" run -- no-such-program-here

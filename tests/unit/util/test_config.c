@@ -308,6 +308,37 @@ static void test_regress_bad_addrs_silent(void **state)
 	ur_config_release(&c);
 }
 
+/*
+ * regress_addrs_over_limit: a 17th UROCE_ADDRS entry was dropped with no
+ * word, so a peer addressing it by GID index 16 reached nobody. More
+ * entries than the GID table holds is an error like a bad entry.
+ */
+static void test_regress_addrs_over_limit(void **state)
+{
+	char list[UR_CONFIG_MAX_ADDRS * 16 + 16] = "";
+	struct ur_config c;
+	size_t len = 0;
+
+	for (unsigned int i = 1; i <= UR_CONFIG_MAX_ADDRS; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					"%s10.0.0.%u", i > 1 ? "," : "", i);
+	setenv("UROCE_ADDRS", list, 1);
+	parse_capturing(&c);
+	assert_string_equal(messages, "");
+	assert_false(c.addrs_bad);
+	assert_int_equal(c.num_addrs, UR_CONFIG_MAX_ADDRS);
+	ur_config_release(&c);
+
+	/* one more, and an empty entry after it that does not count */
+	snprintf(list + len, sizeof(list) - len, ", 10.0.0.99,");
+	setenv("UROCE_ADDRS", list, 1);
+	parse_capturing(&c);
+	assert_true(c.addrs_bad);
+	assert_said("UROCE_ADDRS: 17 addresses, but a device has at most 16 "
+		    "GIDs; no uroce device is created");
+	ur_config_release(&c);
+}
+
 static void parse_bool_strict(void **state)
 {
 	bool b = true;
@@ -374,6 +405,7 @@ int main(void)
 		cmocka_unit_test_setup(stats_pcap_fault, clear_env),
 		cmocka_unit_test_setup(addrs, clear_env),
 		cmocka_unit_test_setup(test_regress_bad_addrs_silent, clear_env),
+		cmocka_unit_test_setup(test_regress_addrs_over_limit, clear_env),
 		cmocka_unit_test(parse_bool_strict),
 		cmocka_unit_test(parse_uint_strict),
 		cmocka_unit_test_setup(get_once_applies_log, clear_env),
