@@ -11,13 +11,15 @@
  *    it) is stale once its pid belongs to another process;
  *  - a client reading the rendezvous while a listener publishes sees the
  *    whole entry or none, and so never removes a live listener's;
+ *  - a client that finds an entry stale removes that file, never the live
+ *    one a listener put under the name meanwhile;
  *  - a forked child of ours that calls exit(): our own connection, whose
  *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
  *    still goes through);
  *  - a process whose event thread is still in rdma_get_cm_event, or
  *    calls it again, after main destroyed the channel (rping's shape)
  *    exits with main's status.
- * The first five tests fork before this process opens a device (a child
+ * The first six tests fork before this process opens a device (a child
  * must not inherit an initialised library); the last forks after, on
  * purpose.
  */
@@ -276,6 +278,84 @@ static void test_regress_entry_appears_whole(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/*
+ * Regression: a reader that found an entry stale removed it by name, so
+ * when a listener had meanwhile removed the same stale entry and linked
+ * its own, the reader's unlink took the live one: the listener was left
+ * unreachable and its clients got REJECTED. A stale entry is one whose
+ * process is gone or whose pid now names a process that started at
+ * another time (here: this process, with start time 1, which makes the
+ * check read /proc as for a reused pid). Each round puts one at the
+ * name, then listens, while another child resolves the name again and
+ * again; the listener's entry must still be there a moment after
+ * rdma_listen.
+ */
+#define STALE_ROUNDS 3000
+#define STALE_SECONDS 5
+
+static void test_regress_stale_entry_removed_by_identity(void **state)
+{
+	char entry[700], tmp[720], line[64];
+	uint16_t p = port();
+	pid_t reader, lis;
+	int st;
+
+	rv_entry(entry, sizeof(entry), p);
+	snprintf(tmp, sizeof(tmp), "%s.stale", entry);
+	snprintf(line, sizeof(line), "%ld:1 ::ffff:127.1.2.3\n",
+		 (long)getpid());
+	reader = fork();
+	assert_true(reader >= 0);
+	if (reader == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct sockaddr_in a = ta_lo(p);
+		struct rdma_cm_id *id;
+
+		for (;;) {
+			if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+			    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
+					      2000))
+				_exit(2);
+			rdma_destroy_id(id);
+		}
+	}
+	lis = fork();
+	assert_true(lis >= 0);
+	if (lis == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct sockaddr_in a = ta_lo(p);
+		time_t end = time(NULL) + STALE_SECONDS;
+		struct rdma_cm_id *l;
+		FILE *f;
+		int i;
+
+		for (i = 0; i < STALE_ROUNDS && time(NULL) < end; i++) {
+			f = fopen(tmp, "w");
+			if (!f || fputs(line, f) < 0 || fclose(f) ||
+			    rename(tmp, entry))
+				_exit(4);
+			if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+			    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+			    rdma_listen(l, 1))
+				_exit(2);
+			usleep(200);
+			if (access(entry, F_OK)) {
+				fprintf(stderr, "live entry removed, round "
+					"%d\n", i);
+				_exit(3);
+			}
+			rdma_destroy_id(l);
+		}
+		exit(0);
+	}
+	assert_int_equal(waitpid(lis, &st, 0), lis);
+	kill(reader, SIGKILL);
+	waitpid(reader, NULL, 0);
+	unlink(tmp);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_regress_exit_left_peer_waiting(void **state)
 {
 	struct rdma_event_channel *ch;
@@ -521,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_regress_exit_withdraws_rendezvous),
 		cmocka_unit_test(test_regress_killed_listener_pid_reused),
 		cmocka_unit_test(test_regress_entry_appears_whole),
+		cmocka_unit_test(test_regress_stale_entry_removed_by_identity),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
