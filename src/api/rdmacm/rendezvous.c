@@ -119,8 +119,8 @@ static void entry_remove(const char *path, FILE *f)
 		 (long)getpid());
 	if (rename(path, tmp))
 		return;		/* removed already */
-	if (!lstat(tmp, &now) &&
-	    (now.st_ino != was.st_ino || now.st_dev != was.st_dev))
+	if (lstat(tmp, &now) || now.st_ino != was.st_ino ||
+	    now.st_dev != was.st_dev)
 		(void)link(tmp, path);	/* EEXIST: a newer one is there */
 	unlink(tmp);
 }
