@@ -20,7 +20,8 @@
  * appears (link(2) of a finished file, which fails where one exists, as
  * O_EXCL would), so a reader never sees half of one, and a second live
  * listener on the same address and port gets EADDRINUSE; entries of
- * processes that died are removed by the next reader or publisher.
+ * processes that died are removed by the next reader or publisher, that
+ * file and not whatever holds the name by then (entry_remove).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -98,6 +99,33 @@ static void entry_name(char *buf, size_t len, enum rdma_port_space ps,
 }
 
 /*
+ * Removes the entry at path if it is still the file f, found stale. By
+ * name alone it could be another: a listener that found the same stale
+ * entry removes it and links its own in, and that one must stay (its
+ * clients would get REJECTED). rename() takes whatever the name holds
+ * aside in one step; a file that is not f goes back. f stays open until
+ * then, so that its inode cannot have gone to the newer file. Under
+ * cma.lock, so the aside name is this process's alone.
+ */
+static void entry_remove(const char *path, FILE *f)
+{
+	char tmp[PATH_MAX + 40];
+	const char *slash = strrchr(path, '/');
+	struct stat was, now;
+
+	if (!slash || fstat(fileno(f), &was))
+		return;
+	snprintf(tmp, sizeof(tmp), "%.*s/.old-%ld", (int)(slash - path), path,
+		 (long)getpid());
+	if (rename(path, tmp))
+		return;		/* removed already */
+	if (lstat(tmp, &now) || now.st_ino != was.st_ino ||
+	    now.st_dev != was.st_dev)
+		(void)link(tmp, path);	/* EEXIST: a newer one is there */
+	unlink(tmp);
+}
+
+/*
  * Reads an entry: 0 (live; gid set to the GID that is want, else the first
  * of like's IP version, else the first), -ESRCH (stale, removed), -ENOENT.
  */
@@ -115,7 +143,6 @@ static int entry_read(const char *path, const uint8_t want[16],
 	if (!f)
 		return -ENOENT;
 	tok = fgets(buf, sizeof(buf), f) ? strtok_r(buf, " \n", &save) : NULL;
-	fclose(f);
 	if (tok)
 		pid = strtol(tok, &end, 10);
 	if (end && *end == ':')
@@ -134,9 +161,11 @@ static int entry_read(const char *path, const uint8_t want[16],
 	}
 	if (!n || (kill((pid_t)pid, 0) && errno == ESRCH) ||
 	    (start && proc_start_time(pid) != start)) {
-		unlink(path);
+		entry_remove(path, f);
+		fclose(f);
 		return -ESRCH;
 	}
+	fclose(f);
 	return 0;
 }
 

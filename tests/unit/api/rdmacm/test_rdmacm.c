@@ -12,7 +12,8 @@
  *  - accept: both ids ESTABLISHED with the private data of REQ and REP,
  *    the QPs in RTS with each side's SQ PSN the other's RQ PSN, a SEND
  *    goes through byte for byte; disconnect: both DISCONNECTED, QPs in ERR;
- *  - bad input: errno as rdma-core's man pages say;
+ *  - bad input: errno as rdma-core's man pages say; an id and a
+ *    destination of two IP families: EINVAL, as the kernel answers;
  *  - rdma_destroy_id dropping an event that a thread blocked in
  *    rdma_get_cm_event is waking up for: neither hangs;
  *  - 2000 connect/disconnect cycles leave no file descriptor and no
@@ -466,6 +467,85 @@ static void test_regress_family_mismatch(void **state)
 	assert_int_equal(rdma_destroy_id(id), 0);
 }
 
+/* rdma_resolve_addr expecting EINVAL, with errno cleared first. */
+static void resolve_einval(struct rdma_cm_id *id, const void *src,
+			   const void *dst)
+{
+	errno = 0;
+	assert_int_equal(rdma_resolve_addr(id, (struct sockaddr *)src,
+					   (struct sockaddr *)dst, 1000), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+/*
+ * The other shapes of issue 28's "IPv4-bound id, IPv6 destination", each
+ * answered EINVAL as the kernel's resolve_prepare_src answers it (the id's
+ * family against the destination's sa_family, after binding an unbound id
+ * to the source given): an id bound to the IPv4 wildcard; an IPv4-mapped
+ * IPv6 destination (AF_INET6, hence not the id's family); an IPv6-wildcard
+ * id and an IPv4 destination; a synchronous id (an error, not a wait for
+ * an event that never comes); rdma_create_ep with an IPv4 source and an
+ * IPv6 destination. A refused resolve queues no event and leaves no
+ * destination on the id; the id stays bound and resolves its own family.
+ */
+static void test_family_mismatch_corners(void **state)
+{
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
+	struct sockaddr_in lo4 = ta_lo(0), dst4 = ta_lo(port());
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 dst6 = { .sin6_family = AF_INET6,
+				     .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in6 mapped6;
+	struct rdma_event_channel *own = rdma_create_event_channel();
+	struct pollfd pfd = { .events = POLLIN };
+	struct rdma_addrinfo rai = { .ai_family = AF_INET6,
+				     .ai_port_space = RDMA_PS_TCP };
+	struct rdma_cm_id *id;
+
+	assert_non_null(own);
+	pfd.fd = own->fd;
+	dst6.sin6_port = htons(port());
+	mapped6 = dst6;
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:127.0.0.1",
+				   &mapped6.sin6_addr), 1);
+
+	assert_int_equal(rdma_create_id(own, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&any4), 0);
+	resolve_einval(id, NULL, &dst6);
+	resolve_einval(id, NULL, &mapped6);
+	assert_int_equal(rdma_get_peer_addr(id)->sa_family, 0);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst4,
+					   1000), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	assert_int_equal(rdma_create_id(own, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&any6), 0);
+	resolve_einval(id, NULL, &dst4);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	/* an unbound id given an IPv4 source is bound to it first */
+	assert_int_equal(rdma_create_id(own, &id, NULL, RDMA_PS_TCP), 0);
+	resolve_einval(id, &lo4, &dst6);
+	assert_int_equal(rdma_get_local_addr(id)->sa_family, AF_INET);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&lo4), 0);
+	resolve_einval(id, NULL, &dst6);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	rai.ai_src_addr = (struct sockaddr *)&lo4;
+	rai.ai_src_len = sizeof(lo4);
+	rai.ai_dst_addr = (struct sockaddr *)&dst6;
+	rai.ai_dst_len = sizeof(dst6);
+	errno = 0;
+	assert_int_equal(rdma_create_ep(&id, &rai, NULL, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	rdma_destroy_event_channel(own);
+}
+
 /*
  * Regression: rdma_get_cm_event took the channel fd's count before it
  * locked the queue, so an rdma_destroy_id that dropped the same event in
@@ -589,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_peer_vanishes),
 		cmocka_unit_test(test_channel_fd),
 		cmocka_unit_test(test_regress_family_mismatch),
+		cmocka_unit_test(test_family_mismatch_corners),
 		cmocka_unit_test(test_regress_destroy_races_get_event),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_listener),

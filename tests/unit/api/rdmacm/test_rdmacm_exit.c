@@ -11,14 +11,21 @@
  *    it) is stale once its pid belongs to another process;
  *  - a client reading the rendezvous while a listener publishes sees the
  *    whole entry or none, and so never removes a live listener's;
+ *  - a client that finds an entry stale removes that file, never the live
+ *    one a listener put under the name meanwhile;
  *  - a forked child of ours that calls exit(): our own connection, whose
  *    ids the child holds copies of, stays up (no DISCONNECTED, a SEND
- *    still goes through).
- * The first four tests fork before this process opens a device (a child
+ *    still goes through);
+ *  - a process whose event thread is still in rdma_get_cm_event, or
+ *    calls it again, after main destroyed the channel (rping's shape)
+ *    exits with main's status.
+ * The first six tests fork before this process opens a device (a child
  * must not inherit an initialised library); the last forks after, on
  * purpose.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -30,6 +37,7 @@
 #include <setjmp.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 #include <rdma/rdma_cma.h>
@@ -203,6 +211,22 @@ static void test_regress_killed_listener_pid_reused(void **state)
 	assert_int_equal(access(entry, F_OK), -1);
 }
 
+/* A child's loop: resolves 127.0.0.1:p again and again (the lookup is in
+ * the call; its event is not waited for, destroy drops it). */
+static void resolve_forever(uint16_t p)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ta_lo(p);
+	struct rdma_cm_id *id;
+
+	for (;;) {
+		if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+		    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000))
+			_exit(2);
+		rdma_destroy_id(id);
+	}
+}
+
 /*
  * Regression: an entry was created empty and written after, and a reader
  * that opened it in between took it for a dead writer's and removed it:
@@ -226,20 +250,8 @@ static void test_regress_entry_appears_whole(void **state)
 	rv_entry(entry, sizeof(entry), p);
 	reader = fork();
 	assert_true(reader >= 0);
-	if (reader == 0) {
-		struct rdma_event_channel *ch = rdma_create_event_channel();
-		struct sockaddr_in a = ta_lo(p);
-		struct rdma_cm_id *id;
-
-		for (;;) {	/* the lookup is in the call; its event is not
-				 * waited for (destroy drops it) */
-			if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
-			    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
-					      2000))
-				_exit(2);
-			rdma_destroy_id(id);
-		}
-	}
+	if (reader == 0)
+		resolve_forever(p);
 	lis = fork();
 	assert_true(lis >= 0);
 	if (lis == 0) {
@@ -266,6 +278,82 @@ static void test_regress_entry_appears_whole(void **state)
 	assert_int_equal(waitpid(lis, &st, 0), lis);
 	kill(reader, SIGKILL);
 	waitpid(reader, NULL, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
+ * Regression: a reader that found an entry stale removed it by name, so
+ * when a listener had meanwhile removed the same stale entry and linked
+ * its own, the reader's unlink took the live one: the listener was left
+ * unreachable and its clients got REJECTED. A stale entry is one whose
+ * process is gone or whose pid now names a process that started at
+ * another time (here: this process, with start time 1, which makes the
+ * check read /proc as for a reused pid). Each round puts one at the
+ * name, then listens, while two other children resolve the name again
+ * and again; the listener's entry must still be there a moment after
+ * rdma_listen.
+ */
+#define STALE_ROUNDS 3000
+#define STALE_SECONDS 5
+#define STALE_READERS 2
+
+static void test_regress_stale_entry_removed_by_identity(void **state)
+{
+	char entry[700], tmp[720], line[64];
+	uint16_t p = port();
+	pid_t reader[STALE_READERS], lis;
+	int k, st;
+
+	rv_entry(entry, sizeof(entry), p);
+	snprintf(tmp, sizeof(tmp), "%s.stale", entry);
+	snprintf(line, sizeof(line), "%ld:1 ::ffff:127.1.2.3\n",
+		 (long)getpid());
+	for (k = 0; k < STALE_READERS; k++) {
+		reader[k] = fork();
+		assert_true(reader[k] >= 0);
+		if (reader[k] == 0)
+			resolve_forever(p);
+	}
+	lis = fork();
+	assert_true(lis >= 0);
+	if (lis == 0) {
+		struct rdma_event_channel *ch = rdma_create_event_channel();
+		struct sockaddr_in a = ta_lo(p);
+		time_t end = time(NULL) + STALE_SECONDS;
+		struct rdma_cm_id *l;
+		FILE *f;
+		int i, j;
+
+		for (i = 0; i < STALE_ROUNDS && time(NULL) < end; i++) {
+			f = fopen(tmp, "w");
+			if (!f || fputs(line, f) < 0 || fclose(f) ||
+			    rename(tmp, entry))
+				_exit(4);
+			if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+			    rdma_bind_addr(l, (struct sockaddr *)&a) ||
+			    rdma_listen(l, 1))
+				_exit(2);
+			/* a reader sets the live entry aside for a moment
+			 * when it lost the race; removed, it stays away */
+			usleep(200);
+			for (j = 0; j < 100 && access(entry, F_OK); j++)
+				usleep(1000);
+			if (j == 100) {
+				fprintf(stderr, "live entry removed, round "
+					"%d\n", i);
+				_exit(3);
+			}
+			rdma_destroy_id(l);
+		}
+		exit(0);
+	}
+	assert_int_equal(waitpid(lis, &st, 0), lis);
+	for (k = 0; k < STALE_READERS; k++) {
+		kill(reader[k], SIGKILL);
+		waitpid(reader[k], NULL, 0);
+	}
+	unlink(tmp);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
@@ -393,12 +481,129 @@ static void test_forked_child_exit_leaves_ours(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * rping (rdma-core 44's, Debian's) never stops its event thread: it loops
+ * on rdma_get_cm_event and exit()s with a failure on any error, while
+ * main destroys the id and the channel and returns. That thread is then
+ * either already waiting in rdma_get_cm_event or about to call it again
+ * on the destroyed channel. Neither may end the process with an error,
+ * nor keep it from exiting: a reader woken with EBADF made 17 of 20
+ * rping clients exit 255 ("rdma_get_cm_event: Bad file descriptor").
+ * Each child here is such a process; late makes its thread call again
+ * only after the channel is gone, else the thread is asleep in the call
+ * when main destroys it. Exit status: 0, or where it failed (9: the
+ * reader got an error).
+ */
+#define READER_EXIT_S 10
+
+struct exit_reader {
+	struct rdma_event_channel *ch;
+	sem_t handled, go;
+	bool late;
+	volatile pid_t tid;
+};
+
+static void *exit_reader_main(void *arg)
+{
+	struct exit_reader *r = arg;
+	struct rdma_cm_event *ev;
+
+	r->tid = (pid_t)syscall(SYS_gettid);
+	for (;;) {
+		if (rdma_get_cm_event(r->ch, &ev))
+			_exit(9);	/* rping: perror, exit(ret) */
+		rdma_ack_cm_event(ev);
+		sem_post(&r->handled);
+		if (r->late)
+			sem_wait(&r->go);
+	}
+	return NULL;
+}
+
+/* Until thread tid sleeps (state S), for at most 2 s. */
+static void until_asleep(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	for (i = 0; i < 400; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		usleep(5000);
+	}
+}
+
+static void exit_with_reader(uint16_t p, bool late)
+{
+	struct sockaddr_in a = ta_lo(p);
+	struct exit_reader r = { .late = late };
+	struct rdma_cm_id *id;
+	pthread_t t;
+
+	r.ch = rdma_create_event_channel();
+	if (!r.ch || rdma_create_id(r.ch, &id, NULL, RDMA_PS_TCP) ||
+	    sem_init(&r.handled, 0, 0) || sem_init(&r.go, 0, 0) ||
+	    pthread_create(&t, NULL, exit_reader_main, &r))
+		_exit(2);
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000))
+		_exit(3);
+	sem_wait(&r.handled);	/* ADDR_RESOLVED, acked */
+	if (!late)
+		until_asleep(r.tid);
+	if (rdma_destroy_id(id))
+		_exit(4);
+	rdma_destroy_event_channel(r.ch);
+	if (late) {
+		sem_post(&r.go);
+		usleep(20000);
+		until_asleep(r.tid);
+	}
+	exit(0);	/* not _exit: the library's destructors run */
+}
+
+static void test_exit_with_reader_on_destroyed_channel(void **state)
+{
+	int round, st = 0;
+
+	for (round = 0; round < 4; round++) {
+		pid_t pid = fork(), w = 0;
+		int i;
+
+		assert_true(pid >= 0);
+		if (pid == 0)
+			exit_with_reader(port(), round & 1);
+		for (i = 0; i < READER_EXIT_S * 100 && !w; i++) {
+			w = waitpid(pid, &st, WNOHANG);
+			if (!w)
+				usleep(10000);
+		}
+		if (!w) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("round %d (late %d): no exit in %d s", round,
+				 round & 1, READER_EXIT_S);
+		}
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exit_with_reader_on_destroyed_channel),
 		cmocka_unit_test(test_regress_exit_withdraws_rendezvous),
 		cmocka_unit_test(test_regress_killed_listener_pid_reused),
 		cmocka_unit_test(test_regress_entry_appears_whole),
+		cmocka_unit_test(test_regress_stale_entry_removed_by_identity),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
