@@ -278,8 +278,10 @@ static bool qp_find(struct dx_table *t, uint32_t qpn, struct dx_qp *out)
 		if (s & 1)
 			return false;
 		memcpy(out, e, sizeof(*out));
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&e->seq, memory_order_relaxed) != s)
+		/* an RMW, not a load: its release half keeps the copy before
+		 * it (a fence would do, but ThreadSanitizer has none) */
+		if (atomic_fetch_add_explicit(&e->seq, 0,
+					      memory_order_acq_rel) != s)
 			return false;
 		if (out->qpn == qpn)
 			return true;
@@ -321,7 +323,8 @@ static bool mr_hold(struct dx_table *t, uint32_t rkey, int32_t me,
 		if (k == DX_HOLDERS)
 			return false;
 		memcpy(&h->mr, e, offsetof(struct dx_mr, holder));
-		if (atomic_load(&e->seq) != s || h->mr.key != rkey) {
+		/* seq_cst RMW: after the claim, and the copy before it */
+		if (atomic_fetch_add(&e->seq, 0) != s || h->mr.key != rkey) {
 			atomic_store_explicit(&e->holder[k], 0,
 					      memory_order_release);
 			return false;
