@@ -568,9 +568,17 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 	    (!write && w[0]->opcode != IBV_WR_RDMA_READ) || !w[0]->length ||
 	    ur_link_faulty(nic->link))
 		return 0;
-	/* nothing before it in flight: it cannot overtake a request */
-	if (xp->psn != xp->comp_psn || xp->rd_outstanding || xp->req_pkt ||
-	    xp->resend_active)
+	/*
+	 * Nothing ever sent is unacknowledged: the copy cannot overtake a
+	 * request, and the responder expects exactly the PSN the requester
+	 * sends next (the copy takes none). After a go-back-N psn is back
+	 * at comp_psn while the responder may hold requests up to psn_max:
+	 * a WQE copied then would leave the next packets in its PSNs, taken
+	 * there for duplicates (atomics answered from the replay cache,
+	 * SENDs dropped: soak_loopback_direct).
+	 */
+	if (xp->psn != xp->comp_psn || xp->psn_max != xp->comp_psn ||
+	    xp->rd_outstanding || xp->req_pkt || xp->resend_active)
 		return 0;
 	b.t = peer_get(qp, &pid);
 	if (!b.t)
