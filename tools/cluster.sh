@@ -246,6 +246,21 @@ cluster_addr() {
 	echo "10.77.$2.$(($1 + 1))"
 }
 
+# cluster_rps NS DEV: receive packet steering on DEV, over every CPU (at
+# most the first 32). A veth hands a packet to the backlog of the CPU that
+# sends it, and a tbf is emptied by whichever CPU its timer fires on, so
+# without RPS two CPUs reorder a flow, which a wire never does (uroce's
+# RC responder then sees a gap, NAKs and is sent data again); RPS keeps
+# each flow on one CPU's backlog. A kernel without RPS goes without.
+cluster_rps() {
+	local n
+	n=$(nproc 2>/dev/null) || n=1
+	((n > 1)) || return 0
+	((n <= 32)) || n=32
+	ip netns exec "$1" sh -c "echo $(printf %x $(((1 << n) - 1))) >/sys/class/net/$2/queues/rx-0/rps_cpus" \
+		2>/dev/null || :
+}
+
 cluster_up() {
 	local sw=$cl_prefix-sw h k ns
 	cl_made=("$sw")
@@ -267,6 +282,8 @@ cluster_up() {
 		done
 		cluster_ip "link of $ns" ip -n "$ns" link set eth0 up
 		cluster_ip "loopback of $ns" ip -n "$ns" link set lo up
+		cluster_rps "$ns" eth0
+		cluster_rps "$sw" "h$h"
 		if [[ -n ${cl_rate[h]:-} ]]; then
 			cluster_tbf "$ns" eth0 "${cl_rate[h]}" "${cl_queue[h]}"
 			cluster_tbf "$sw" "h$h" "${cl_rate[h]}" "${cl_queue[h]}"
