@@ -181,7 +181,7 @@ cluster_kill_ns() {
 	done
 }
 
-# cluster_del_ns INODE NS...: the namespaces, after their processes, and
+# cluster_del_ns NS...: the namespaces, after their processes, and
 # the same-host rings their processes left in /dev/shm
 cluster_del_ns() {
 	local ns ino
@@ -210,7 +210,7 @@ cluster_down() {
 	((cl_down_done)) && return 0
 	cl_down_done=1
 	trap '' INT TERM HUP
-	local ino
+	local ns ino
 	[[ -z $cl_sleep ]] || kill "$cl_sleep" 2>/dev/null || :
 	((${#cl_made[@]})) && cluster_kill_ns "${cl_made[@]}"
 	for ns in "${cl_made[@]}"; do
