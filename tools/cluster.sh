@@ -57,8 +57,10 @@ Each program gets UROCE_ADDRS, UROCE_CLUSTER_HOST (its host's number),
 UROCE_CLUSTER_PROGRAM (its K), UROCE_CLUSTER_HOSTS (N),
 UROCE_CLUSTER_ADDRS (each host's first address, in host order),
 UROCE_CLUSTER_ADDR_I (host I's first address), UROCE_CLUSTER_HOST_ADDRS
-(its host's addresses), UROCE_CLUSTER_NAME (uroce-PID), and stdin from
-/dev/null. Exit status: 0, the first failed program's, 124 (--timeout),
+(its host's addresses), UROCE_CLUSTER_NAME (uroce-PID), UROCE_CLUSTER_RSH
+(the remote shell for mpirun: --mca plm_rsh_agent "$UROCE_CLUSTER_RSH"
+--host h0,h1,...), and stdin from /dev/null; host I's name is hI.
+Exit status: 0, the first failed program's, 124 (--timeout),
 1 (not root, or a namespace, link or qdisc that could not be made), 2 (a
 mistake in the command line). See uroce(1).
 USAGE
@@ -92,8 +94,8 @@ cluster_hosts() {
 
 # cluster_per_host NAME ENTRY...: sets NAME[I] for every host from the
 # entries "[HOSTS:]VALUE" (OPTION<TAB>ENTRY), later ones winning
+# shellcheck disable=SC2034 # map: a name for the caller's array
 cluster_per_host() {
-	# shellcheck disable=SC2034 # a name for the caller's array
 	local -n map=$1
 	local e opt v h
 	shift
@@ -293,12 +295,29 @@ cluster_up() {
 
 # ---- the programs -------------------------------------------------------
 
+# cluster_in HOST CMD...: CMD in host HOST's network namespace and, where
+# unshare(1) is there, a UTS namespace of its own named hHOST, so that
+# programs that tell hosts apart by name (Open MPI's session directories
+# in /tmp, its node list) see N machines, not one
+cl_uts=""
+cluster_in() {
+	local h=$1
+	shift
+	[[ -n $cl_uts ]] || { command -v unshare >/dev/null && cl_uts=1 || cl_uts=0; }
+	if ((cl_uts)); then
+		ip netns exec "$cl_prefix-h$h" unshare --uts \
+			sh -c 'hostname "$0" && exec "$@"' "h$h" "$@"
+	else
+		ip netns exec "$cl_prefix-h$h" "$@"
+	fi
+}
+
 declare -A cl_job_host=()	# pid -> host
 declare -A cl_job_what=()	# pid -> what it runs, for messages
 
 # cluster_start HOST K ARGV...: one program on a host, in the background
 cluster_start() {
-	local h=$1 k=$2 ns=$cl_prefix-h$1 pid i mine=""
+	local h=$1 k=$2 pid i mine=""
 	shift 2
 	for ((i = 0; i < cl_naddr; i++)); do
 		mine+=${mine:+,}$(cluster_addr "$h" "$i")
@@ -307,17 +326,18 @@ cluster_start() {
 		      UROCE_CLUSTER_HOST="$h" UROCE_CLUSTER_PROGRAM="$k"
 		      UROCE_CLUSTER_HOSTS="$cl_n" UROCE_CLUSTER_NAME="$cl_prefix"
 		      UROCE_CLUSTER_ADDRS="$(IFS=,; echo "${cl_addr[*]}")"
-		      UROCE_CLUSTER_HOST_ADDRS="$mine")
+		      UROCE_CLUSTER_HOST_ADDRS="$mine"
+		      UROCE_CLUSTER_RSH="$cl_self cluster --rsh")
 	for ((i = 0; i < cl_n; i++)); do
 		env+=("UROCE_CLUSTER_ADDR_$i=${cl_addr[i]}")
 	done
 	[[ -z ${cl_fault[h]:-} ]] ||
 		env+=(UROCE_FAULT="$(cluster_fault_seed "${cl_fault[h]}" $((64 * h + k)))")
 	if [[ -n $cl_output ]]; then
-		ip netns exec "$ns" env "${env[@]}" "$cl_self" run -- "$@" \
+		cluster_in "$h" env "${env[@]}" "$cl_self" run -- "$@" \
 			</dev/null >"$cl_output/h$h.$k.log" 2>&1 &
 	else
-		ip netns exec "$ns" env "${env[@]}" "$cl_self" run -- "$@" </dev/null &
+		cluster_in "$h" env "${env[@]}" "$cl_self" run -- "$@" </dev/null &
 	fi
 	pid=$!
 	cl_job_host[$pid]=$h
@@ -367,6 +387,40 @@ cluster_wait() {
 	return "$status"
 }
 
+# ---- MPI's remote shell -----------------------------------------------------
+
+# `uroce cluster --rsh HOST COMMAND...`: what mpirun runs instead of ssh
+# (--mca plm_rsh_agent "$UROCE_CLUSTER_RSH") to start its daemon on a host
+# of the cluster it runs in: COMMAND, as ssh would run it (sh -c of the
+# words joined), in the namespace of HOST (hI, I, or an address of host
+# I), with the environment a program of that host gets and the host's
+# last address (program 0 of host 0 is usually mpirun itself, which holds
+# the first), so one rank per host.
+cluster_rsh() {
+	local name=${UROCE_CLUSTER_NAME:-} host=${1:-} h i k mine=""
+	local -a a
+	[[ $name =~ ^uroce-[0-9]+$ ]] ||
+		die "cluster --rsh: not run by a program of uroce cluster (no UROCE_CLUSTER_NAME)"
+	(($# >= 2)) || die "cluster --rsh: usage: uroce cluster --rsh HOST COMMAND..."
+	shift
+	if [[ $host =~ ^h?([0-9]+)$ ]]; then
+		h=$((10#${BASH_REMATCH[1]}))
+	elif [[ $host =~ ^10\.77\.[0-9]+\.([0-9]+)$ ]]; then
+		h=$((10#${BASH_REMATCH[1]} - 1))
+	else
+		die "cluster --rsh: '$host' is not a host of the cluster (hI, I, 10.77.K.I+1)"
+	fi
+	[[ -e /run/netns/$name-h$h ]] || die "cluster --rsh: $name has no host $h"
+	IFS=, read -ra a <<<"${UROCE_CLUSTER_HOST_ADDRS:-x,x,x,x}"
+	k=${#a[@]}
+	for ((i = 0; i < k; i++)); do mine+=${mine:+,}$(cluster_addr "$h" "$i"); done
+	cl_prefix=$name
+	cluster_in "$h" env UROCE_ADDRS="$(cluster_addr "$h" $((k - 1)))" \
+		UROCE_CLUSTER_HOST="$h" UROCE_CLUSTER_PROGRAM=$((k - 1)) \
+		UROCE_CLUSTER_HOST_ADDRS="$mine" sh -c "$*"
+	exit
+}
+
 # ---- the command ----------------------------------------------------------
 
 cluster_cmd() {
@@ -375,6 +429,7 @@ cluster_cmd() {
 	local -a jobs_on=()
 	cl_n=2 cl_mtu=1500 cl_timeout="" cl_output="" cl_keep=0 cl_naddr=4
 	cl_self=$(readlink -f "$0")
+	[[ ${1:-} != --rsh ]] || { shift; cluster_rsh "$@"; }
 	while (($#)); do
 		case $1 in
 		-n|--hosts)

@@ -5,11 +5,12 @@
 # with tbf at 1 Gbit/s and a 48 KB queue on every link: a 2-to-1 incast
 # of examples/rendezvous (every byte checked by its receivers) under 1 %
 # loss at the receiving host (the drop counters prove it), a 2-to-1
-# incast of ib_write_bw (every run's exit status), what each program
-# finds in its environment and its host, a failure stopping the other
+# incast of ib_write_bw (every run's exit status), a 4-rank MPI job over
+# UCX (every byte checked; mpi/ring.c), what each program finds in its
+# environment and its host, a failure stopping the other
 # programs with its status, --timeout, SIGTERM, and the leftovers of a
 # SIGKILLed run removed by the next. After every run no namespace, link
-# or /dev/shm file of it may remain. About 20 s.
+# or /dev/shm file of it may remain. About 30 s.
 set -u
 shopt -s nullglob
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +48,10 @@ e2e_err_case bad_fault_key 2 "^uroce: cluster: --fault: 'lose=1': unknown key 'l
 e2e_err_case too_many_programs 2 "^uroce: cluster: host 0 runs more programs than it has addresses \(1: --addrs\)$" \
 	"$U" cluster --addrs 1 --host 0 true -- true
 e2e_err_case bad_timeout 2 "^uroce: cluster: --timeout: '0' is not" "$U" cluster --timeout 0 -- true
+e2e_err_case rsh_outside 2 "^uroce: cluster --rsh: not run by a program of uroce cluster" \
+	env -u UROCE_CLUSTER_NAME "$U" cluster --rsh h1 true
+e2e_err_case rsh_bad_host 2 "^uroce: cluster --rsh: 'x1' is not a host of the cluster" \
+	env UROCE_CLUSTER_NAME=uroce-1 "$U" cluster --rsh x1 true
 e2e_err_case no_such_program 127 "^uroce: cluster: 'no-such-program-here': no such program in PATH$" \
 	"$U" cluster -- no-such-program-here
 if command -v setpriv >/dev/null && (($(id -u) == 0)); then
@@ -150,6 +155,28 @@ if command -v ib_write_bw >/dev/null; then
 	fi
 else
 	e2e_skip incast_perftest "perftest not installed"
+fi
+
+# A 4-rank MPI job over UCX, one rank per host, started by mpirun on host
+# 0 through the command's remote shell (UROCE_CLUSTER_RSH); every byte of
+# a ring exchange and an all-reduce checked (mpi/ring.c), every rank's
+# packets over the links (UROCE_STATS: none through same-host rings)
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
+   mpicc -O2 -o "$E2E_TMP/ring" "$(dirname "$0")/mpi/ring.c" 2>"$E2E_TMP/mpicc.err"; then
+	if UROCE_STATS=$E2E_TMP/mpi.stats run mpi_ring 0 -n 4 --rate 1gbit --timeout 120 \
+		--host 0 "mpirun --allow-run-as-root --mca plm_rsh_agent \"\$UROCE_CLUSTER_RSH\" \
+			--host h0,h1,h2,h3 -np 4 --mca pml ucx --mca btl self --mca osc ^ucx \
+			-x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1 $E2E_TMP/ring"; then
+		n=$(awk '$1 == "link_tx_pkts" && $2 >= 1000 { n++ } END { print n + 0 }' "$E2E_TMP/mpi.stats")
+		if grep -qx "ring ok 4 240 111848100" "$E2E_TMP/mpi_ring/h0.0.log" && ((n == 4)) &&
+		   ! grep -qE '^shm_tx_pkts [1-9]' "$E2E_TMP/mpi.stats"; then
+			e2e_pass mpi_ring
+		else
+			e2e_fail mpi_ring "$n ranks sent over the links; $(tail -n 5 "$E2E_TMP/mpi_ring/h0.0.log")"
+		fi
+	fi
+else
+	e2e_skip mpi_ring "no Open MPI (mpirun, mpicc)"
 fi
 
 # What each program sees: its address, the others', its link's MTU, RPS
