@@ -526,14 +526,16 @@ cluster_cmd() {
 			die "cluster: --output: '$cl_output' is not a directory this user can write"
 	fi
 
+	# (the library's verdict on a spec needs no root: a mistake is
+	# reported as one whoever makes it)
+	need_libdir
+	for ((h = 0; h < cl_n; h++)); do
+		[[ -z ${cl_fault[h]:-} ]] || cluster_try_fault "${cl_fault[h]}"
+	done
 	((EUID == 0)) || { echo "uroce: cluster: needs root (network namespaces, veth links, tc)" >&2; exit 1; }
 	for a in ip tc; do
 		command -v "$a" >/dev/null ||
 			{ echo "uroce: cluster: needs '$a' (iproute2)" >&2; exit 1; }
-	done
-	need_libdir
-	for ((h = 0; h < cl_n; h++)); do
-		[[ -z ${cl_fault[h]:-} ]] || cluster_try_fault "${cl_fault[h]}"
 	done
 
 	cl_prefix=uroce-$$
