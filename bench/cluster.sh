@@ -15,7 +15,9 @@
 #   mixed       one uroce and one TCP flow
 #   incast3     three uroce flows       tcp3       three TCP flows
 #
-# each scenario a fresh cluster, all of them in each round (interleaved),
+# (BENCH_CASES="uroce incast8 tcp8" chooses; incastN and tcpN are N
+# senders), each scenario a fresh cluster, all of them in each round
+# (interleaved),
 # then every flow's median Gbit/s over the rounds, the medians of their
 # sum and of Jain's fairness index (sum^2 / (n * sum of squares), 1 for
 # equal shares), the drops of the bottleneck's queue, and the uroce
@@ -48,8 +50,22 @@ mkdir -p "$out"
 # scenario flows: the kinds of its flows, "u" (uroce) or "t" (TCP), one
 # per sending host; the receiver is the host after them
 declare -A flows=([uroce]=u [tcp]=t [uroce2]="u u" [tcp2]="t t"
-		  [mixed]="u t" [incast3]="u u u" [tcp3]="t t t")
-order=(uroce tcp uroce2 tcp2 mixed incast3 tcp3)
+		  [mixed]="u t")
+declare -A title=([uroce]="one uroce flow" [tcp]="one TCP flow"
+		  [uroce2]="two uroce flows" [tcp2]="two TCP flows"
+		  [mixed]="uroce + TCP")
+read -ra order <<<"${BENCH_CASES:-uroce tcp uroce2 tcp2 mixed incast3 tcp3}"
+for name in "${order[@]}"; do
+	# incastN, tcpN: N senders of uroce or TCP
+	if [[ -z ${flows[$name]:-} && $name =~ ^(incast|tcp)([1-9][0-9]?)$ ]] &&
+	   ((BASH_REMATCH[2] < 64)); then
+		k=${BASH_REMATCH[2]} f=u t=uroce
+		[[ ${BASH_REMATCH[1]} == tcp ]] && f=t t=TCP
+		flows[$name]=$(for ((j = 0; j < k; j++)); do printf '%s ' $f; done)
+		title[$name]="$k-to-1, $t"
+	fi
+	[[ -n ${flows[$name]:-} ]] || { echo "BENCH_CASES: no case '$name'" >&2; exit 2; }
+done
 
 bw="ib_write_bw -d uroce0 -x 0 -F -s 65536 -D $secs --report_gbits"
 
@@ -84,7 +100,8 @@ run_case() {
 		fi
 	done
 	mkdir -p "$out/$name.$mtu.$r"
-	"$U" cluster -n $((k + 1)) --rate "$rate" --queue "$queue" --mtu "$mtu" \
+	# (the receiver's servers each need an address of their own)
+	"$U" cluster -n $((k + 1)) --addrs $((k > 4 ? k : 4)) --rate "$rate" --queue "$queue" --mtu "$mtu" \
 		--timeout $((secs + 40)) --output "$out/$name.$mtu.$r" "${args[@]}" \
 		2>"$out/$name.$mtu.$r/cluster.err"
 	rc=$?
@@ -133,8 +150,10 @@ for mtu in $mtus; do
 				v=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$d/h$j.0.log" | head -n 1)
 				sdrops=$((sdrops + ${v:-0}))
 				if [[ ${kinds[j]} == u ]]; then
-					retx=$((retx + $(awk '/^retransmits / { print $2 }' "$d/h$j.0.log" | tail -n 1 || echo 0)))
-					tmo=$((tmo + $(awk '/^timeouts / { print $2 }' "$d/h$j.0.log" | tail -n 1 || echo 0)))
+					v=$(awk '/^retransmits / { print $2 }' "$d/h$j.0.log" | tail -n 1)
+					retx=$((retx + ${v:-0}))
+					v=$(awk '/^timeouts / { print $2 }' "$d/h$j.0.log" | tail -n 1)
+					tmo=$((tmo + ${v:-0}))
 				fi
 			done
 			res[$name,$mtu,sum,$r]=$(printf '%s\n' "${vals[@]}" | awk '
@@ -168,9 +187,6 @@ each() {
 	echo "${all% }"
 }
 
-declare -A title=([uroce]="one uroce flow" [tcp]="one TCP flow"
-		  [uroce2]="two uroce flows" [tcp2]="two TCP flows"
-		  [mixed]="uroce + TCP" [incast3]="3-to-1, uroce" [tcp3]="3-to-1, TCP")
 echo "## A cluster in one box"
 echo
 echo "\`bench/cluster.sh ${1:-build} $rounds\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit" \
