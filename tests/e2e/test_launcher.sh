@@ -16,38 +16,44 @@ e2e_libdir "${1:-}"
 e2e_runtime_dir
 MAN7="$(cd "$(dirname "$0")/../.." && pwd)/man/uroce.7"
 
+# err_case NAME RC REGEX CMD...: a command-line mistake gets one line on
+# stderr and no usage text (lib.sh, e2e_err_case)
+err_case() {
+	e2e_err_case "$@"
+}
+
 # --- usage mistakes -------------------------------------------------------
 # regress_launcher_errors: before this test, these printed bash's
 # "exec: --bogus: invalid option" or "$2: unbound variable", dumped the
 # 64-line usage without saying what was wrong, or exited 0 (stat --bogus,
 # devices extra); tools/uroce's rewrite in the commit adding this script.
-e2e_err_case regress_launcher_errors_unknown_option 2 "^uroce: run: unknown option '--bogus'" \
+err_case regress_launcher_errors_unknown_option 2 "^uroce: run: unknown option '--bogus'" \
 	"$U" run --bogus true
-e2e_err_case pcap_without_file 2 "^uroce: run: --pcap needs a value$" "$U" run --pcap
-e2e_err_case pcap_followed_by_option 2 "^uroce: run: --pcap needs a value \(got option '--'\)" \
+err_case pcap_without_file 2 "^uroce: run: --pcap needs a value$" "$U" run --pcap
+err_case pcap_followed_by_option 2 "^uroce: run: --pcap needs a value \(got option '--'\)" \
 	"$U" run --pcap -- true
-e2e_err_case addr_without_value 2 "^uroce: run: --addr needs a value" "$U" run --addr
-e2e_err_case addr_empty 2 "^uroce: run: --addr needs a value" "$U" run --addr= true
-e2e_err_case bad_addr 2 "^uroce: --addr: '1\.2\.3\.4\.5' is not an IPv4 or IPv6 address$" \
+err_case addr_without_value 2 "^uroce: run: --addr needs a value" "$U" run --addr
+err_case addr_empty 2 "^uroce: run: --addr needs a value" "$U" run --addr= true
+err_case bad_addr 2 "^uroce: --addr: '1\.2\.3\.4\.5' is not an IPv4 or IPv6 address$" \
 	"$U" run --addr 1.2.3.4.5 true
-e2e_err_case bad_addr_in_list 2 "^uroce: --addr: 'fe80::1::2' is not" \
+err_case bad_addr_in_list 2 "^uroce: --addr: 'fe80::1::2' is not" \
 	"$U" run --addr=127.0.0.1,fe80::1::2 true
-e2e_err_case bad_env_addrs 2 "^uroce: UROCE_ADDRS: 'nothing' is not an IPv4 or IPv6 address$" \
+err_case bad_env_addrs 2 "^uroce: UROCE_ADDRS: 'nothing' is not an IPv4 or IPv6 address$" \
 	env UROCE_ADDRS=127.0.0.1,nothing "$U" run true
-e2e_err_case no_program 2 "^uroce: run: no PROGRAM given" "$U" run --stats
-e2e_err_case no_such_program 127 "^uroce: run: 'no-such-program-here': no such program in PATH$" \
+err_case no_program 2 "^uroce: run: no PROGRAM given" "$U" run --stats
+err_case no_such_program 127 "^uroce: run: 'no-such-program-here': no such program in PATH$" \
 	"$U" run -- no-such-program-here
-e2e_err_case not_executable 126 "is not an executable file$" "$U" run "$MAN7"
-e2e_err_case unknown_command 2 "^uroce: unknown command 'frob'" "$U" frob
-e2e_err_case no_command 2 "^uroce: no command given" "$U"
-e2e_err_case stat_unknown_option 2 "^uroce: stat: unknown option '--bogus'" "$U" stat --bogus
-e2e_err_case stat_bad_target 2 "^uroce: stat: 'foo' is neither a PID nor a device name" "$U" stat foo
-e2e_err_case stat_two_targets 2 "^uroce: stat: one PID or device at most" "$U" stat 1 uroce0
-e2e_err_case stat_nothing_matches 1 "^uroce: stat: no running uroce process has 999999999 " \
+err_case not_executable 126 "is not an executable file$" "$U" run "$MAN7"
+err_case unknown_command 2 "^uroce: unknown command 'frob'" "$U" frob
+err_case no_command 2 "^uroce: no command given" "$U"
+err_case stat_unknown_option 2 "^uroce: stat: unknown option '--bogus'" "$U" stat --bogus
+err_case stat_bad_target 2 "^uroce: stat: 'foo' is neither a PID nor a device name" "$U" stat foo
+err_case stat_two_targets 2 "^uroce: stat: one PID or device at most" "$U" stat 1 uroce0
+err_case stat_nothing_matches 1 "^uroce: stat: no running uroce process has 999999999 " \
 	"$U" stat 999999999
-e2e_err_case devices_extra 2 "^uroce: devices: takes no arguments \(got 'extra'\)$" "$U" devices extra
-e2e_err_case libdir_extra 2 "^uroce: libdir: takes no arguments" "$U" libdir x
-e2e_err_case rundir_extra 2 "^uroce: rundir: takes no arguments" "$U" rundir x
+err_case devices_extra 2 "^uroce: devices: takes no arguments \(got 'extra'\)$" "$U" devices extra
+err_case libdir_extra 2 "^uroce: libdir: takes no arguments" "$U" libdir x
+err_case rundir_extra 2 "^uroce: rundir: takes no arguments" "$U" rundir x
 # and what still works
 if "$U" run --addr=127.0.0.1,::1 --pcap="$E2E_TMP/x.pcap" -- true &&
    [[ $("$U" libdir) == "$LIBDIR" || $("$U" libdir) -ef $LIBDIR ]] &&
