@@ -181,6 +181,28 @@ e2e_check() {
 	fi
 }
 
+# What bash prints when a script itself went wrong, not its user (and the
+# usage text, which a mistake must not dump).
+E2E_BASH_NOISE='unbound variable|^exec:|: line [0-9]+:|command not found|syntax error|usage: uroce'
+
+# e2e_err_case NAME RC REGEX CMD...: a command-line mistake: CMD exits RC,
+# prints nothing on stdout and exactly one line on stderr, matching REGEX
+# and none of E2E_BASH_NOISE.
+e2e_err_case() {
+	local name=$1 want=$2 re=$3 rc lines
+	shift 3
+	"$@" >"$E2E_TMP/err_case.out" 2>"$E2E_TMP/err_case.err" </dev/null
+	rc=$?
+	lines=$(wc -l <"$E2E_TMP/err_case.err")
+	if ((rc == want)) && [[ ! -s $E2E_TMP/err_case.out ]] && ((lines == 1)) &&
+	   grep -qE -- "$re" "$E2E_TMP/err_case.err" &&
+	   ! grep -qE -- "$E2E_BASH_NOISE" "$E2E_TMP/err_case.err"; then
+		e2e_pass "$name"
+	else
+		e2e_fail "$name" "rc $rc (want $want), stderr: $(head -c 400 "$E2E_TMP/err_case.err"), stdout: $(head -c 200 "$E2E_TMP/err_case.out")"
+	fi
+}
+
 # The script's exit status: 1 if a case failed, else E2E_SKIP_RC if one
 # was skipped (ctest then reports the whole script as skipped), else 0.
 e2e_summary() {

@@ -21,6 +21,7 @@ e2e_check installed_run bash -c "'$P/bin/uroce' run -- ibv_devices | grep -q uro
 # the system's, which needs /dev/infiniband/rdma_cm
 e2e_check installed_rdmacm bash -c "'$P/bin/uroce' run -- ldd \$(command -v rping || echo /usr/bin/rping) | grep -q \"librdmacm.so.1 => $P/.*/uroce/librdmacm.so.1\""
 e2e_check installed_hold bash -c "'$P/bin/uroce' run --hold -- ibv_devices | grep -q uroce0 && [[ -x \$('$P/bin/uroce' libdir)/uroce-hold ]]"
+e2e_check installed_cluster bash -c "'$P/bin/uroce' cluster --help | grep -q '^usage: uroce cluster' && [[ -f \$('$P/bin/uroce' libdir)/cluster.sh ]]"
 e2e_check installed_libdir bash -c "[[ \$('$P/bin/uroce' libdir) == '$P'/*/uroce ]]"
 e2e_check man_pages bash -c "ls '$P'/share/man/man1/uroce.1 '$P'/share/man/man7/uroce.7 && man -l '$P/share/man/man7/uroce.7' 2>/dev/null | grep -q INTERPOSER"
 cat >"$E2E_TMP/pc.c" <<'C'

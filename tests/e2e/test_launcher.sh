@@ -16,24 +16,10 @@ e2e_libdir "${1:-}"
 e2e_runtime_dir
 MAN7="$(cd "$(dirname "$0")/../.." && pwd)/man/uroce.7"
 
-# what bash prints when the script itself went wrong, not the user
-BASH_NOISE='unbound variable|^exec:|: line [0-9]+:|command not found|syntax error|usage: uroce'
-
-# err_case NAME RC REGEX CMD...: CMD exits RC, prints nothing on stdout
-# and exactly one line on stderr, matching REGEX and none of BASH_NOISE.
+# err_case NAME RC REGEX CMD...: a command-line mistake gets one line on
+# stderr and no usage text (lib.sh, e2e_err_case)
 err_case() {
-	local name=$1 want=$2 re=$3 rc
-	shift 3
-	"$@" >"$E2E_TMP/out" 2>"$E2E_TMP/err" </dev/null
-	rc=$?
-	local lines
-	lines=$(wc -l <"$E2E_TMP/err")
-	if ((rc == want)) && [[ ! -s $E2E_TMP/out ]] && ((lines == 1)) &&
-	   grep -qE -- "$re" "$E2E_TMP/err" && ! grep -qE -- "$BASH_NOISE" "$E2E_TMP/err"; then
-		e2e_pass "$name"
-	else
-		e2e_fail "$name" "rc $rc (want $want), stderr: $(head -c 400 "$E2E_TMP/err"), stdout: $(head -c 200 "$E2E_TMP/out")"
-	fi
+	e2e_err_case "$@"
 }
 
 # --- usage mistakes -------------------------------------------------------

@@ -87,7 +87,7 @@ e2e_check contents bash -c "
 		/usr/share/man/man7/uroce.7; do
 		grep -qx \"\$want\" \"\$f\" || { echo \"missing \$want\"; exit 1; }
 	done
-	for want in libibverbs.so.1 librdmacm.so.1 liburoce-interpose.so uroce-hold; do
+	for want in libibverbs.so.1 librdmacm.so.1 liburoce-interpose.so uroce-hold cluster.sh; do
 		grep -qE \"^/usr/lib/([^/]+/)?uroce/\$want\\\$\" \"\$f\" ||
 			{ echo \"missing <libdir>/uroce/\$want\"; exit 1; }
 	done
