@@ -227,7 +227,7 @@ struct racer {
 	uint32_t rkey;
 	atomic_uint done;		/* WRITEs completed successfully */
 	atomic_bool stop;
-	enum ibv_wc_status last;
+	_Atomic enum ibv_wc_status last;
 };
 
 static void *race_writer(void *arg)
