@@ -21,6 +21,7 @@
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/trace.h"
 
 /*
  * rx_lock held: the burst executed a WRITE, READ or atomic. Such a request
@@ -55,6 +56,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 		ur_resp_flush(nic);
 		pthread_rwlock_unlock(&nic->dev->obj_lock);
 		total += n;
+		ur_trace(UR_TR_BURST, (uint64_t)n, 0);
 		/* A full batch may leave datagrams pending inside the link
 		 * (GRO trains) that the fd no longer announces: go on. */
 	} while (n == UR_RX_BATCH);
@@ -74,6 +76,7 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 	 * flush the receive WQE its responder holds */
 	if (qp->state == IBV_QPS_ERR)
 		ur_flush_rq(qp, true);
+	ur_trace(UR_TR_DEADLINE, ur_qp_num(qp), 0);
 	if (kick && kick <= now) {
 		ur_timer_disarm(&xp->kick_deadline);
 		pthread_mutex_lock(&qp->sq_lock);
@@ -132,6 +135,7 @@ static bool yield_once(struct ur_nic *nic, uint64_t now)
 	    UR_POLL_YIELD_GAP_NS)
 		return false;
 	atomic_store_explicit(&nic->last_yield, now, memory_order_relaxed);
+	ur_trace(UR_TR_YIELD, 0, 0);
 	sched_yield();
 	return true;
 }
@@ -206,8 +210,10 @@ int ur_engine_poll(struct ur_device *dev)
 	if (!nic)
 		return 0;
 	app_poll_note(nic);
-	if (pthread_mutex_trylock(&nic->rx_lock))
+	if (pthread_mutex_trylock(&nic->rx_lock)) {
+		ur_trace(UR_TR_TRYLOCK_FAIL, 0, 0);
 		return 0;
+	}
 	n = progress_once(nic, false);
 	pthread_mutex_unlock(&nic->rx_lock);
 	/* never with rx_lock held: the thread we yield to may need it */
@@ -318,9 +324,18 @@ static void nic_wait(struct ur_nic *nic)
 		tsp = &ts;
 	}
 	/* a deaf wait leaves the same-host ring to poll_cq, as the socket */
-	if (!deaf && ur_link_wait_arm(nic->link))
+	if (!deaf && ur_link_wait_arm(nic->link)) {
+		ur_trace(UR_TR_ARM_HIT, 0, 0);
 		goto awake;
+	}
+	ur_trace(UR_TR_WAIT, deaf, d);
+	pfd[2].revents = 0;
 	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
+		ur_trace(UR_TR_WOKE,
+			 (pfd[0].revents & POLLIN ? 1u : 0u) |
+				 (pfd[1].revents & POLLIN ? 2u : 0u) |
+				 (pfd[2].revents & POLLIN ? 4u : 0u),
+			 0);
 		if (pfd[0].revents & POLLIN)
 			r = read(nic->wake_fd, &v, sizeof(v));
 		if (pfd[1].revents & POLLIN)

@@ -55,6 +55,7 @@
 #include "util/addr.h"
 #include "util/log.h"
 #include "util/compiler.h"
+#include "util/trace.h"
 
 static socklen_t sa_len(const union ur_sockaddr *a)
 {
@@ -499,6 +500,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 static void shm_doorbell(struct ur_udp *u, uint8_t via,
 			 const union ur_sockaddr *dst)
 {
+	ur_trace(UR_TR_DOORBELL, 0, 0);
 	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, 0, 0))
 		ur_shm_note_doorbell(u->shm);
 }
