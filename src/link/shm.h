@@ -40,7 +40,9 @@ void ur_shm_close(struct ur_shm *s);
 
 enum ur_shm_tx {
 	UR_SHM_NOT_LOCAL,	/* no ring for d->dst: send it by UDP */
-	UR_SHM_SENT,		/* in the ring (or dropped as a full one) */
+	UR_SHM_SENT,		/* in the ring, and its owner is awake */
+	UR_SHM_SENT_NONE,	/* nothing stored: the ring is full (or
+				 * every datagram faulted) */
 	UR_SHM_SENT_WAKE,	/* in the ring, and its owner sleeps: send
 				 * it a doorbell */
 };
