@@ -7,7 +7,8 @@
  * with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains the socket; so a
  * one-sided operation aimed at this process completes while the application
  * never calls the library. poll_cq on an empty CQ runs the same receive
- * path inline (trylock), so a polling application needs no thread wake-up.
+ * path inline (trylock) when the link may hold datagrams, so a polling
+ * application needs no thread wake-up.
  * The timer heap (timer.c) names the QPs whose deadlines passed; this
  * stage runs their handlers.
  */
@@ -210,6 +211,18 @@ int ur_engine_poll(struct ur_device *dev)
 	if (!nic)
 		return 0;
 	app_poll_note(nic);
+	/*
+	 * Take rx_lock only for work: a spinning application spends most of
+	 * its time in here, so a lock taken for every look would most often
+	 * be held when the application is preempted, and the progress
+	 * thread woken for a datagram would then sleep on the lock until
+	 * the application got a core again (milliseconds on a loaded host).
+	 */
+	if (!ur_link_rx_maybe(nic->link) &&
+	    !ur_timer_due(nic, ur_now_ns())) {
+		peer_wait_yield(nic);
+		return 0;
+	}
 	if (pthread_mutex_trylock(&nic->rx_lock)) {
 		ur_trace(UR_TR_TRYLOCK_FAIL, 0, 0);
 		return 0;

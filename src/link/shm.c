@@ -619,6 +619,12 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d, unsigned int max)
 	return out;
 }
 
+bool ur_shm_rx_maybe(struct ur_shm *s)
+{
+	return atomic_load_explicit(&s->own->head, memory_order_relaxed) !=
+	       atomic_load_explicit(&s->next, memory_order_relaxed);
+}
+
 bool ur_shm_wait_arm(struct ur_shm *s)
 {
 	struct shm_ring *r = s->own;

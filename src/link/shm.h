@@ -58,6 +58,8 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d,
 			 unsigned int max);
 /* Before the receiving thread sleeps: asks senders for a doorbell.
  * true when datagrams are already there (do not sleep). */
+/* Datagrams in the own ring not yet handed out (any thread may ask). */
+bool ur_shm_rx_maybe(struct ur_shm *s);
 bool ur_shm_wait_arm(struct ur_shm *s);
 /* After it woke. */
 void ur_shm_wait_disarm(struct ur_shm *s);
