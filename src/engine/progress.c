@@ -3,8 +3,9 @@
  * Progress: the receive bursts and the expired deadlines of one NIC, run
  * by its progress thread and inline by poll_cq (ur_engine_poll).
  *
- * One progress thread per device blocks in ppoll() on the link fd (or spins
- * with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains the socket; so a
+ * One progress thread per device blocks in ppoll() on the link fd (after
+ * polling a while with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains
+ * the socket; so a
  * one-sided operation aimed at this process completes while the application
  * never calls the library. poll_cq on an empty CQ runs the same receive
  * path inline (trylock) when the link may hold datagrams, so a polling
@@ -388,26 +389,33 @@ static void nic_thread_priority(struct ur_nic *nic)
 void *ur_progress_thread(void *arg)
 {
 	struct ur_nic *nic = arg;
-	uint64_t spin_until = 0;
+	uint64_t spin_until = 0, now;
 	int n;
 
 	nic_thread_priority(nic);
 
 	while (!atomic_load(&nic->stop)) {
 		/*
-		 * After traffic, keep looking for a short while before
-		 * sleeping: in a stream the next datagram is microseconds
-		 * away and a sleep/wake-up costs more than that.
+		 * After traffic, keep looking for a while before sleeping
+		 * (UROCE_SPIN_US, UROCE_BUSY_POLL): in a stream the next
+		 * datagram is microseconds away and a sleep/wake-up costs
+		 * more than that. The look takes no lock (the application's
+		 * poll_cq may be receiving), and the spin ends by the clock
+		 * whether or not the thread had the core meanwhile, so a
+		 * thread that shares its core with a spinning application
+		 * soon sleeps and is woken as usual instead.
 		 */
-		if (!nic->busy_poll && ur_now_ns() >= spin_until)
+		now = ur_now_ns();
+		if (now >= spin_until)
 			nic_wait(nic);
+		else if (!ur_link_rx_maybe(nic->link) &&
+			 !ur_timer_due(nic, now))
+			continue;
 		pthread_mutex_lock(&nic->rx_lock);
 		n = progress_once(nic, true);
 		pthread_mutex_unlock(&nic->rx_lock);
 		if (n > 0 && nic->spin_ns)
 			spin_until = ur_now_ns() + nic->spin_ns;
-		if (!n && (nic->busy_poll || spin_until))
-			sched_yield();
 	}
 	return NULL;
 }

@@ -57,7 +57,7 @@ void ur_nic_wake_by(struct ur_nic *nic, uint64_t when)
 		},
 	};
 
-	if (nic->busy_poll || !until || until <= when)
+	if (!until || until <= when)
 		return;
 	ur_cnt_stat(&nic->cnt, UR_STAT_TIMER_WAKEUPS, 1);
 	ur_trace(UR_TR_WAKE_BY, when - ur_now_ns(), 0);

@@ -3,13 +3,16 @@
 #include "util/trace.h"
 
 #ifdef UR_TRACE_EVENTS
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/config.h"
 #include "util/time.h"
 
 #define TRACE_MAX (1u << 20)
@@ -22,8 +25,9 @@ struct trace_rec {
 
 static struct trace_rec *recs;
 static _Atomic uint32_t n_recs;
-static _Atomic int trace_state;		/* 0 unknown, 1 on, -1 off */
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static __thread uint32_t my_tid;
+static char *trace_path;
 
 static const char *const ev_names[UR_TR_N] = {
 	"tx", "rx", "wait", "woke", "arm_hit", "doorbell", "burst",
@@ -32,7 +36,7 @@ static const char *const ev_names[UR_TR_N] = {
 
 static void trace_dump(void)
 {
-	const char *path = getenv("UROCE_TRACE");
+	const char *path = trace_path;
 	char name[512];
 	uint32_t i, n = atomic_load(&n_recs);
 	FILE *f;
@@ -53,27 +57,23 @@ static void trace_dump(void)
 	fclose(f);
 }
 
+static void trace_init(void)
+{
+	const char *p = ur_config_get()->trace;
+
+	if (!p)
+		return;
+	/* kept: the configuration may be gone by exit */
+	trace_path = strdup(p);
+	recs = trace_path ? calloc(TRACE_MAX, sizeof(*recs)) : NULL;
+	if (recs)
+		atexit(trace_dump);
+}
+
 static bool trace_on(void)
 {
-	int s = atomic_load_explicit(&trace_state, memory_order_acquire);
-	int want = 0;
-
-	if (s)
-		return s > 0;
-	if (getenv("UROCE_TRACE")) {
-		recs = calloc(TRACE_MAX, sizeof(*recs));
-		want = recs ? 1 : -1;
-	} else {
-		want = -1;
-	}
-	if (atomic_compare_exchange_strong(&trace_state, &s, want)) {
-		if (want > 0)
-			atexit(trace_dump);
-		return want > 0;
-	}
-	if (want > 0)
-		free(recs);	/* unreachable in practice: first call is single */
-	return s > 0;
+	pthread_once(&trace_once, trace_init);
+	return recs != NULL;
 }
 
 void ur_trace(enum ur_trace_ev ev, uint64_t a, uint64_t b)
