@@ -140,7 +140,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	nic->wait_yield = cfg->wait_yield;
 	nic->spin_ns = cfg->spin_ns;
 	if (nic->spin_ns == UR_CONFIG_DEFAULT)
-		nic->spin_ns = UR_RX_SPIN_NS;
+		nic->spin_ns = nic->busy_poll ? UR_BUSY_SPIN_NS : UR_RX_SPIN_NS;
 	nic->quiet_ns = cfg->quiet_ns;
 	if (nic->quiet_ns == UR_CONFIG_DEFAULT)
 		nic->quiet_ns = UR_APP_POLL_QUIET_NS;

@@ -139,6 +139,16 @@
  * as on 2 cores spinning threads starve the applications (UROCE_SPIN_US
  * overrides). */
 #define UR_RX_SPIN_NS 0ull
+/* With UROCE_BUSY_POLL=1 it polls this long after traffic instead: a
+ * thread that spins for good holds a core its application may need (on
+ * 2 cores a 64 B ib_write_lat pair is 4 spinners, and every round
+ * waited for a scheduler tick, 4-10 ms); one that stops spinning this
+ * long after the last datagram leaves the core within that time and is
+ * woken like a sleeping one. A stream's datagrams come microseconds
+ * apart; a round trip's gap here (20-50 us) is better slept through on
+ * 2 cores (64 B ib_write_lat typical 33 us with 10 us of spin, 75 with
+ * 50, 23 sleeping). Where cores are free, UROCE_SPIN_US spins longer. */
+#define UR_BUSY_SPIN_NS 10000ull
 /* Polls closer than this count as a spin ... */
 #define UR_APP_POLL_GAP_NS 20000ull
 /* ... and this many in a row make one: an application that polls once

@@ -3,11 +3,13 @@
  * Progress: the receive bursts and the expired deadlines of one NIC, run
  * by its progress thread and inline by poll_cq (ur_engine_poll).
  *
- * One progress thread per device blocks in ppoll() on the link fd (or spins
- * with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains the socket; so a
+ * One progress thread per device blocks in ppoll() on the link fd (after
+ * polling a while with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains
+ * the socket; so a
  * one-sided operation aimed at this process completes while the application
  * never calls the library. poll_cq on an empty CQ runs the same receive
- * path inline (trylock), so a polling application needs no thread wake-up.
+ * path inline (trylock) when the link may hold datagrams, so a polling
+ * application needs no thread wake-up.
  * The timer heap (timer.c) names the QPs whose deadlines passed; this
  * stage runs their handlers.
  */
@@ -21,6 +23,7 @@
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/trace.h"
 
 /*
  * rx_lock held: the burst executed a WRITE, READ or atomic. Such a request
@@ -55,6 +58,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 		ur_resp_flush(nic);
 		pthread_rwlock_unlock(&nic->dev->obj_lock);
 		total += n;
+		ur_trace(UR_TR_BURST, (uint64_t)n, 0);
 		/* A full batch may leave datagrams pending inside the link
 		 * (GRO trains) that the fd no longer announces: go on. */
 	} while (n == UR_RX_BATCH);
@@ -74,6 +78,7 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 	 * flush the receive WQE its responder holds */
 	if (qp->state == IBV_QPS_ERR)
 		ur_flush_rq(qp, true);
+	ur_trace(UR_TR_DEADLINE, ur_qp_num(qp), 0);
 	if (kick && kick <= now) {
 		ur_timer_disarm(&xp->kick_deadline);
 		pthread_mutex_lock(&qp->sq_lock);
@@ -132,6 +137,7 @@ static bool yield_once(struct ur_nic *nic, uint64_t now)
 	    UR_POLL_YIELD_GAP_NS)
 		return false;
 	atomic_store_explicit(&nic->last_yield, now, memory_order_relaxed);
+	ur_trace(UR_TR_YIELD, 0, 0);
 	sched_yield();
 	return true;
 }
@@ -206,8 +212,22 @@ int ur_engine_poll(struct ur_device *dev)
 	if (!nic)
 		return 0;
 	app_poll_note(nic);
-	if (pthread_mutex_trylock(&nic->rx_lock))
+	/*
+	 * Take rx_lock only for work: a spinning application spends most of
+	 * its time in here, so a lock taken for every look would most often
+	 * be held when the application is preempted, and the progress
+	 * thread woken for a datagram would then sleep on the lock until
+	 * the application got a core again (milliseconds on a loaded host).
+	 */
+	if (!ur_link_rx_maybe(nic->link) &&
+	    !ur_timer_due(nic, ur_now_ns())) {
+		peer_wait_yield(nic);
 		return 0;
+	}
+	if (pthread_mutex_trylock(&nic->rx_lock)) {
+		ur_trace(UR_TR_TRYLOCK_FAIL, 0, 0);
+		return 0;
+	}
 	n = progress_once(nic, false);
 	pthread_mutex_unlock(&nic->rx_lock);
 	/* never with rx_lock held: the thread we yield to may need it */
@@ -318,9 +338,18 @@ static void nic_wait(struct ur_nic *nic)
 		tsp = &ts;
 	}
 	/* a deaf wait leaves the same-host ring to poll_cq, as the socket */
-	if (!deaf && ur_link_wait_arm(nic->link))
+	if (!deaf && ur_link_wait_arm(nic->link)) {
+		ur_trace(UR_TR_ARM_HIT, 0, 0);
 		goto awake;
+	}
+	ur_trace(UR_TR_WAIT, deaf, d);
+	pfd[2].revents = 0;
 	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
+		ur_trace(UR_TR_WOKE,
+			 (pfd[0].revents & POLLIN ? 1u : 0u) |
+				 (pfd[1].revents & POLLIN ? 2u : 0u) |
+				 (pfd[2].revents & POLLIN ? 4u : 0u),
+			 0);
 		if (pfd[0].revents & POLLIN)
 			r = read(nic->wake_fd, &v, sizeof(v));
 		if (pfd[1].revents & POLLIN)
@@ -360,26 +389,33 @@ static void nic_thread_priority(struct ur_nic *nic)
 void *ur_progress_thread(void *arg)
 {
 	struct ur_nic *nic = arg;
-	uint64_t spin_until = 0;
+	uint64_t spin_until = 0, now;
 	int n;
 
 	nic_thread_priority(nic);
 
 	while (!atomic_load(&nic->stop)) {
 		/*
-		 * After traffic, keep looking for a short while before
-		 * sleeping: in a stream the next datagram is microseconds
-		 * away and a sleep/wake-up costs more than that.
+		 * After traffic, keep looking for a while before sleeping
+		 * (UROCE_SPIN_US, UROCE_BUSY_POLL): in a stream the next
+		 * datagram is microseconds away and a sleep/wake-up costs
+		 * more than that. The look takes no lock (the application's
+		 * poll_cq may be receiving), and the spin ends by the clock
+		 * whether or not the thread had the core meanwhile, so a
+		 * thread that shares its core with a spinning application
+		 * soon sleeps and is woken as usual instead.
 		 */
-		if (!nic->busy_poll && ur_now_ns() >= spin_until)
+		now = ur_now_ns();
+		if (now >= spin_until)
 			nic_wait(nic);
+		else if (!ur_link_rx_maybe(nic->link) &&
+			 !ur_timer_due(nic, now))
+			continue;
 		pthread_mutex_lock(&nic->rx_lock);
 		n = progress_once(nic, true);
 		pthread_mutex_unlock(&nic->rx_lock);
 		if (n > 0 && nic->spin_ns)
 			spin_until = ur_now_ns() + nic->spin_ns;
-		if (!n && (nic->busy_poll || spin_until))
-			sched_yield();
 	}
 	return NULL;
 }

@@ -12,6 +12,7 @@
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 static unsigned int qp_tclass(const struct ur_qp *qp)
 {
@@ -346,6 +347,7 @@ void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 	struct ur_qp *qp;
 
 	UR_ASSERT_HELD(&nic->rx_lock);
+	ur_trace_bth(UR_TR_RX, d->data, d->len);
 	if (nic->pcap && !ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst)) {
 		struct iovec iov = { .iov_base = d->data, .iov_len = d->len };
 

@@ -22,6 +22,8 @@
 
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
+#include "util/time.h"
+#include "util/trace.h"
 
 void ur_nic_wake(struct ur_nic *nic)
 {
@@ -55,9 +57,10 @@ void ur_nic_wake_by(struct ur_nic *nic, uint64_t when)
 		},
 	};
 
-	if (nic->busy_poll || !until || until <= when)
+	if (!until || until <= when)
 		return;
 	ur_cnt_stat(&nic->cnt, UR_STAT_TIMER_WAKEUPS, 1);
+	ur_trace(UR_TR_WAKE_BY, when - ur_now_ns(), 0);
 	if (timerfd_settime(nic->timer_fd, TFD_TIMER_ABSTIME, &its, NULL))
 		ur_nic_wake(nic);
 }

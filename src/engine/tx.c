@@ -11,6 +11,7 @@
 
 #include "engine/engine_priv.h"
 #include "util/memguard.h"
+#include "util/trace.h"
 
 void ur_txb_init(struct ur_txb *b, struct ur_nic *nic)
 {
@@ -134,6 +135,9 @@ void ur_txb_flush(struct ur_txb *b)
 
 	if (!b->n)
 		return;
+	for (i = 0; i < b->n; i++)
+		ur_trace_bth(UR_TR_TX, b->txd[i].iov[0].iov_base,
+			     b->txd[i].iov[0].iov_len);
 	if (nic->use_gso && b->n > 1) {
 		txb_send_gso(b);
 	} else {

@@ -108,6 +108,13 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	return ur_udp_recv(l->udp, d, max);
 }
 
+bool ur_link_rx_maybe(struct ur_link *l)
+{
+	if (unlikely(atomic_load_explicit(&l->fi_on, memory_order_relaxed)))
+		return true;
+	return ur_udp_rx_maybe(l->udp);
+}
+
 bool ur_link_wait_arm(struct ur_link *l)
 {
 	return ur_udp_wait_arm(l->udp);

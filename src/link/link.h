@@ -131,6 +131,16 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n);
 int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max);
 
 /*
+ * Whether ur_link_recv() may have datagrams now, asked without the
+ * caller's receive serialisation (a poll_cq that would otherwise take the
+ * receive lock just to find nothing): the same-host ring's head, then a
+ * zero-timeout poll() of ur_link_fd(). A true may be stale; a false is
+ * never wrong when asked, except for a fault stage holding delayed
+ * datagrams (it answers true whenever one is configured).
+ */
+bool ur_link_rx_maybe(struct ur_link *l);
+
+/*
  * The receiving thread's sleep. Before it blocks on ur_link_fd(), it
  * calls ur_link_wait_arm(): true means datagrams are already there (do
  * not block); false, that every way in will now make the fd readable

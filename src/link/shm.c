@@ -28,7 +28,9 @@
  * it and is dropped there. Only the thread clears `waiting`, once awake:
  * the owner's poll_cq may read the doorbell off the socket first (and
  * drain the ring), and then the next datagram must ring again, or the
- * thread would sleep through it. While the application spins on its CQ
+ * thread would sleep through it. A send of several descriptors rings
+ * once, after its last put (udp.c's shm_route() says why). While the
+ * application spins on its CQ
  * the thread does not arm, and its poll_cq drains the ring with no
  * system call at all.
  *
@@ -565,9 +567,9 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 	/* waiting stays set until the owner's thread is up: another of its
 	 * threads may read (and drop) a doorbell first, and the next put
 	 * must then ring again */
-	if (put && atomic_load(&r->waiting))
-		return UR_SHM_SENT_WAKE;
-	return UR_SHM_SENT;
+	if (!put)
+		return UR_SHM_SENT_NONE;
+	return atomic_load(&r->waiting) ? UR_SHM_SENT_WAKE : UR_SHM_SENT;
 }
 
 enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
@@ -652,6 +654,12 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d, unsigned int max)
 	if (out)
 		shm_count(&s->rx_pkts, out);
 	return out;
+}
+
+bool ur_shm_rx_maybe(struct ur_shm *s)
+{
+	return atomic_load_explicit(&s->own->head, memory_order_relaxed) !=
+	       atomic_load_explicit(&s->next, memory_order_relaxed);
 }
 
 bool ur_shm_wait_arm(struct ur_shm *s)

@@ -40,7 +40,9 @@ void ur_shm_close(struct ur_shm *s);
 
 enum ur_shm_tx {
 	UR_SHM_NOT_LOCAL,	/* no ring for d->dst: send it by UDP */
-	UR_SHM_SENT,		/* in the ring (or dropped as a full one) */
+	UR_SHM_SENT,		/* in the ring, and its owner is awake */
+	UR_SHM_SENT_NONE,	/* nothing stored: the ring is full (or
+				 * every datagram faulted) */
 	UR_SHM_SENT_WAKE,	/* in the ring, and its owner sleeps: send
 				 * it a doorbell */
 };
@@ -56,6 +58,8 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d,
 			 unsigned int max);
 /* Before the receiving thread sleeps: asks senders for a doorbell.
  * true when datagrams are already there (do not sleep). */
+/* Datagrams in the own ring not yet handed out (any thread may ask). */
+bool ur_shm_rx_maybe(struct ur_shm *s);
 bool ur_shm_wait_arm(struct ur_shm *s);
 /* After it woke. */
 void ur_shm_wait_disarm(struct ur_shm *s);

@@ -55,6 +55,7 @@
 #include "util/addr.h"
 #include "util/log.h"
 #include "util/compiler.h"
+#include "util/trace.h"
 
 static socklen_t sa_len(const union ur_sockaddr *a)
 {
@@ -517,6 +518,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 static void shm_doorbell(struct ur_udp *u, uint8_t via,
 			 const union ur_sockaddr *dst)
 {
+	ur_trace(UR_TR_DOORBELL, 0, 0);
 	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, u->cfg.tos, 0,
 		      u->cfg.tos))
 		ur_shm_note_doorbell(u->shm);
@@ -526,14 +528,24 @@ static void shm_doorbell(struct ur_udp *u, uint8_t via,
  * Hands the descriptors bound for same-host rings to them; the others go
  * to rest (at most n). Returns how many are left for the sockets and adds
  * the ones the rings took to *taken.
+ *
+ * The doorbell of a run of descriptors to one peer is rung after the
+ * run's last put, on what that put saw: a doorbell rung at the first put
+ * that found the owner asleep wakes it at once (the other core), it
+ * drains, arms again and sleeps while the run's later puts land, and
+ * their `waiting` then asks for a doorbell the run had already spent
+ * (test_regress_doorbell_after_last_put). Only a put's own read of
+ * `waiting`, after its store of head, pairs with the owner's arm; an
+ * earlier put of the run that asked for one still rings if no later put
+ * of the run stored anything (a full or closed ring).
  */
 static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
 			      unsigned int n, struct ur_txd *rest,
 			      unsigned int *taken)
 {
-	const struct ur_txd *rang = NULL;	/* the last doorbell's */
 	uint64_t pkts = 0, bytes = 0;
 	unsigned int i, left = 0;
+	bool wake = false;
 	enum ur_shm_tx r;
 	size_t len;
 
@@ -547,17 +559,18 @@ static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
 				&tx_sock(u, d[i].via)->local);
 		if (r == UR_SHM_NOT_LOCAL) {
 			rest[left++] = d[i];
-			continue;
+		} else {
+			if (r != UR_SHM_SENT_NONE)
+				wake = r == UR_SHM_SENT_WAKE;
+			pkts += txd_segments(&d[i], len);
+			bytes += len;
+			(*taken)++;
 		}
-		/* one doorbell per run of descriptors to one peer */
-		if (r == UR_SHM_SENT_WAKE &&
-		    !(rang && rang->dst == d[i].dst)) {
+		/* the run to this peer ends here: ring for it */
+		if (wake && (i + 1 == n || d[i + 1].dst != d[i].dst)) {
 			shm_doorbell(u, d[i].via, d[i].dst);
-			rang = &d[i];
+			wake = false;
 		}
-		pkts += txd_segments(&d[i], len);
-		bytes += len;
-		(*taken)++;
 	}
 	udp_count(&u->tx_pkts, pkts);
 	udp_count(&u->tx_bytes, bytes);

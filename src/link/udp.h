@@ -51,6 +51,7 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);
 
 /* ur_link_wait_arm()/_disarm()'s contracts (the same-host ring's part). */
+bool ur_udp_rx_maybe(struct ur_udp *u);
 bool ur_udp_wait_arm(struct ur_udp *u);
 void ur_udp_wait_disarm(struct ur_udp *u);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -235,6 +236,18 @@ int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
 	if (r)
 		return r;
 	return u->rx_turn ? sock_recv(u, d, max) : shm_recv(u, d, max);
+}
+
+/* link.h's ur_link_rx_maybe(). The arena's pending datagrams are not
+ * looked at (that would race with the receiver): a burst runs until a
+ * call returns less than it asked for, which leaves none pending. */
+bool ur_udp_rx_maybe(struct ur_udp *u)
+{
+	struct pollfd p = { .fd = ur_udp_fd(u), .events = POLLIN };
+
+	if (u->shm && ur_shm_rx_maybe(u->shm))
+		return true;
+	return poll(&p, 1, 0) != 0;
 }
 
 bool ur_udp_wait_arm(struct ur_udp *u)

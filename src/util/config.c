@@ -269,6 +269,7 @@ static void parse_rest(struct ur_config *c)
 	parse_devices(c);
 	parse_stats(c);
 	c->pcap = env_dup("UROCE_PCAP");
+	c->trace = env_dup("UROCE_TRACE");
 	c->fault = env_dup("UROCE_FAULT");
 	c->busy_poll = env_bool("UROCE_BUSY_POLL", false);
 	c->poll_yield = env_bool("UROCE_POLL_YIELD", false);
@@ -297,8 +298,9 @@ void ur_config_release(struct ur_config *c)
 {
 	free(c->stats_path);
 	free(c->pcap);
+	free(c->trace);
 	free(c->fault);
-	c->stats_path = c->pcap = c->fault = NULL;
+	c->stats_path = c->pcap = c->trace = c->fault = NULL;
 }
 
 /*

@@ -32,12 +32,16 @@
  *                         a false boolean is off too).
  *   UROCE_PCAP=path       capture of every datagram; "%p" becomes the pid
  *                         (default off).
+ *   UROCE_TRACE=prefix    progress events to prefix.<pid> at exit; only
+ *                         in a build configured with -DUROCE_TRACE=ON
+ *                         (util/trace.h; default off).
  *   UROCE_FAULT=spec      fault injection, syntax in link/fault.c. Only read
  *                         here: the link parses it when it opens, since
  *                         tests change it at run time (ur_link_set_fault),
  *                         and refuses to open on a bad spec: a fault test
  *                         that silently ran without faults would pass.
- *   UROCE_BUSY_POLL=bool  the progress thread spins (default off).
+ *   UROCE_BUSY_POLL=bool  the progress thread polls a while after traffic
+ *                         before it sleeps (default off).
  *   UROCE_POLL_YIELD=bool poll_cq may yield the CPU (default off;
  *                         engine/progress.c, ur_engine_poll_done(), says
  *                         when and why).
@@ -96,6 +100,7 @@ struct ur_config {
 	enum ur_config_stats stats;
 	char *stats_path;		/* UR_STATS_FILE only, else NULL */
 	char *pcap;			/* NULL = off; "%p" not expanded */
+	char *trace;			/* NULL = off (util/trace.h) */
 	char *fault;			/* NULL = off; syntax in link/fault.c */
 	/* the engine's progress thread and transmit path */
 	bool busy_poll;

@@ -149,6 +149,17 @@ uint32_t ur_link_max_payload(const struct ur_link *l)
 }
 
 /* the fake link's fd (an eventfd) is readable whenever it holds datagrams */
+/* as the real link: whether anything waits in the queue */
+bool ur_link_rx_maybe(struct ur_link *l)
+{
+	bool any;
+
+	pthread_mutex_lock(&l->lock);
+	any = l->head != l->tail;
+	pthread_mutex_unlock(&l->lock);
+	return any;
+}
+
 bool ur_link_wait_arm(struct ur_link *l)
 {
 	return false;

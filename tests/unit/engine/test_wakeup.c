@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +377,57 @@ static void test_window_full_empty_poll_yields(void **state)
 	assert_int_equal(wc.wr_id, 2);
 }
 
+static atomic_bool idle_spin_stop;
+
+static void *idle_spinner(void *arg)
+{
+	struct ur_device *dev = arg;
+
+	while (!atomic_load(&idle_spin_stop))
+		ur_engine_poll(dev);
+	return NULL;
+}
+
+/*
+ * Regression: an application spinning on an empty CQ took rx_lock for
+ * every look at the link, so most of its time was spent holding it, and
+ * a preemption of it (a loaded host) most often left rx_lock held: the
+ * progress thread, woken for a datagram, then slept on the lock until
+ * the application got a core again (64 B ib_write_lat over UDP: a third
+ * of the round trips over 0.5 ms found the receiving thread blocked so,
+ * its application preempted). An empty link and no deadline due: a poll
+ * leaves rx_lock alone.
+ */
+static void test_regress_idle_poll_leaves_rx_lock(void **state)
+{
+	struct t_pair *p = *state;
+	struct ur_nic *nic = p->s[0].dev->nic;
+	unsigned int tries = 0, busy = 0;
+	uint64_t end;
+	pthread_t t;
+
+	atomic_store(&idle_spin_stop, false);
+	assert_int_equal(pthread_create(&t, NULL, idle_spinner,
+					p->s[0].dev), 0);
+	end = ur_now_ns() + 300000000ull;
+	while (ur_now_ns() < end) {
+		tries++;
+		if (pthread_mutex_trylock(&nic->rx_lock)) {
+			busy++;
+		} else {
+			pthread_mutex_unlock(&nic->rx_lock);
+		}
+	}
+	atomic_store(&idle_spin_stop, true);
+	pthread_join(t, NULL);
+	printf("# rx_lock taken at %u of %u tries\n", busy, tries);
+	assert_true(tries > 1000);
+	/* a deadline that comes due takes it for a moment (the engine's
+	 * own timers); a poll that takes it for every look holds it at
+	 * most tries */
+	assert_true((uint64_t)busy * 100 < tries);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +442,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_window_full_empty_poll_yields, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_regress_idle_poll_leaves_rx_lock, setup,
+			teardown),
 	};
 	int rc;
 
