@@ -31,9 +31,11 @@
  *   path.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -118,9 +120,27 @@ static void seq_close(_Atomic uint32_t *seq)
 	atomic_fetch_add_explicit(seq, 1, memory_order_release);
 }
 
+/* A holder that exited is gone even while its parent has not reaped it
+ * (a zombie answers kill(pid, 0)); /proc unreadable: alive. */
 static bool alive(int32_t pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	char path[32], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno != EPERM)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the state follows the command's name */
+	return !p || (p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'));
 }
 
 /* The owner, seq odd: waits until no requester is inside a copy from the
