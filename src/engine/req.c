@@ -544,7 +544,7 @@ static bool req_is_local(const struct ur_qp *qp,
 	return info && (info->flags & UR_WR_LOCAL);
 }
 
-/* A WRITE or READ that ur_direct_try() executed: completes when the
+/* A WRITE or READ that ur_direct_run() executed: completes when the
  * completer drains it, with no PSN of its own. */
 static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {

@@ -30,9 +30,8 @@
  * drain the ring), and then the next datagram must ring again, or the
  * thread would sleep through it. A send of several descriptors rings
  * once, after its last put (udp.c's shm_route() says why). While the
- * application spins on its CQ
- * the thread does not arm, and its poll_cq drains the ring with no
- * system call at all.
+ * application spins on its CQ the thread does not arm, and its poll_cq
+ * drains the ring with no system call at all.
  *
  * A dead owner looks like a dead host: its ring fills and the rest is
  * dropped, so RC peers retry until IBV_WC_RETRY_EXC_ERR. A producer that
