@@ -23,9 +23,9 @@ if (part eq "samehost") {
 	set output dir."/bench_latency.svg"
 	set title "Same-host latency by size ".sub
 	set ylabel "latency (us, log)"
-	plot sel("write_lat_rings") using 1:2:3:4 with yerrorlines title "uroce rings ib_write_lat", \
+	plot sel("write_lat_rings") using 1:2:3:4 with yerrorlines title "uroce same host ib_write_lat (copy)", \
 	     sel("write_lat_udp") using ($1*1.06):2:3:4 with yerrorlines title "uroce UDP ib_write_lat", \
-	     sel("send_lat_rings") using ($1*1.12):2:3:4 with yerrorlines title "uroce rings ib_send_lat", \
+	     sel("send_lat_rings") using ($1*1.12):2:3:4 with yerrorlines title "uroce same host ib_send_lat (rings)", \
 	     sel("send_lat_udp") using ($1*1.18):2:3:4 with yerrorlines title "uroce UDP ib_send_lat", \
 	     sel("put_lat_cma") using 1:2:3:4 with yerrorlines title "UCX cma put_lat (zcopy)", \
 	     sel("put_lat_posix") using ($1*1.06):2:3:4 with yerrorlines title "UCX posix put_lat (bcopy)"
@@ -33,7 +33,7 @@ if (part eq "samehost") {
 	set output dir."/bench_bandwidth.svg"
 	set title "Same-host bandwidth by size ".sub
 	set ylabel "bandwidth (GB/s, log)"
-	plot sel("write_bw_rings") using 1:2:3:4 with yerrorlines title "uroce rings ib_write_bw", \
+	plot sel("write_bw_rings") using 1:2:3:4 with yerrorlines title "uroce same host ib_write_bw (copy)", \
 	     sel("write_bw_udp") using ($1*1.06):2:3:4 with yerrorlines title "uroce UDP ib_write_bw", \
 	     sel("put_bw_cma") using 1:2:3:4 with yerrorlines title "UCX cma put_bw (zcopy)", \
 	     sel("put_bw_posix") using ($1*1.06):2:3:4 with yerrorlines title "UCX posix put_bw (bcopy)"
