@@ -8,7 +8,9 @@
 #
 # Two comparisons, both by default (one command regenerates all four
 # plots), in the same rounds:
-#  samehost: uroce's same-host rings and UDP next to UCX's same-host UCT
+#  samehost: uroce's same-host default (WRITEs copied between the
+#    processes, SENDs through the rings: the "rings" series) and UDP next
+#    to UCX's same-host UCT
 #    transports posix (shared memory, bcopy) and cma (process_vm_writev,
 #    zcopy): docs/img/bench_latency.svg and bench_bandwidth.svg;
 #  wire: uroce over UDP (UROCE_LINK=udp: RoCEv2 datagrams, what reaches
