@@ -243,7 +243,8 @@ int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
  * call returns less than it asked for, which leaves none pending. */
 bool ur_udp_rx_maybe(struct ur_udp *u)
 {
-	struct pollfd p = { .fd = ur_udp_fd(u), .events = POLLIN };
+	/* ur_udp_fd()'s value, read here: udp.c calls this file, not back */
+	struct pollfd p = { .fd = atomic_load(&u->poll_fd), .events = POLLIN };
 
 	if (u->shm && ur_shm_rx_maybe(u->shm))
 		return true;
