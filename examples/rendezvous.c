@@ -129,9 +129,10 @@ static int msgq_done(struct ex_conn *c, struct msgq *q, struct msg *m)
 			    (uint64_t)(m - q->slot));
 }
 
-/* Send m's first len bytes (inline when it fits) and wait for the send. */
+/* Send m's first len bytes (inline when it fits); wait: and wait for the
+ * send (else the caller waits before it writes the buffer again). */
 static int msgq_send(struct ex_conn *c, struct msgq *q, uint32_t len,
-		     uint64_t *sent)
+		     uint64_t *sent, bool wait)
 {
 	unsigned int fl = IBV_SEND_SIGNALED;
 
@@ -140,7 +141,8 @@ static int msgq_send(struct ex_conn *c, struct msgq *q, uint32_t len,
 	if (ex_post_send(c, IBV_WR_SEND, &q->slot[NRECV], len, q->mr->lkey,
 			 0, 0, fl, 1000))
 		return -1;
-	return ex_wait_sends(c, ++*sent);
+	++*sent;
+	return wait ? ex_wait_sends(c, *sent) : 0;
 }
 
 static int run_server(const struct opts *o)
@@ -213,13 +215,13 @@ static int run_server(const struct opts *o)
 			}
 			/* clear the zone so that stale bytes cannot pass */
 			memset(zone->addr, 0, n);
-			if (msgq_done(&c, &q, m))
+			if (msgq_done(&c, &q, m) || ex_wait_sends(&c, sent))
 				goto out;
 			*out = (struct msg){ .type = M_CTS, .id = expect_id,
 					     .len = n,
 					     .addr = (uintptr_t)zone->addr,
 					     .rkey = zone->rkey };
-			if (msgq_send(&c, &q, MSG_HDR, &sent))
+			if (msgq_send(&c, &q, MSG_HDR, &sent, true))
 				goto out;
 			m = msgq_next(&c, &q, &len);
 			if (!m)
@@ -241,10 +243,17 @@ static int run_server(const struct opts *o)
 			goto out;
 		}
 		bytes += m->type == M_FIN ? m->len : len - MSG_HDR;
-		if (msgq_done(&c, &q, m))
+		if (msgq_done(&c, &q, m) || ex_wait_sends(&c, sent))
 			goto out;
+		/*
+		 * Not waited for here: the sender's next message proves it
+		 * arrived, and after the last one the sender says BYE and may
+		 * disconnect before this SEND's own ACK reaches us (a lost
+		 * ACK is resent later), which would flush it (common.h,
+		 * ex_close).
+		 */
 		*out = (struct msg){ .type = M_ACK, .id = expect_id };
-		if (msgq_send(&c, &q, MSG_HDR, &sent))
+		if (msgq_send(&c, &q, MSG_HDR, &sent, false))
 			goto out;
 		expect_id++;
 	}
@@ -306,7 +315,8 @@ static int run_client(const struct opts *o)
 			*out = (struct msg){ .type = M_EAGER, .id = id,
 					     .len = len };
 			ex_fill(out->data, len, id, 0);
-			if (msgq_send(&c, &q, (uint32_t)(MSG_HDR + len), &sent))
+			if (msgq_send(&c, &q, (uint32_t)(MSG_HDR + len),
+				      &sent, true))
 				goto out;
 		} else {
 			struct ibv_sge sge = { (uintptr_t)src->addr,
@@ -319,7 +329,7 @@ static int run_client(const struct opts *o)
 			ex_fill(src->addr, len, id, 0);
 			*out = (struct msg){ .type = M_RTS, .id = id,
 					     .len = len };
-			if (msgq_send(&c, &q, MSG_HDR, &sent))
+			if (msgq_send(&c, &q, MSG_HDR, &sent, true))
 				goto out;
 			m = await(&c, &q, M_CTS, id);
 			if (!m || m->len != len)
@@ -358,7 +368,7 @@ static int run_client(const struct opts *o)
 		bytes += len;
 	}
 	*out = (struct msg){ .type = M_BYE, .id = (uint32_t)o->count };
-	if (msgq_send(&c, &q, MSG_HDR, &sent))
+	if (msgq_send(&c, &q, MSG_HDR, &sent, true))
 		goto out;
 	printf("rendezvous: sent %llu messages, %llu bytes in %.1f ms, all "
 	       "acknowledged\n", (unsigned long long)o->count,
