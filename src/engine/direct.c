@@ -97,9 +97,11 @@ void ur_direct_init(struct ur_nic *nic)
 	const struct ur_config *cfg = ur_config_get();
 	struct dx_table *t = ur_link_own_area(nic->link);
 
+	/* the NIC is used by the process that opened it (not a fork) */
+	nic->dx_self = (int32_t)getpid();
 	if (!t)
 		return;
-	t->pid = (int32_t)getpid();
+	t->pid = nic->dx_self;
 	t->pidns = pid_ns();
 	t->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
 	t->self = (uintptr_t)t;
@@ -456,7 +458,7 @@ static struct dx_hold *batch_hold(struct dx_batch *b, uint32_t rkey)
 	for (i = 0; i < b->nh; i++)
 		if (b->hold[i].mr.key == rkey)
 			return &b->hold[i];
-	if (!mr_hold(b->t, rkey, (int32_t)getpid(), &b->hold[b->nh]))
+	if (!mr_hold(b->t, rkey, b->qp->xp->nic->dx_self, &b->hold[b->nh]))
 		return NULL;
 	return &b->hold[b->nh++];
 }

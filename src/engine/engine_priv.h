@@ -212,6 +212,7 @@ struct ur_nic {
 	/* same-host copies (direct.c): this NIC's published table (in its
 	 * ring's area; NULL without a ring), whether its QPs copy */
 	void *dx_own;
+	int32_t dx_self;		/* our pid, a holder's name */
 	bool dx_on;
 	uint64_t dx_pidns;
 	pthread_mutex_t dx_lock;	/* writers of dx_own */
