@@ -153,7 +153,7 @@ struct ur_txb {
 /* The QPs with a deadline armed, earliest first (timer.c). */
 struct ur_timers {
 	pthread_mutex_t lock;		/* a leaf: nothing is taken under it */
-	struct ur_qp_xport **heap;	/* binary min-heap by tmr_key */
+	struct ur_qp_xport **heap;	/* binary min-heap by tmr.key */
 	unsigned int n;			/* QPs in the heap */
 	unsigned int cap;		/* room, reserved at ur_timer_attach */
 	unsigned int users;		/* QPs attached */
@@ -311,64 +311,73 @@ struct ur_resp_state_qp {
 	uint64_t cnp_ns;		/* when the last CNP left (ecn.c) */
 };
 
-struct ur_qp_xport {
-	struct ur_qp *qp;
-	struct ur_nic *nic;
-	struct ur_list node;		/* in nic->qps */
-	struct ur_ip_flow flow;		/* RC/UC: our address -> peer */
-	uint32_t mtu;			/* RC/UC: path MTU bytes; UD: port MTU */
-	/* RC/UC, hardened mode (rx owner): the peer's UDP source port,
-	 * bound by the first in-sequence packet after the path is loaded */
-	bool peer_bound;
-	uint16_t peer_port;		/* network order */
+/*
+ * Per-QP transport state, one sub-struct per stage (as kernel rxe's
+ * rxe_req_info / rxe_comp_info / rxe_resp_info), each headed by its owner:
+ * the lock or thread that may write it. A stage reads another's fields
+ * only under the same lock. The whole rule set is in docs/design.md,
+ * "Engine: threads, locks and progress".
+ */
 
-	/* requester (sq_lock) */
+/* requester: the cursor over the send queue and what it has sent (sq_lock) */
+struct ur_req_info {
 	uint32_t psn;			/* next PSN to send */
-	uint32_t req_pkt;		/* packet index inside the cursor WQE */
+	uint32_t psn_max;		/* PSN after the furthest ever sent */
+	uint32_t pkt;			/* packet index inside the cursor WQE */
 	uint32_t sq_high;		/* furthest cursor: WQE states before it
 					 * are ours, after it stale slots */
-	bool req_entered;		/* cursor WQE passed fence/credit checks */
-	bool req_halted;		/* a WQE failed locally: send no more */
-	uint32_t noack_pkts;
+	bool entered;			/* cursor WQE passed fence, credits */
+	bool halted;			/* a WQE failed locally: send no more */
+	uint32_t noack_pkts;		/* sent since the last ACK request */
 	unsigned int rd_outstanding;	/* READ requests (chunks) and atomics
 					 * sent since the last rewind and
 					 * not answered in full */
-	bool need_retry;
+	bool need_retry;		/* go back to comp.psn next step */
 	bool sqd_notified;		/* IBV_EVENT_SQ_DRAINED raised */
-	/* Selective resend (comp.c, req.c): after a sequence NAK only the
-	 * NAKed packet is sent again, unless the responder showed that it
-	 * drops what comes past a gap (peer_drops) */
+};
+
+/*
+ * Selective resend (comp.c and comp_read.c decide, req.c sends; sq_lock):
+ * after a sequence NAK only the NAKed packet is sent again, unless the
+ * responder showed that it drops what comes past a gap (peer_drops); lost
+ * READ responses are asked for again run by run.
+ */
+struct ur_resend_info {
 	bool peer_drops;
 	unsigned int drops_naks;	/* NAKs since peer_drops was set */
 	bool nak_rewind;		/* the last go-back answered a seq NAK */
-	bool need_resend;		/* resend resend_psn alone */
-	bool resend_active;		/* until comp_psn passes resend_psn */
-	bool resend_ok;			/* the last one's ACK covered the rest */
-	uint32_t resend_psn;
-	uint32_t resend_base;		/* psn when the NAK came */
-	/* READ responses lost: the runs to ask for again alone (comp_read.c) */
+	bool need;			/* resend psn alone */
+	bool active;			/* until comp.psn passes psn */
+	bool ok;			/* its ACK covered the rest */
+	uint32_t psn;
+	uint32_t base;			/* req.psn when the NAK came */
 	struct {
 		uint32_t psn, end;	/* [psn, end] */
 		uint32_t idx;		/* the READ WQE's SQ index */
 	} rd_ask[UR_RD_ASKS];
 	unsigned int rd_ask_n;
+};
 
-	/* completer (sq_lock) */
-	uint32_t comp_psn;		/* oldest PSN not yet acknowledged */
+/* completer: acknowledgements, responses and retries (sq_lock) */
+struct ur_comp_info {
+	uint32_t psn;			/* oldest PSN not yet acknowledged */
 	/* READ responses placed past a missing one, marked by PSN modulo
-	 * UR_RD_SEEN_PSNS; all in [comp_psn, rd_high) */
+	 * UR_RD_SEEN_PSNS; all in [psn, rd_high) */
 	uint64_t rd_seen[UR_RD_SEEN_PSNS / 64];
 	uint32_t rd_seen_n;		/* marks set */
 	uint32_t rd_high;		/* PSN after the furthest placed */
 	unsigned int retry_left;
 	unsigned int rnr_left;
 	bool rnr_wait;
-	uint32_t retry_psn;		/* comp_psn when the last retry began */
-	uint32_t psn_max;		/* PSN after the furthest ever sent */
-	uint32_t recover_psn;		/* psn_max when the last retry began:
-					 * before it, responses may still
-					 * answer requests sent before */
-	bool retry_left_fast_used;	/* a fast retry happened at retry_psn */
+	uint32_t retry_psn;		/* psn when the last retry began */
+	uint32_t recover_psn;		/* req.psn_max when the last retry
+					 * began: before it, responses may
+					 * still answer requests sent before */
+	bool retry_fast_used;		/* a fast retry happened at retry_psn */
+};
+
+/* retransmit timeout and round-trip estimate (cc.c; sq_lock) */
+struct ur_rto_info {
 	uint64_t timeout_ns;		/* 0 = no retransmit timer */
 	uint64_t iba_deadline;		/* the QP's timeout (counts retries);
 					 * 0 = not running */
@@ -378,42 +387,72 @@ struct ur_qp_xport {
 	bool rtt_on;
 	unsigned int probe_backoff;	/* probes since the last progress */
 	bool probe_one;			/* this run resends one packet only */
+};
+
+/* congestion window (cc.c, ecn.c's CNP reaction; sq_lock) */
+struct ur_cc_info {
 	uint32_t cwnd;			/* PSNs the requester may have unacked */
 	uint32_t ssthresh;		/* slow start below, +1/window above */
 	uint32_t cwnd_acc;		/* PSNs acked toward the next +1 */
-	uint32_t cc_acked;		/* PSNs acked since the last decrease */
-	bool cc_undo;			/* a probe or timeout shrank the window
+	uint32_t acked;			/* PSNs acked since the last decrease */
+	bool undo;			/* a probe or timeout shrank the window
 					 * and no NAK has confirmed a loss */
-	uint32_t cc_undo_cwnd;		/* the window before that decrease */
-	uint32_t cc_undo_ssthresh;
-	bool cc_by_resend;		/* that episode began with a UR_CC_RESEND */
-	uint32_t cc_recover_psn;	/* psn_max when the window last shrank:
-					 * losses before it is acked belong to
-					 * that congestion episode */
-	uint64_t cc_cnp_ns;		/* when a CNP last shrank the window */
-	uint32_t cc_cnp_target;		/* the window before that cut */
-	unsigned int cc_cnp_steps;	/* recovery steps toward it left */
-	uint32_t cc_alpha;		/* DCQCN's alpha, of UR_CC_ALPHA_ONE */
-	_Atomic uint64_t rto_deadline;	/* earlier of iba_deadline and the
+	uint32_t undo_cwnd;		/* the window before that decrease */
+	uint32_t undo_ssthresh;
+	bool by_resend;			/* the episode began with RESEND */
+	uint32_t recover_psn;		/* req.psn_max when the window last
+					 * shrank: losses before it is acked
+					 * belong to that congestion episode */
+	uint64_t cnp_ns;		/* when a CNP last shrank the window */
+	uint32_t cnp_target;		/* the window before that cut */
+	unsigned int cnp_steps;		/* recovery steps toward it left */
+	uint32_t alpha;			/* DCQCN's alpha, of UR_CC_ALPHA_ONE */
+};
+
+/*
+ * Deadlines (timer.c): the slots are written by the sq_lock holder and
+ * read by whoever pops the heap; key and pos belong to timers.lock.
+ */
+struct ur_tmr_info {
+	_Atomic uint64_t rto_deadline;	/* earlier of rto.iba_deadline and the
 					 * recovery probe; 0 = off */
 	_Atomic uint64_t rnr_deadline;	/* 0 = off */
 	_Atomic uint64_t kick_deadline;	/* requester deferred (obj_lock busy),
 					 * or the error path wants a visit */
-	_Atomic uint64_t tmr_key;	/* heap key, no later than the earliest
+	_Atomic uint64_t key;		/* heap key, no later than the earliest
 					 * armed deadline; 0 = not in the heap */
-	unsigned int tmr_pos;		/* heap index + 1; 0 = not in it */
+	unsigned int pos;		/* heap index + 1; 0 = not in it */
+};
 
-	/* responder (rx owner) */
-	struct ur_resp_state_qp resp;
+/* same-host copies (direct.c; sq_lock) */
+struct ur_dx_info {
+	uint64_t verified;		/* ns: the peer's pid last proven */
+	bool refused;			/* the kernel refused: packets only */
+};
 
-	/* requester's packet batch (sq_lock) */
-	struct ur_txb txb;
+struct ur_qp_xport {
+	/* identity and path: set under obj_lock's write side (modify_qp),
+	 * read by every stage */
+	struct ur_qp *qp;
+	struct ur_nic *nic;
+	struct ur_list node;		/* in nic->qps (qp_list_lock) */
+	struct ur_ip_flow flow;		/* RC/UC: our address -> peer */
+	uint32_t mtu;			/* RC/UC: path MTU; UD: port MTU */
+	/* RC/UC, hardened mode (rx owner): the peer's UDP source port,
+	 * bound by the first in-sequence packet after the path is loaded */
+	bool peer_bound;
+	uint16_t peer_port;		/* network order */
 
+	struct ur_req_info req;		/* sq_lock */
+	struct ur_resend_info resend;	/* sq_lock */
+	struct ur_comp_info comp;	/* sq_lock */
+	struct ur_rto_info rto;		/* sq_lock */
+	struct ur_cc_info cc;		/* sq_lock */
+	struct ur_tmr_info tmr;		/* see above */
+	struct ur_resp_state_qp resp;	/* rx owner (rx_lock) */
+	struct ur_txb txb;		/* requester's packet batch (sq_lock) */
 	struct ur_qp_counters qcnt;
-
-	/* same-host copies (direct.c; sq_lock) */
-	uint64_t dx_verified;		/* ns: the peer's pid last proven */
-	bool dx_refused;		/* the kernel refused: packets only */
+	struct ur_dx_info dx;		/* sq_lock */
 };
 
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
