@@ -7,10 +7,18 @@
  *                                          busy-polling recv
  *   udp_bench tput  [-t secs] [-r runs]    4096 B datagrams: sendto/recv,
  *                                          sendmmsg/recvmmsg x32, GSO+GRO
- *   udp_bench all   both of the above
+ *   udp_bench relay [-n iters] [-t secs]   the same ping-pong, but in each
+ *                                          process the main thread spins
+ *                                          on memory and a second thread
+ *                                          receives and hands the datagram
+ *                                          over (blocking and busy-polling)
+ *   udp_bench all   lat and tput
  *
  * Output: one line per measurement, "name value unit".
  * Latency is one-way = round trip / 2, median and p99 over the iterations.
+ * relay is the shape of perftest's ib_write_lat over uroce: its
+ * application spins on its buffer without calling the library, so the
+ * packet must be received by another thread that has to win a core.
  * Throughput is what the receiver got (bytes / time from its first to its
  * last datagram), the median over the runs; loss is printed too since UDP
  * on loopback drops when the receiver's queue is full.
@@ -20,6 +28,8 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,10 +105,76 @@ static ssize_t rx(int fd, void *buf, size_t len, bool busy)
 	return r;
 }
 
-static void lat_run(const char *name, bool busy, int iters, double secs)
+/*
+ * relay mode: the receiving thread of a process copies each datagram into
+ * "inbox" and bumps "seq"; the main thread spins on seq, never on the
+ * socket. 'q' ends the receiver.
+ */
+struct relay {
+	int fd;
+	bool busy;
+	char inbox[64];
+	_Atomic unsigned long seq;
+	ssize_t len;
+};
+
+static void *relay_rx(void *arg)
+{
+	struct relay *r = arg;
+	char buf[64];
+
+	for (;;) {
+		ssize_t n = rx(r->fd, buf, sizeof(buf), r->busy);
+
+		if (n > 0)
+			memcpy(r->inbox, buf, (size_t)n);
+		r->len = n;
+		atomic_fetch_add_explicit(&r->seq, 1, memory_order_release);
+		if (n <= 0 || buf[0] == 'q')
+			return NULL;
+	}
+}
+
+/* Spin until the receiver delivered the next datagram; its length. */
+static ssize_t relay_wait(struct relay *r, unsigned long *seen)
+{
+	while (atomic_load_explicit(&r->seq, memory_order_acquire) == *seen)
+		;
+	(*seen)++;
+	return r->len;
+}
+
+static void relay_start(struct relay *r, pthread_t *t, int fd, bool busy)
+{
+	r->fd = fd;
+	r->busy = busy;
+	atomic_init(&r->seq, 0);
+	if (pthread_create(t, NULL, relay_rx, r))
+		die("pthread_create");
+}
+
+/* One side's receive: from the socket, or from its relay thread. */
+static ssize_t lat_rx(int fd, char *buf, bool busy, struct relay *r,
+		      unsigned long *seen)
+{
+	ssize_t n;
+
+	if (!r)
+		return rx(fd, buf, 64, busy);
+	n = relay_wait(r, seen);
+	if (n > 0)
+		memcpy(buf, r->inbox, (size_t)n);
+	return n;
+}
+
+static void lat_run(const char *name, bool busy, bool relay, int iters,
+		    double secs)
 {
 	struct sockaddr_in a, b;
 	double *rtt, t0, t1, end;
+	struct relay rl = { 0 };
+	unsigned long seen = 0;
+	pthread_t th;
 	char buf[64];
 	int fa, fb, i, n = 0, st;
 	pid_t pid;
@@ -112,41 +188,53 @@ static void lat_run(const char *name, bool busy, int iters, double secs)
 		die("fork");
 	if (!pid) {		/* echo side */
 		close(fa);
+		if (relay)
+			relay_start(&rl, &th, fb, busy);
 		for (;;) {
-			ssize_t r = rx(fb, buf, sizeof(buf), busy);
+			ssize_t r = lat_rx(fb, buf, busy, relay ? &rl : NULL,
+					   &seen);
 
-			if (r <= 0 || buf[0] == 'q')
+			if (r <= 0 || buf[0] == 'q') {
+				if (relay)	/* ends the other's receiver */
+					send(fb, "q", 1, 0);
 				_exit(0);
+			}
 			send(fb, buf, (size_t)r, 0);
 		}
 	}
 	close(fb);
+	if (relay)
+		relay_start(&rl, &th, fa, busy);
 	rtt = calloc((size_t)iters, sizeof(*rtt));
 	memset(buf, 'p', sizeof(buf));
-	end = bench_now_s() + secs;
 	/* warm up */
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < (relay ? 100 : 1000); i++) {
 		send(fa, buf, sizeof(buf), 0);
-		rx(fa, buf, sizeof(buf), busy);
+		lat_rx(fa, buf, busy, relay ? &rl : NULL, &seen);
 	}
+	end = bench_now_s() + secs;
 	for (i = 0; i < iters; i++) {
 		t0 = bench_now_s();
 		send(fa, buf, sizeof(buf), 0);
-		if (rx(fa, buf, sizeof(buf), busy) <= 0)
+		if (lat_rx(fa, buf, busy, relay ? &rl : NULL, &seen) <= 0)
 			die("recv");
 		t1 = bench_now_s();
 		rtt[n++] = (t1 - t0) / 2 * 1e6;
-		if (!(i & 255) && t1 > end)
+		if (!(i & 63) && t1 > end)
 			break;
 	}
 	buf[0] = 'q';
 	send(fa, buf, 1, 0);
 	waitpid(pid, &st, 0);
+	if (relay)
+		pthread_join(th, NULL);
 	close(fa);
 	qsort(rtt, (size_t)n, sizeof(*rtt), bench_cmp_dbl);
-	printf("udp_lat_%s_median %.2f us\n", name, rtt[n / 2]);
-	printf("udp_lat_%s_p99 %.2f us\n", name, rtt[(size_t)n * 99 / 100]);
-	printf("udp_lat_%s_iters %d count\n", name, n);
+	printf("udp_lat_%s%s_median %.2f us\n", relay ? "relay_" : "", name,
+	       rtt[n / 2]);
+	printf("udp_lat_%s%s_p99 %.2f us\n", relay ? "relay_" : "", name,
+	       rtt[(size_t)n * 99 / 100]);
+	printf("udp_lat_%s%s_iters %d count\n", relay ? "relay_" : "", name, n);
 	fflush(stdout);
 	free(rtt);
 }
@@ -336,7 +424,7 @@ static void tput_all(double secs, int runs)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: udp_bench lat|tput|all [-n iters] "
+	fprintf(stderr, "usage: udp_bench lat|relay|tput|all [-n iters] "
 		"[-t secs] [-r runs]\n");
 	exit(2);
 }
@@ -348,8 +436,13 @@ int main(int argc, char **argv)
 	if (bench_parse_args(argc, argv, &a, MAX_ITERS))
 		usage();
 	if (!strcmp(a.mode, "lat") || !strcmp(a.mode, "all")) {
-		lat_run("block", false, a.iters, a.secs * 2);
-		lat_run("busy", true, a.iters, a.secs * 2);
+		lat_run("block", false, false, a.iters, a.secs * 2);
+		lat_run("busy", true, false, a.iters, a.secs * 2);
+	}
+	if (!strcmp(a.mode, "relay")) {
+		lat_run("block", false, true, a.iters, a.secs * 2);
+		lat_run("busy", true, true, a.iters, a.secs * 2);
+		return 0;
 	}
 	if (!strcmp(a.mode, "tput") || !strcmp(a.mode, "all"))
 		tput_all(a.secs, a.runs);
