@@ -55,6 +55,7 @@
  */
 void ur_cc_reset(struct ur_qp_xport *xp)
 {
+	ur_cc_set_busy(xp, false);
 	xp->cc.cwnd = UR_CWND_INIT;
 	xp->cc.ssthresh = UR_WINDOW_PSNS;
 	xp->cc.cwnd_acc = 0;
@@ -67,12 +68,30 @@ void ur_cc_reset(struct ur_qp_xport *xp)
 	xp->cc.alpha = UR_CC_ALPHA_ONE;
 }
 
+/*
+ * The window is the smaller of the congestion window and the QP's share
+ * of the NIC's: the QPs with PSNs unacknowledged split UR_NIC_WINDOW_PSNS
+ * evenly (at least UR_CWND_MIN each), so many busy QPs to one peer do not
+ * overflow its one receive buffer, and one busy QP among idle ones keeps
+ * its whole window. A share read as it changes is at worst one QP's stale
+ * share for one requester run.
+ */
 uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 {
+	uint32_t w, share;
+	unsigned int n;
+
 	if (xp->rto.probe_one)
 		return 1;
-	return xp->cc.cwnd && xp->cc.cwnd < UR_WINDOW_PSNS ? xp->cc.cwnd :
-						       UR_WINDOW_PSNS;
+	w = xp->cc.cwnd && xp->cc.cwnd < UR_WINDOW_PSNS ? xp->cc.cwnd :
+							  UR_WINDOW_PSNS;
+	n = xp->nic ? atomic_load_explicit(&xp->nic->rc_busy,
+					   memory_order_relaxed) : 0;
+	if (n > 1) {
+		share = UR_MAX(UR_NIC_WINDOW_PSNS / n, UR_CWND_MIN);
+		w = UR_MIN(w, share);
+	}
+	return w;
 }
 
 void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
@@ -222,8 +241,10 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
 		ur_timer_disarm(&xp->tmr.rto_deadline);
 		xp->rto.iba_deadline = 0;
 		xp->rto.probe_backoff = 0;
+		ur_cc_set_busy(xp, false);
 		return;
 	}
+	ur_cc_set_busy(xp, true);
 	if (!progress &&
 	    atomic_load_explicit(&xp->tmr.rto_deadline, memory_order_relaxed))
 		return;

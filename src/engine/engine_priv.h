@@ -186,6 +186,9 @@ struct ur_nic {
 	int wake_fd;			/* eventfd: shutdown, one-sided */
 	int timer_fd;			/* timerfd: a deadline before its sleep */
 	_Atomic uint64_t reorder_bytes;	/* held by every QP's reorder store */
+	/* RC QPs with PSNs unacknowledged: they share UR_NIC_WINDOW_PSNS
+	 * (cc.c; each QP's cc.busy says whether it is counted) */
+	_Atomic unsigned int rc_busy;
 	/* drained store buffers for the next gap (rx_lock): reorder.c */
 	struct ur_reorder_pkt *reorder_spare;
 	uint64_t reorder_spare_bytes;
@@ -407,6 +410,7 @@ struct ur_cc_info {
 	uint32_t cnp_target;		/* the window before that cut */
 	unsigned int cnp_steps;		/* recovery steps toward it left */
 	uint32_t alpha;			/* DCQCN's alpha, of UR_CC_ALPHA_ONE */
+	bool busy;			/* counted in nic->rc_busy */
 };
 
 /*
@@ -454,6 +458,22 @@ struct ur_qp_xport {
 	struct ur_qp_counters qcnt;
 	struct ur_dx_info dx;		/* sq_lock */
 };
+
+/* Whether the QP has PSNs unacknowledged, for the NIC's shared window
+ * (cc.c); sq_lock held. Any stage that ends a QP's traffic (a reset, the
+ * move to ERR, destruction) says false. */
+static inline void ur_cc_set_busy(struct ur_qp_xport *xp, bool busy)
+{
+	if (xp->cc.busy == busy || !xp->nic)
+		return;
+	xp->cc.busy = busy;
+	if (busy)
+		atomic_fetch_add_explicit(&xp->nic->rc_busy, 1,
+					  memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&xp->nic->rc_busy, 1,
+					  memory_order_relaxed);
+}
 
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {

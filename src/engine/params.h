@@ -44,10 +44,15 @@
 
 /* ---- the RC requester's window ---- */
 
-/* Unacknowledged PSNs one QP may have: 512 packets of 4 KiB (2 MiB) fit
- * the peer's 8 MiB receive buffer with room for three more such QPs, and
- * keep a loopback pipe full. */
+/* Unacknowledged PSNs one QP may have: 512 packets of 4 KiB (2 MiB) keep
+ * a loopback pipe full; UR_NIC_WINDOW_PSNS bounds many QPs together. */
 #define UR_WINDOW_PSNS 512
+/* Unacknowledged PSNs all of a NIC's RC QPs together may have, shared
+ * evenly among those that have any (cc.c): every QP of a peer process
+ * lands in its one receive buffer, and sixteen full windows (perftest
+ * -q 16: 32 MiB) overflowed it into go-back-Ns and 67 ms timeouts. Half
+ * that 8 MiB buffer; one QP alone keeps its UR_WINDOW_PSNS. */
+#define UR_NIC_WINDOW_PSNS (2 * UR_WINDOW_PSNS)
 /* AckReq at least every this many packets, so the responder's ACKs open
  * the window before it is exhausted (and the lazy doorbell can batch). */
 #define UR_ACKREQ_EVERY 32

@@ -142,6 +142,7 @@ void ur_qp_error_locked(struct ur_qp *qp)
 	if (xp) {
 		ur_timer_disarm(&xp->tmr.rto_deadline);
 		ur_timer_disarm(&xp->tmr.rnr_deadline);
+		ur_cc_set_busy(xp, false);	/* sends nothing more */
 		xp->comp.rnr_wait = false;
 		xp->req.need_retry = false;
 		/* a receive WQE the responder holds is flushed by the receive

@@ -53,6 +53,9 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
 	pthread_mutex_unlock(&xp->nic->qp_list_lock);
+	pthread_mutex_lock(&qp->sq_lock);
+	ur_cc_set_busy(xp, false);
+	pthread_mutex_unlock(&qp->sq_lock);
 	qp->xp = NULL;
 	ur_reorder_clear(xp);
 	free(xp);

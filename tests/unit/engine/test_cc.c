@@ -358,6 +358,87 @@ static void test_cnp_recovery_ends_at_loss(void **state)
 	assert_int_equal(xp->cc.cnp_steps, 0);
 }
 
+/*
+ * The QPs of a NIC with PSNs unacknowledged share UR_NIC_WINDOW_PSNS: a
+ * receiver's one buffer took sixteen whole windows (perftest -q 16) only
+ * by dropping; a QP alone, or once the others finished, has its whole
+ * window again, and a QP's end (reset, ERR) gives its share back.
+ */
+#define N_SHARE 16
+static void test_nic_window_shared(void **state)
+{
+	struct ur_nic *nic = calloc(1, sizeof(*nic));
+	struct ur_qp qp[N_SHARE];
+	struct ur_qp_xport xp[N_SHARE];
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(nic);
+	memset(qp, 0, sizeof(qp));
+	memset(xp, 0, sizeof(xp));
+	ur_timers_init(&nic->timers);
+	for (i = 0; i < N_SHARE; i++) {
+		qp[i].type = IBV_QPT_RC;
+		qp[i].state = IBV_QPS_RTS;
+		qp[i].xp = &xp[i];
+		xp[i].qp = &qp[i];
+		xp[i].nic = nic;
+		pthread_mutex_init(&qp[i].sq_lock, NULL);
+		assert_int_equal(ur_timer_attach(&xp[i]), 0);
+		ur_cc_reset(&xp[i]);
+		xp[i].cc.cwnd = UR_WINDOW_PSNS;		/* grown */
+	}
+	/* QP 0 alone has PSNs out: its whole window */
+	pthread_mutex_lock(&qp[0].sq_lock);
+	sent(&xp[0], 8);
+	ur_cc_arm_rto(&qp[0], false);
+	pthread_mutex_unlock(&qp[0].sq_lock);
+	assert_int_equal(atomic_load(&nic->rc_busy), 1);
+	assert_int_equal(ur_cc_window(&xp[0]), UR_WINDOW_PSNS);
+	/* all of them: an even share each, together the NIC's window */
+	for (i = 1; i < N_SHARE; i++) {
+		pthread_mutex_lock(&qp[i].sq_lock);
+		sent(&xp[i], 8);
+		ur_cc_arm_rto(&qp[i], false);
+		ur_cc_arm_rto(&qp[i], false);	/* counted once */
+		pthread_mutex_unlock(&qp[i].sq_lock);
+	}
+	assert_int_equal(atomic_load(&nic->rc_busy), N_SHARE);
+	for (i = 0; i < N_SHARE; i++)
+		assert_int_equal(ur_cc_window(&xp[i]),
+				 UR_MAX(UR_NIC_WINDOW_PSNS / N_SHARE,
+					UR_CWND_MIN));
+	assert_true(N_SHARE * ur_cc_window(&xp[0]) <= UR_NIC_WINDOW_PSNS);
+	/* the others finish (all acked), go to ERR, or are reset */
+	for (i = 1; i < N_SHARE; i++) {
+		pthread_mutex_lock(&qp[i].sq_lock);
+		if (i % 3 == 0) {
+			acked(&xp[i], 8);
+			ur_cc_arm_rto(&qp[i], true);
+		} else if (i % 3 == 1) {
+			ur_cc_set_busy(&xp[i], false);	/* as the move to ERR */
+		} else {
+			ur_cc_reset(&xp[i]);
+		}
+		pthread_mutex_unlock(&qp[i].sq_lock);
+	}
+	assert_int_equal(atomic_load(&nic->rc_busy), 1);
+	assert_int_equal(ur_cc_window(&xp[0]), UR_WINDOW_PSNS);
+	/* the congestion window still bounds a QP below its share */
+	xp[0].cc.cwnd = UR_CWND_MIN;
+	assert_int_equal(ur_cc_window(&xp[0]), UR_CWND_MIN);
+	for (i = 0; i < N_SHARE; i++) {
+		pthread_mutex_lock(&qp[i].sq_lock);
+		ur_cc_set_busy(&xp[i], false);
+		pthread_mutex_unlock(&qp[i].sq_lock);
+		ur_timer_detach(&xp[i]);
+		pthread_mutex_destroy(&qp[i].sq_lock);
+	}
+	assert_int_equal(atomic_load(&nic->rc_busy), 0);
+	ur_timers_fini(&nic->timers);
+	free(nic);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +461,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cnp_recovery, setup,
 						teardown),
+		cmocka_unit_test(test_nic_window_shared),
 		cmocka_unit_test_setup_teardown(test_cnp_recovery_ends_at_loss,
 						setup, teardown),
 	};
