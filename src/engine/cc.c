@@ -222,9 +222,8 @@ bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
  */
 static uint64_t probe_interval(const struct ur_qp_xport *xp)
 {
-	uint64_t ns = xp->rto.srtt_ns
-			  ? UR_MAX(3 * xp->rto.srtt_ns, UR_PROBE_MIN_NS)
-			  : UR_PROBE_INIT_NS;
+	uint64_t ns = xp->rto.srtt_ns ? UR_MAX(3 * xp->rto.srtt_ns, UR_PROBE_MIN_NS) :
+				    UR_PROBE_INIT_NS;
 
 	return ns << UR_MIN(xp->rto.probe_backoff, UR_PROBE_MAX_BACKOFF);
 }

@@ -30,8 +30,7 @@ static int setup(void **state)
 	t->xp.qp = &t->qp;
 	pthread_mutex_init(&t->qp.sq_lock, NULL);
 	pthread_mutex_lock(&t->qp.sq_lock);
-	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max =
-	    0xfffff0; /* wraps */
+	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max = 0xfffff0; /* wraps */
 	ur_cc_reset(&t->xp);
 	*state = t;
 	return 0;
@@ -103,7 +102,7 @@ static void test_one_decrease_per_episode(void **state)
 	xp->cc.cwnd = 64;
 	xp->cc.ssthresh = UR_WINDOW_PSNS;
 	sent(xp, 64);
-	ur_cc_loss(xp, UR_CC_NAK);			/* NAK at comp_psn */
+	ur_cc_loss(xp, UR_CC_NAK);			/* NAK at comp.psn */
 	assert_int_equal(ur_cc_window(xp), 32);
 	rewind_to_comp(xp);
 	sent(xp, 32);
