@@ -7,8 +7,8 @@
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build
 #   bench/run.sh [--write] [build-dir] [reps]
 #
-# build-dir defaults to ./build, reps to 3; 3 reps take about 15 minutes
-# on a 2-core machine. All uroce pairs run with UROCE_LINK=udp (the wire's
+# build-dir defaults to ./build, reps to 3; 3 reps take about 7 minutes
+# on a 2-core machine at load 12-17 (2 minutes a round). All uroce pairs run with UROCE_LINK=udp (the wire's
 # figures: bench/samehost.sh measures the same-host path). Every round
 # runs all of these, in this order, so that load drift on a shared
 # machine hits all alike:
