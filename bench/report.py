@@ -276,22 +276,23 @@ def render(data, facts):
              "bandwidth table; pairs: `ib_write_bw -D 3`, one pair, then "
              "two at once; threads: `threads_bench`, one process, T "
              "threads each writing 4 KiB WRITEs (16 in flight) between its "
-             "own two RC QPs, every byte checked.")
+             "own two RC QPs, every byte checked; its CPU is the whole process's "
+             "(user + system, `getrusage`) per GB written.")
     L.append("")
-    L.append("| test | GB/s | ratio | target | met |")
-    L.append("|---|---|---|---|---|")
-    L.append("| -q 1%s | %s | 1 | — | — |" % (
+    L.append("| test | GB/s | ratio | CPU, s/GB | target | met |")
+    L.append("|---|---|---|---|---|---|")
+    L.append("| -q 1%s | %s | 1 | — | — | — |" % (
         failed(data, "write_bw", rounds), med_range(data, "write_bw_bw")))
     for q in (4, 16, 64):
         c, m = ratio_of(data, "write_bw_q%d_bw" % q, "write_bw_bw")
-        L.append("| -q %d%s | %s | %s | ≥ %.1f× | %s |" % (
+        L.append("| -q %d%s | %s | %s | — | ≥ %.1f× | %s |" % (
             q, failed(data, "write_bw_q%d" % q, rounds),
             med_range(data, "write_bw_q%d_bw" % q), xcell(c, m), QP_TARGET,
             verdict(m, lambda x: x >= QP_TARGET)))
-    L.append("| one pair%s | %s | 1 | — | — |" % (
+    L.append("| one pair%s | %s | 1 | — | — | — |" % (
         failed(data, "pair1", rounds), med_range(data, "pair1_bw")))
     c, m = ratio_of(data, "pair2_bw", "pair1_bw")
-    L.append("| two pairs at once%s | %s | %s | ≥ %.1f× | %s |" % (
+    L.append("| two pairs at once%s | %s | %s | — | ≥ %.1f× | %s |" % (
         failed(data, "pair2", rounds), med_range(data, "pair2_bw"),
         xcell(c, m), QP_TARGET, verdict(m, lambda x: x >= QP_TARGET)))
     for t in (1, 2, 4, 8):
@@ -303,9 +304,9 @@ def render(data, facts):
             c = xcell(c, m)
             tc = "≥ %.1f×" % THR_TARGET if t >= 4 else "—"
             met = verdict(m, lambda x: x >= THR_TARGET) if t >= 4 else "—"
-        L.append("| threads, T = %d%s | %s | %s | %s | %s |" % (
+        L.append("| threads, T = %d%s | %s | %s | %s | %s | %s |" % (
             t, failed(data, "threads_%d" % t, rounds), med_range(data, name),
-            c, tc, met))
+            c, med_range(data, "threads_%d_cpu_per_gb" % t), tc, met))
     L.append("")
 
     # --- CPU ---
