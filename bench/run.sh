@@ -7,11 +7,11 @@
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build
 #   bench/run.sh [--write] [build-dir] [reps]
 #
-# build-dir defaults to ./build, reps to 3; 3 reps take about 7 minutes
-# on a 2-core machine at load 12-17 (2 minutes a round). All uroce pairs run with UROCE_LINK=udp (the wire's
-# figures: bench/samehost.sh measures the same-host path). Every round
-# runs all of these, in this order, so that load drift on a shared
-# machine hits all alike:
+# build-dir defaults to ./build, reps to 3; 3 reps take 7 to 10 minutes
+# on a 2-core machine at load 12-17 (2 to 3 minutes a round). All uroce
+# pairs run with UROCE_LINK=udp (the wire's figures: bench/samehost.sh
+# measures the same-host path). Every round runs all of these, in this
+# order, so that load drift on a shared machine hits all alike:
 #   raw UDP 64 B ping-pong, blocking and busy [udp_bench lat -n 20000 -t 1],
 #     the same through link/ [link_bench];
 #   UCX over TCP [ucx_perftest -x tcp -d lo]: am_lat -s 64 -n 20000;
