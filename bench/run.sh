@@ -28,13 +28,15 @@
 #   message rate: ib_write_bw -s 64 -l 16 -n 200000;
 #   QPs: ib_write_bw -s 65536 -q 4/16/64 with -n 5000/q (the same bytes as
 #     the -q 1 row above);
-#   pairs: ib_write_bw -s 65536 -D 3 -f 1, one pair, then two at once;
+#   pairs: ib_write_bw -s 65536 -D 3 -f 1, one pair, two at once, one
+#     pair again (the baseline is the mean of the two single runs);
 #   threads: threads_bench -T 1/2/4/8 -s 4096 -w 16 -t 2 (one process, T
 #     threads, each with its own RC QP pair in that process, every byte
 #     checked);
 #   perftest latency with UROCE_BUSY_POLL=1: ib_write_lat, ib_send_lat;
-#   between two network namespaces joined by a veth pair (MTU 1500, or
-#     BENCH_NS_MTU; needs root and ip netns, skipped loudly otherwise):
+#   between two network namespaces joined by a veth pair (MTU 9000, so
+#     that uroce's packets are 4 KiB as on lo; BENCH_NS_MTU=1500 gives
+#     1 KiB ones; needs root and ip netns, skipped loudly otherwise):
 #     ib_write_lat, ib_send_lat, ib_write_bw 64 KiB, UCX am_lat and put_bw
 #     64 KiB, with the same flags as above.
 # CPU time is each process's user + system time from /usr/bin/time (both
@@ -106,7 +108,7 @@ export UROCE_LINK=udp
 # Where the peers run (bench/ab_lib.sh): on 127.0.0.1 unless ns_on puts
 # the server in namespace A and the client in namespace B.
 srv_pre=() cli_pre=() peer_host=127.0.0.1 ns=
-ns_mtu=${BENCH_NS_MTU:-1500}
+ns_mtu=${BENCH_NS_MTU:-9000}
 ns_up() {
 	ns=urbench$$
 	ip netns add "${ns}a" && ip netns add "${ns}b" &&
@@ -349,6 +351,7 @@ for ((r = 1; r <= reps; r++)); do
 	done
 	pt "$r" pair1 "" ib_write_bw "${dur_args[@]}"
 	two "$r" pair2 "${dur_args[@]}"
+	pt "$r" pair1b "" ib_write_bw "${dur_args[@]}"
 	for t in 1 2 4 8; do
 		if ! timeout 60 "$thr" -T $t -s 4096 -w 16 -t 2 \
 			>"$out/raw/threads_$t.$r" 2>"$out/raw/threads_$t.$r.err"; then
