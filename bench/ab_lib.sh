@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Shared by the A/B scripts (bench/memguard_ab.sh, bench/poll_yield_ab.sh),
-# bench/loss.sh (median, ratio, load) and the same-host benchmarks
-# (bench/samehost.sh, bench/sizes.sh): sourced, not run.
+# bench/loss.sh (median, ratio, load), the same-host benchmarks
+# (bench/samehost.sh, bench/sizes.sh) and bench/run.sh (UCX and libfabric
+# pairs): sourced, not run.
 
 # ab_pair SRV_OUT CLI_OUT BINARY ARGS...: one perftest pair on 127.0.0.1,
 # both run under the command prefix in the array ab_pre (the caller's
@@ -39,16 +40,50 @@ ab_pair() {
 	fi
 }
 
-# ucx_pair OUT ARGS...: one ucx_perftest pair on 127.0.0.1, the client
-# run with ARGS and its output in OUT (the server's in OUT.srv); the
-# caller reads the figures from OUT's "Final:" line.
+# Where the peers of ucx_pair and fi_pair run: the arrays srv_pre and
+# cli_pre (empty by default) go before the server's and the client's
+# command (a network namespace, /usr/bin/time), and the client connects
+# to peer_host (default 127.0.0.1).
+# shellcheck disable=SC2154 # srv_pre, cli_pre, peer_host: the caller's
+_peer_run() {
+	local side=$1
+	shift
+	if [[ $side == srv ]]; then
+		${srv_pre[@]+"${srv_pre[@]}"} "$@"
+	else
+		${cli_pre[@]+"${cli_pre[@]}"} "$@"
+	fi
+}
+
+# ucx_pair OUT ARGS...: one ucx_perftest pair, the client run with ARGS
+# and its output in OUT (the server's in OUT.srv); the caller reads the
+# figures from OUT's "Final:" line.
 ucx_pair() {
 	local out=$1 port=$((20000 + RANDOM % 20000))
 	shift
-	timeout 60 ucx_perftest -p "$port" >"$out.srv" 2>&1 &
+	_peer_run srv timeout 60 ucx_perftest -p "$port" >"$out.srv" 2>&1 &
 	sleep 0.4
-	timeout 60 ucx_perftest 127.0.0.1 -p "$port" "$@" >"$out" 2>&1
+	_peer_run cli timeout 60 ucx_perftest "${peer_host:-127.0.0.1}" \
+		-p "$port" "$@" >"$out" 2>&1
 	wait
+}
+
+# fi_pair OUT ARGS...: one fi_pingpong pair (libfabric), both sides run
+# with ARGS, the client's output in OUT (the server's in OUT.srv); then
+# fi_usec OUT prints its usec/xfer (the mean half round trip), or nothing
+# when the run failed.
+fi_pair() {
+	local out=$1 port=$((20000 + RANDOM % 20000))
+	shift
+	_peer_run srv timeout 60 fi_pingpong "$@" -B "$port" >"$out.srv" 2>&1 &
+	sleep 0.4
+	_peer_run cli timeout 60 fi_pingpong "$@" -P "$port" \
+		"${peer_host:-127.0.0.1}" >"$out" 2>&1
+	wait
+}
+fi_usec() {
+	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+	awk '$1 ~ /^[0-9]+[kmg]?$/ && NF == 8 { print $7 }' "$1" | tail -1
 }
 
 # median [DIGITS]: the median of the numeric words on stdin ("-" when there

@@ -122,15 +122,11 @@ ucx() {
 # small message on loopback); usec/xfer, the mean half round trip, as the
 # latency.
 fabric() {
-	local r=$1 s=$2 n port=$((20000 + RANDOM % 20000))
+	local r=$1 s=$2 n
 	local f=$out/raw/fi_lat_tcp.$s.$r v
 	n=$(((1 << 28) / s)); ((n > 1000)) && n=1000; ((n < 200)) && n=200
-	timeout 60 fi_pingpong -p tcp -e rdm -I "$n" -S "$s" -B "$port" >"$f.srv" 2>&1 &
-	sleep 0.4
-	timeout 60 fi_pingpong -p tcp -e rdm -I "$n" -S "$s" -P "$port" 127.0.0.1 >"$f" 2>&1
-	wait
-	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
-	v=$(awk '$1 ~ /^[0-9]+[kmg]?$/ && NF == 8 { print $7 }' "$f" | tail -1)
+	fi_pair "$f" -p tcp -e rdm -I "$n" -S "$s"
+	v=$(fi_usec "$f")
 	if [[ -n $v ]]; then
 		printf 'fi_lat_tcp\t%d\t%d\t%s\n' "$s" "$r" "$v" >>"$data"
 	else
