@@ -13,7 +13,9 @@
 # measures the same-host path). Every round runs all of these, in this
 # order, so that load drift on a shared machine hits all alike:
 #   raw UDP 64 B ping-pong, blocking and busy [udp_bench lat -n 20000 -t 1],
-#     the same through link/ [link_bench];
+#     the same through link/ [link_bench], and in each process a
+#     spinning main thread fed by a receiving thread [udp_bench relay]
+#     (the shape of ib_write_lat over uroce);
 #   UCX over TCP [ucx_perftest -x tcp -d lo]: am_lat -s 64 -n 20000;
 #   libfabric [fi_pingpong -S 64 -I 2000]: tcp (-e rdm, tcp;ofi_rxm) and
 #     udp (-e dgram);
@@ -41,7 +43,9 @@
 #     64 KiB, with the same flags as above.
 # CPU time is each process's user + system time from /usr/bin/time (both
 # sides of a pair, and the target's alone: the perftest or ucx_perftest
-# server), per GB moved (iterations x size).
+# server), per GB moved (iterations x size), over the whole run and over
+# the moving alone: the same pair run with -n 10 gives the start-up and
+# teardown's CPU, which is subtracted.
 # Then bench/report.py takes the medians over the rounds and the ratios to
 # the baselines of the same round, prints markdown and, with --write, puts
 # it between the markers of docs/benchmarks.md. Raw outputs stay in the
@@ -167,7 +171,10 @@ cpu_rec() {
 		if (a[1] !~ /^[0-9.]+$/ || b[1] !~ /^[0-9.]+$/) exit;
 		gb = by / 1e9;
 		printf "%s %s_cpu_both %.4f s/GB\n", r, t, (a[1] + a[2] + b[1] + b[2]) / gb;
-		printf "%s %s_cpu_target %.4f s/GB\n", r, t, (a[1] + a[2]) / gb }' >>"$res"
+		printf "%s %s_cpu_target %.4f s/GB\n", r, t, (a[1] + a[2]) / gb;
+		printf "%s %s_cpu_srv_s %.4f s\n", r, t, a[1] + a[2];
+		printf "%s %s_cpu_cli_s %.4f s\n", r, t, b[1] + b[2];
+		printf "%s %s_cpu_gb %.6f GB\n", r, t, gb }' >>"$res"
 }
 
 # pt ROUND TAG ENV BINARY ARGS...   (ENV: "" or one VAR=value)
@@ -321,6 +328,8 @@ dur_args=(-s 65536 -D 3 -f 1 --report_gbits)
 for ((r = 1; r <= reps; r++)); do
 	echo "round $r/$reps (load $(load))" >&2
 	timeout 30 "$udp" lat -n 20000 -t 1 | tee "$out/raw/udp_lat.$r" | rec "$r" ""
+	timeout 60 "$udp" relay -n 20000 -t 1 | tee "$out/raw/udp_relay.$r" |
+		rec "$r" ""
 	if [[ -x $lnk ]]; then
 		timeout 30 "$lnk" lat -n 20000 -t 1 | tee "$out/raw/link_lat.$r" |
 			rec "$r" ""
@@ -336,12 +345,18 @@ for ((r = 1; r <= reps; r++)); do
 	timeout 30 "$mcp" -t 0.5 -r 5 | tee "$out/raw/memcpy.$r" | rec "$r" ""
 	cpu_bytes=$((5000 * 65536))
 	pt "$r" write_bw "" ib_write_bw "${bw_args[@]}"
+	# the same pair moving 10 messages: its CPU is start-up and teardown,
+	# which report.py subtracts for the CPU of moving the bytes
+	cpu_bytes=$((10 * 65536))
+	pt "$r" write_bw_setup "" ib_write_bw -s 65536 -n 10 --report_gbits
 	cpu_bytes=
 	pt "$r" read_bw "" ib_read_bw "${bw_args[@]}"
 	pt "$r" send_bw "" ib_send_bw "${bw_args[@]}"
 	pt "$r" write_bw_1m "" ib_write_bw -s 1048576 -n 1000 --report_gbits
 	cpu_bytes=$((2000 * 65536))
 	ucx "$r" ucx_put_bw put_bw 65536 2000 zcopy
+	cpu_bytes=$((10 * 65536))
+	ucx "$r" ucx_put_bw_setup put_bw 65536 10 zcopy
 	cpu_bytes=
 	ucx "$r" ucx_put_bw_1m put_bw 1048576 500 zcopy
 	pt "$r" msg_rate "" ib_write_bw -s 64 -l 16 -n 200000
