@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The host-wide side of an XRC domain opened on a file: what every uroce
+ * process of this host that opened the same file on the same device must
+ * agree on, kept in one registry file per domain in the runtime directory
+ * (xrcd-<device>-<st_dev>-<st_ino>).
+ *
+ * The registry is an array of fixed records. A record is live while the
+ * process that wrote it holds an open-file-description lock on its first
+ * byte: the kernel drops that lock when the process exits, however it
+ * exits, so a crashed member never keeps a domain alive or an SRQ number
+ * taken, and pids (reused, or of another pid namespace) play no part.
+ * Each member keeps two descriptions of the file: one holds its records'
+ * locks, the other asks F_OFD_GETLK about any record, its own included
+ * (two descriptions conflict even within one process). Records are
+ * written and scanned under flock() of the whole file.
+ *
+ * What it decides: whether the domain exists on the host (ibv_open_xrcd's
+ * O_CREAT and O_EXCL answer as the kernel's, whichever process opened the
+ * file first) and XRC SRQ numbers unique across the domain's processes,
+ * so that a request naming an SRQ of another member can be told from one
+ * naming no SRQ at all. The last member out removes the file; a joiner
+ * that locked a file already removed opens the path again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "obj/obj_priv.h"
+#include "util/log.h"
+#include "util/rundir.h"
+
+/* a bound on the file: members plus SRQs of one domain on one host */
+#define XH_MAX_RECORDS 65536u
+
+enum xh_kind { XH_FREE = 0, XH_MEMBER = 1, XH_SRQ = 2 };
+
+struct xh_record {
+	uint32_t kind;			/* enum xh_kind */
+	uint32_t num;			/* XH_SRQ: the srq_num */
+};
+
+struct ur_xrc_host {
+	int fd;				/* holds this process's record locks */
+	int qfd;			/* asks about any record's lock */
+	uint32_t member;		/* our XH_MEMBER record */
+	char path[PATH_MAX];
+};
+
+static int xh_lock_rec(int fd, uint32_t i, short type, int cmd)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = (off_t)i * sizeof(struct xh_record),
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+static bool xh_live(const struct ur_xrc_host *h, uint32_t i)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = (off_t)i * sizeof(struct xh_record),
+		.l_len = 1,
+	};
+
+	/* an error reads as live: never hand out what may be taken */
+	if (fcntl(h->qfd, F_OFD_GETLK, &fl))
+		return true;
+	return fl.l_type != F_UNLCK;
+}
+
+static uint32_t xh_count(const struct ur_xrc_host *h)
+{
+	struct stat st;
+
+	if (fstat(h->fd, &st) || st.st_size < 0)
+		return 0;
+	return (uint32_t)(st.st_size / sizeof(struct xh_record));
+}
+
+static int xh_read(const struct ur_xrc_host *h, uint32_t i,
+		   struct xh_record *r)
+{
+	ssize_t n = pread(h->fd, r, sizeof(*r),
+			  (off_t)i * sizeof(struct xh_record));
+
+	if (n == (ssize_t)sizeof(*r))
+		return 0;
+	memset(r, 0, sizeof(*r));
+	return n < 0 ? -errno : 0;
+}
+
+static int xh_write(const struct ur_xrc_host *h, uint32_t i,
+		    const struct xh_record *r)
+{
+	ssize_t n = pwrite(h->fd, r, sizeof(*r),
+			   (off_t)i * sizeof(struct xh_record));
+
+	return n == (ssize_t)sizeof(*r) ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+/* Whether a live record of that kind (and number, for SRQs) exists. */
+static bool xh_find(const struct ur_xrc_host *h, enum xh_kind kind,
+		    uint32_t num)
+{
+	uint32_t i, n = xh_count(h);
+	struct xh_record r;
+
+	for (i = 0; i < n; i++) {
+		if (xh_read(h, i, &r) || r.kind != kind)
+			continue;
+		if (kind == XH_SRQ && r.num != num)
+			continue;
+		if (xh_live(h, i))
+			return true;
+	}
+	return false;
+}
+
+/* Writes a record into a free slot (or a new one) and locks it. */
+static int xh_add(struct ur_xrc_host *h, enum xh_kind kind, uint32_t num,
+		  uint32_t *slot)
+{
+	struct xh_record r = { .kind = kind, .num = num };
+	uint32_t i, n = xh_count(h);
+	int err;
+
+	for (i = 0; i < n; i++)
+		if (!xh_live(h, i))
+			break;
+	if (i >= XH_MAX_RECORDS)
+		return -ENOSPC;
+	/* locked before it is written: a scan never sees it live and stale */
+	err = xh_lock_rec(h->fd, i, F_WRLCK, F_OFD_SETLK);
+	if (err)
+		return err;
+	err = xh_write(h, i, &r);
+	if (err) {
+		xh_lock_rec(h->fd, i, F_UNLCK, F_OFD_SETLK);
+		return err;
+	}
+	*slot = i;
+	return 0;
+}
+
+static void xh_remove(struct ur_xrc_host *h, uint32_t i)
+{
+	struct xh_record r = { .kind = XH_FREE };
+
+	xh_write(h, i, &r);
+	xh_lock_rec(h->fd, i, F_UNLCK, F_OFD_SETLK);
+}
+
+static void xh_close(struct ur_xrc_host *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	if (h->qfd >= 0)
+		close(h->qfd);
+	h->fd = h->qfd = -1;
+}
+
+/*
+ * Opens the path and locks the whole file; again if the last member
+ * removed it in between (our lock would be on a file no one else finds).
+ */
+static int xh_open_locked(struct ur_xrc_host *h)
+{
+	struct stat st;
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		h->fd = open(h->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (h->fd < 0)
+			return -errno;
+		h->qfd = open(h->path, O_RDWR | O_CLOEXEC);
+		if (h->qfd < 0) {
+			int err = -errno;
+
+			xh_close(h);
+			return err;
+		}
+		if (flock(h->fd, LOCK_EX)) {
+			int err = -errno;
+
+			xh_close(h);
+			return err;
+		}
+		if (!fstat(h->fd, &st) && st.st_nlink > 0)
+			return 0;
+		xh_close(h);
+	}
+	return -EAGAIN;
+}
+
+int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
+		     int oflags, struct ur_xrc_host **out)
+{
+	char root[PATH_MAX - 64];
+	struct ur_xrc_host *h;
+	bool exists;
+	int err;
+
+	err = ur_rundir_root(root, sizeof(root));
+	if (err)
+		return err;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->fd = h->qfd = -1;
+	snprintf(h->path, sizeof(h->path), "%s/xrcd-%u-%" PRIx64 "-%" PRIx64,
+		 root, dev_index, (uint64_t)st_dev, (uint64_t)st_ino);
+	err = xh_open_locked(h);
+	if (err) {
+		free(h);
+		return err;
+	}
+	exists = xh_find(h, XH_MEMBER, 0);
+	if (exists && (oflags & O_EXCL))
+		err = -EINVAL;
+	else if (!exists && !(oflags & O_CREAT))
+		err = -EINVAL;
+	else
+		err = xh_add(h, XH_MEMBER, 0, &h->member);
+	if (err && !exists)
+		unlink(h->path);
+	flock(h->fd, LOCK_UN);
+	if (err) {
+		xh_close(h);
+		free(h);
+		return err;
+	}
+	*out = h;
+	return 0;
+}
+
+void ur_xrc_host_leave(struct ur_xrc_host *h)
+{
+	uint32_t i, n;
+	bool last = true;
+
+	if (!h)
+		return;
+	flock(h->fd, LOCK_EX);
+	xh_remove(h, h->member);
+	n = xh_count(h);
+	for (i = 0; i < n && last; i++)
+		last = !xh_live(h, i);
+	if (last)
+		unlink(h->path);
+	flock(h->fd, LOCK_UN);
+	xh_close(h);
+	free(h);
+}
+
+int ur_xrc_host_srq_claim(struct ur_xrc_host *h, uint32_t srqn,
+			  uint32_t *slot)
+{
+	int err;
+
+	flock(h->fd, LOCK_EX);
+	if (xh_find(h, XH_SRQ, srqn))
+		err = -EEXIST;
+	else
+		err = xh_add(h, XH_SRQ, srqn, slot);
+	flock(h->fd, LOCK_UN);
+	return err;
+}
+
+void ur_xrc_host_srq_release(struct ur_xrc_host *h, uint32_t slot)
+{
+	flock(h->fd, LOCK_EX);
+	xh_remove(h, slot);
+	flock(h->fd, LOCK_UN);
+}
+
+bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn)
+{
+	bool found;
+
+	flock(h->fd, LOCK_SH);
+	found = xh_find(h, XH_SRQ, srqn);
+	flock(h->fd, LOCK_UN);
+	return found;
+}
