@@ -656,7 +656,8 @@ struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
 /*
  * Whether srqn names a live XRC SRQ of xrcd's file-backed domain in any
  * process of this host, this one included (it reads the host registry: a
- * slow path, for a request that found no SRQ in this process).
+ * slow path, for a request that found no SRQ in this process). Never
+ * waits: false when another thread or process holds the registry.
  */
 bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn);
 

@@ -240,7 +240,8 @@ void ur_xrc_host_leave(struct ur_xrc_host *h);
 int ur_xrc_host_srq_claim(struct ur_xrc_host *h, uint32_t srqn,
 			  uint32_t *slot);
 void ur_xrc_host_srq_release(struct ur_xrc_host *h, uint32_t slot);
-/* Whether any live member (this process included) holds srqn. */
+/* Whether any live member (this process included) holds srqn; false
+ * also when the registry is busy (it never waits). */
 bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn);
 
 /* ------------------------------------------------------------------ */

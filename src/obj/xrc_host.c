@@ -13,7 +13,9 @@
  * Each member keeps two descriptions of the file: one holds its records'
  * locks, the other asks F_OFD_GETLK about any record, its own included
  * (two descriptions conflict even within one process). Records are
- * written and scanned under flock() of the whole file.
+ * written and scanned under flock() of the whole file, and under a mutex
+ * too: the threads of one process share the description, which flock()
+ * does not set against itself.
  *
  * What it decides: whether the domain exists on the host (ibv_open_xrcd's
  * O_CREAT and O_EXCL answer as the kernel's, whichever process opened the
@@ -26,6 +28,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,7 @@ struct xh_record {
 };
 
 struct ur_xrc_host {
+	pthread_mutex_t lock;		/* this process's threads, then flock */
 	int fd;				/* holds this process's record locks */
 	int qfd;			/* asks about any record's lock */
 	uint32_t member;		/* our XH_MEMBER record */
@@ -220,10 +224,12 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	if (!h)
 		return -ENOMEM;
 	h->fd = h->qfd = -1;
+	pthread_mutex_init(&h->lock, NULL);
 	snprintf(h->path, sizeof(h->path), "%s/xrcd-%u-%" PRIx64 "-%" PRIx64,
 		 root, dev_index, (uint64_t)st_dev, (uint64_t)st_ino);
 	err = xh_open_locked(h);
 	if (err) {
+		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return err;
 	}
@@ -239,6 +245,7 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	flock(h->fd, LOCK_UN);
 	if (err) {
 		xh_close(h);
+		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return err;
 	}
@@ -253,6 +260,7 @@ void ur_xrc_host_leave(struct ur_xrc_host *h)
 
 	if (!h)
 		return;
+	pthread_mutex_lock(&h->lock);
 	flock(h->fd, LOCK_EX);
 	xh_remove(h, h->member);
 	n = xh_count(h);
@@ -262,6 +270,8 @@ void ur_xrc_host_leave(struct ur_xrc_host *h)
 		unlink(h->path);
 	flock(h->fd, LOCK_UN);
 	xh_close(h);
+	pthread_mutex_unlock(&h->lock);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
@@ -270,28 +280,38 @@ int ur_xrc_host_srq_claim(struct ur_xrc_host *h, uint32_t srqn,
 {
 	int err;
 
+	pthread_mutex_lock(&h->lock);
 	flock(h->fd, LOCK_EX);
 	if (xh_find(h, XH_SRQ, srqn))
 		err = -EEXIST;
 	else
 		err = xh_add(h, XH_SRQ, srqn, slot);
 	flock(h->fd, LOCK_UN);
+	pthread_mutex_unlock(&h->lock);
 	return err;
 }
 
 void ur_xrc_host_srq_release(struct ur_xrc_host *h, uint32_t slot)
 {
+	pthread_mutex_lock(&h->lock);
 	flock(h->fd, LOCK_EX);
 	xh_remove(h, slot);
 	flock(h->fd, LOCK_UN);
+	pthread_mutex_unlock(&h->lock);
 }
 
 bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn)
 {
-	bool found;
+	bool found = false;
 
-	flock(h->fd, LOCK_SH);
-	found = xh_find(h, XH_SRQ, srqn);
-	flock(h->fd, LOCK_UN);
+	/* never waits: a member stopped while it holds the file (SIGSTOP,
+	 * a debugger) must not stall the receive path that asks */
+	if (pthread_mutex_trylock(&h->lock))
+		return false;
+	if (!flock(h->fd, LOCK_SH | LOCK_NB)) {
+		found = xh_find(h, XH_SRQ, srqn);
+		flock(h->fd, LOCK_UN);
+	}
+	pthread_mutex_unlock(&h->lock);
 	return found;
 }

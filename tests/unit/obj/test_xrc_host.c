@@ -5,7 +5,8 @@
  * O_CREAT succeeds and O_EXCL fails in a second process; XRC SRQ numbers
  * are unique across the domain's processes and one process sees another's
  * SRQ numbers; a member that dies without closing anything holds nothing
- * any more; the last member out removes the registry file.
+ * any more; the last member out removes the registry file. Threads of
+ * one process creating SRQs at once each get a record of their own.
  *
  * A forked child plays the other process. It forks before either side
  * opens a domain (an inherited descriptor would share the parent's record
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -82,6 +84,8 @@ static void child(int fd, int to_parent, int from_parent)
 	char c;
 	int i;
 
+	/* never outlives a parent that failed: EOF or the alarm ends it */
+	alarm(30);
 	if (open_xrcd(ctx, fd, O_CREAT, &x) || ur_cq_create(ctx, &ca, &cq))
 		_exit(2);
 	for (i = 0; i < CHILD_SRQS; i++) {
@@ -119,8 +123,13 @@ static void test_domain_across_processes(void **state)
 	assert_int_equal(pipe(down), 0);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (!pid)
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
 		child(fd, up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
 
 	ctx = ut_ctx_new();
 	pd = ut_pd(ctx);
@@ -178,6 +187,77 @@ static void test_domain_across_processes(void **state)
 	assert_int_equal(registry_files(), 0);
 	assert_int_equal(ur_pd_free(pd), 0);
 	ut_ctx_free(ctx);
+	close(up[0]);
+	close(down[1]);
+	close(fd);
+	unlink(path);
+}
+
+#define THREADS 4
+#define PER_THREAD 40
+
+struct maker {
+	struct ur_pd *pd;
+	struct ur_xrcd *x;
+	struct ur_cq *cq;
+	struct ur_srq *srqs[PER_THREAD];
+	int err;
+};
+
+static void *make_srqs(void *arg)
+{
+	struct ibv_srq_attr sa = { .max_wr = 4, .max_sge = 1 };
+	struct maker *m = arg;
+	int i;
+
+	for (i = 0; i < PER_THREAD && !m->err; i++)
+		m->err = ur_srq_create_xrc(m->pd, m->x, m->cq, NULL, &sa,
+					   &m->srqs[i]);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16 };
+	struct ur_pd *pd = ut_pd(ctx);
+	char path[64] = "/tmp/ur-xrch-XXXXXX";
+	struct maker m[THREADS];
+	pthread_t t[THREADS];
+	struct ur_xrcd *x;
+	struct ur_cq *cq;
+	int fd, i, j, k;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(open_xrcd(ctx, fd, O_CREAT, &x), 0);
+	assert_int_equal(ur_cq_create(ctx, &ca, &cq), 0);
+	for (i = 0; i < THREADS; i++) {
+		m[i] = (struct maker){ .pd = pd, .x = x, .cq = cq };
+		assert_int_equal(pthread_create(&t[i], NULL, make_srqs, &m[i]),
+				 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(m[i].err, 0);
+	}
+	/* every SRQ has its record while it lives, and none after */
+	for (i = 0; i < THREADS; i++)
+		for (j = 0; j < PER_THREAD; j++) {
+			uint32_t n = m[i].srqs[j]->srq_num;
+
+			assert_true(ur_xrcd_srq_on_host(x, n));
+			assert_int_equal(ur_srq_destroy(m[i].srqs[j]), 0);
+			assert_false(ur_xrcd_srq_on_host(x, n));
+			for (k = j + 1; k < PER_THREAD; k++)
+				assert_true(ur_xrcd_srq_on_host(
+					x, m[i].srqs[k]->srq_num));
+		}
+	assert_int_equal(ur_cq_destroy(cq), 0);
+	assert_int_equal(ur_xrcd_close(x), 0);
+	assert_int_equal(registry_files(), 0);
+	assert_int_equal(ur_pd_free(pd), 0);
+	ut_ctx_free(ctx);
 	close(fd);
 	unlink(path);
 }
@@ -186,6 +266,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_domain_across_processes),
+		cmocka_unit_test(test_threads),
 	};
 	int rc;
 
