@@ -22,11 +22,15 @@
  * file first) and XRC SRQ numbers unique across the domain's processes,
  * so that a request naming an SRQ of another member can be told from one
  * naming no SRQ at all. The last member out removes the file; a joiner
- * that locked a file already removed opens the path again.
+ * that locked a file already removed opens the path again. Files whose
+ * members all died are removed by the next process that joins a domain
+ * (never waiting for a busy one), as the device trees of dead processes
+ * are.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -209,6 +213,42 @@ static int xh_open_locked(struct ur_xrc_host *h)
 	return -EAGAIN;
 }
 
+/* Removes root's registry files that no live process holds a record in. */
+static void xh_sweep(const char *root)
+{
+	struct ur_xrc_host t;
+	struct dirent *e;
+	struct stat st;
+	uint32_t i, n;
+	bool live;
+	DIR *d;
+
+	d = opendir(root);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "xrcd-", 5) ||
+		    snprintf(t.path, sizeof(t.path), "%s/%s", root,
+			     e->d_name) >= (int)sizeof(t.path))
+			continue;
+		t.fd = open(t.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		t.qfd = t.fd < 0 ? -1 : open(t.path, O_RDWR | O_CLOEXEC |
+						     O_NOFOLLOW);
+		if (t.qfd < 0 || flock(t.fd, LOCK_EX | LOCK_NB) ||
+		    fstat(t.fd, &st) || !st.st_nlink) {
+			xh_close(&t);
+			continue;
+		}
+		n = xh_count(&t);
+		for (i = 0, live = false; i < n && !live; i++)
+			live = xh_live(&t, i);
+		if (!live)
+			unlink(t.path);
+		xh_close(&t);	/* and its flock */
+	}
+	closedir(d);
+}
+
 int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 		     int oflags, struct ur_xrc_host **out)
 {
@@ -220,6 +260,7 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	err = ur_rundir_root(root, sizeof(root));
 	if (err)
 		return err;
+	xh_sweep(root);
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;

@@ -5,8 +5,9 @@
  * O_CREAT succeeds and O_EXCL fails in a second process; XRC SRQ numbers
  * are unique across the domain's processes and one process sees another's
  * SRQ numbers; a member that dies without closing anything holds nothing
- * any more; the last member out removes the registry file. Threads of
- * one process creating SRQs at once each get a record of their own.
+ * any more, and its registry file, left behind, is removed by the next
+ * join; the last member out removes the registry file. Threads of one
+ * process creating SRQs at once each get a record of their own.
  *
  * A forked child plays the other process. It forks before either side
  * opens a domain (an inherited descriptor would share the parent's record
@@ -71,7 +72,7 @@ static void xread(int fd, void *buf, size_t n)
 
 /* The child: opens the domain with O_CREAT, makes CHILD_SRQS XRC SRQs,
  * writes their numbers, waits for a byte, then dies without a close. */
-static void child(int fd, int to_parent, int from_parent)
+static void child(int fd, int fd2, int to_parent, int from_parent)
 {
 	struct ibv_context *ctx = ut_ctx_new();
 	struct ibv_cq_init_attr_ex ca = { .cqe = 16 };
@@ -79,7 +80,7 @@ static void child(int fd, int to_parent, int from_parent)
 	uint32_t nums[CHILD_SRQS];
 	struct ur_pd *pd = ut_pd(ctx);
 	struct ur_srq *s;
-	struct ur_xrcd *x;
+	struct ur_xrcd *x, *x2;
 	struct ur_cq *cq;
 	char c;
 	int i;
@@ -87,6 +88,9 @@ static void child(int fd, int to_parent, int from_parent)
 	/* never outlives a parent that failed: EOF or the alarm ends it */
 	alarm(30);
 	if (open_xrcd(ctx, fd, O_CREAT, &x) || ur_cq_create(ctx, &ca, &cq))
+		_exit(2);
+	/* a domain of its own, on a second file, that no one else opens */
+	if (open_xrcd(ctx, fd2, O_CREAT, &x2))
 		_exit(2);
 	for (i = 0; i < CHILD_SRQS; i++) {
 		if (ur_srq_create_xrc(pd, x, cq, NULL, &sa, &s))
@@ -109,8 +113,8 @@ static void test_domain_across_processes(void **state)
 	struct ibv_context *ctx;
 	struct ur_xrcd *x, *x2;
 	struct ur_xrc_host *h;
-	char path[64] = "/tmp/ur-xrch-XXXXXX";
-	int up[2], down[2], fd, i, j, st;
+	char path[64] = "/tmp/ur-xrch-XXXXXX", path2[64] = "/tmp/ur-xrch-XXXXXX";
+	int up[2], down[2], fd, fd2, i, j, st;
 	struct ur_pd *pd;
 	struct ur_cq *cq;
 	struct stat sb;
@@ -118,6 +122,8 @@ static void test_domain_across_processes(void **state)
 
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
+	fd2 = mkstemp(path2);
+	assert_true(fd2 >= 0);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(pipe(up), 0);
 	assert_int_equal(pipe(down), 0);
@@ -126,7 +132,7 @@ static void test_domain_across_processes(void **state)
 	if (!pid) {
 		close(up[0]);
 		close(down[1]);
-		child(fd, up[1], down[0]);
+		child(fd, fd2, up[1], down[0]);
 	}
 	close(up[1]);
 	close(down[0]);
@@ -138,7 +144,7 @@ static void test_domain_across_processes(void **state)
 	/* the child's domain is the host's: it exists for this process */
 	assert_int_equal(open_xrcd(ctx, fd, O_CREAT | O_EXCL, &x), -EINVAL);
 	assert_int_equal(open_xrcd(ctx, fd, 0, &x), 0);
-	assert_int_equal(registry_files(), 1);
+	assert_int_equal(registry_files(), 2);
 
 	/* its SRQ numbers are seen here and never handed out again */
 	for (i = 0; i < CHILD_SRQS; i++)
@@ -157,6 +163,8 @@ static void test_domain_across_processes(void **state)
 	assert_int_equal(ur_xrc_host_srq_claim(h, mine[0]->srq_num, &slot),
 			 -EEXIST);
 
+	assert_int_equal(registry_files(), 2);
+
 	/* the child dies holding everything: nothing of it stays */
 	assert_int_equal(write(down[1], "x", 1), 1);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -166,6 +174,14 @@ static void test_domain_across_processes(void **state)
 		assert_false(ur_xrcd_srq_on_host(x, theirs[i]));
 	assert_int_equal(ur_xrc_host_srq_claim(h, theirs[0], &slot), 0);
 	ur_xrc_host_srq_release(h, slot);
+	ur_xrc_host_leave(h);
+
+	/* the child was the only member of its own second domain: that file
+	 * stays after its death until the next join sweeps it away */
+	assert_int_equal(registry_files(), 2);
+	assert_int_equal(ur_xrc_host_join(ut_dev(ctx)->index, sb.st_dev,
+					  sb.st_ino, 0, &h), 0);
+	assert_int_equal(registry_files(), 1);
 	ur_xrc_host_leave(h);
 
 	/* still ours: a second XRCD of this process on the file is the same */
@@ -190,7 +206,9 @@ static void test_domain_across_processes(void **state)
 	close(up[0]);
 	close(down[1]);
 	close(fd);
+	close(fd2);
 	unlink(path);
+	unlink(path2);
 }
 
 #define THREADS 4
