@@ -16,6 +16,18 @@ set -u
 e2e_libdir "${1:-}"
 e2e_runtime_dir
 
+# a sanitized build's runtime first in every program (lib.sh, E2E_PRELOAD)
+pre=${E2E_PRELOAD:+LD_PRELOAD=$E2E_PRELOAD}
+
+# any_alive PID...: whether one of them still runs
+any_alive() {
+	local pid
+	for pid in "$@"; do
+		kill -0 "$pid" 2>/dev/null && return 0
+	done
+	return 1
+}
+
 selected() {
 	if [[ -n ${E2E_CASES:-} && ! $1 =~ ^(${E2E_CASES})$ ]]; then
 		E2E_UNSELECTED=$((E2E_UNSELECTED + 1))
@@ -43,16 +55,17 @@ perftest_two_pairs() {
 	selected $name || return
 	for k in 1 2; do
 		p=$(e2e_port)
-		E2E_KILL_TAG=$name timeout 60 ib_send_bw -d uroce0 -x 0 -c XRC \
-			-n 500 -p "$p" >"$o.srv$k" 2>&1 &
+		env $pre E2E_KILL_TAG=$name timeout 60 ib_send_bw -d uroce0 \
+			-x 0 -c XRC -n 500 -p "$p" >"$o.srv$k" 2>&1 &
 		pids+=($!)
 		listening "$p"
-		E2E_KILL_TAG=$name timeout 60 ib_send_bw -d uroce0 -x 0 -c XRC \
-			-n 500 -p "$p" 127.0.0.1 >"$o.cli$k" 2>&1 &
+		env $pre E2E_KILL_TAG=$name timeout 60 ib_send_bw -d uroce0 \
+			-x 0 -c XRC -n 500 -p "$p" 127.0.0.1 >"$o.cli$k" 2>&1 &
 		pids+=($!)
 	done
 	for ((t = 0; t < 600 && !seen; t++)); do
 		(($(registry_files) >= 1)) && seen=1
+		any_alive "${pids[@]}" || break
 		sleep 0.1
 	done
 	for p in "${pids[@]}"; do
@@ -77,26 +90,22 @@ perftest_two_pairs() {
 }
 
 xsrq_two_clients() {
-	local name=xsrq_pingpong_2clients o=$E2E_TMP/xs p i t alive pid
+	local name=xsrq_pingpong_2clients o=$E2E_TMP/xs p i t pid
 	local known="receiving into another process's SRQ is not supported"
 	local pids=() rcs=() ok=1
 	selected $name || return
 	p=$(e2e_port)
 	local cmd="ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 20 -s 4096 -m 1024"
-	E2E_KILL_TAG=$name $cmd -c 2 >"$o.srv" 2>&1 &
+	env $pre E2E_KILL_TAG=$name $cmd -c 2 >"$o.srv" 2>&1 &
 	pids+=($!)
 	listening "$p"
 	for i in 1 2; do
-		E2E_KILL_TAG=$name $cmd 127.0.0.1 >"$o.cli$i" 2>&1 &
+		env $pre E2E_KILL_TAG=$name $cmd 127.0.0.1 >"$o.cli$i" 2>&1 &
 		pids+=($!)
 	done
 	# all end (success or not), or the known limit shows: at most 30 s
 	for ((t = 0; t < 300; t++)); do
-		alive=0
-		for pid in "${pids[@]}"; do
-			kill -0 "$pid" 2>/dev/null && alive=$((alive + 1))
-		done
-		((alive)) || break
+		any_alive "${pids[@]}" || break
 		grep -q "$known" "$o".* && break
 		sleep 0.1
 	done
