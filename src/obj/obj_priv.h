@@ -180,9 +180,9 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 /*
  * ibv_open_xrcd as the kernel answers it: comp_mask must hold FD and
  * OFLAGS (EINVAL), oflags only O_CREAT/O_EXCL; fd -1 opens a new private
- * domain; otherwise the domain of fd's inode on this device: EBADF for a
- * bad fd, EINVAL without O_CREAT when none exists or with O_EXCL when one
- * does.
+ * domain; otherwise the domain of fd's inode on this device, opened by
+ * any process of the host: EBADF for a bad fd, EAGAIN without O_CREAT
+ * when none exists, EINVAL with O_EXCL when one does.
  */
 int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
 		 struct ur_xrcd **out);
@@ -229,8 +229,8 @@ bool ur_xrc_qp_release(struct ur_qp *qp, bool opened);
 struct ur_xrc_host;
 /*
  * This process joins the domain of (device, file) on the host: -EINVAL
- * with O_EXCL when a live member exists, or without O_CREAT when none
- * does (the kernel's answers); else -errno of the registry file.
+ * with O_EXCL when a live member exists, -EAGAIN without O_CREAT when
+ * none does (the kernel's answers); else -errno of the registry file.
  */
 int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 		     int oflags, struct ur_xrc_host **out);

@@ -278,7 +278,7 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	if (exists && (oflags & O_EXCL))
 		err = -EINVAL;
 	else if (!exists && !(oflags & O_CREAT))
-		err = -EINVAL;
+		err = -EAGAIN;
 	else
 		err = xh_add(h, XH_MEMBER, 0, &h->member);
 	if (err && !exists)

@@ -79,9 +79,13 @@ static int domain_new(struct ur_device *dev, const struct stat *st,
 	if (d->file) {
 		err = ur_xrc_host_join(dev->index, st->st_dev, st->st_ino,
 				       oflags, &d->host);
-		if (err == -EINVAL || (err && !(oflags & O_CREAT))) {
+		if (err == -EINVAL || err == -EAGAIN) {
 			free(d);
-			return -EINVAL;
+			return err;
+		}
+		if (err && !(oflags & O_CREAT)) {
+			free(d);
+			return -EAGAIN;	/* none that this process knows */
 		}
 		if (err)
 			ur_warn("XRC domain: host registry unusable (%s): this process's domain is its own",
