@@ -120,10 +120,14 @@ static void test_domain_across_processes(void **state)
 	struct stat sb;
 	pid_t pid;
 
+	/* the domains are the files' inodes: no name needed (none left
+	 * behind by a failed assertion either) */
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
+	unlink(path);
 	fd2 = mkstemp(path2);
 	assert_true(fd2 >= 0);
+	unlink(path2);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(pipe(up), 0);
 	assert_int_equal(pipe(down), 0);
@@ -207,8 +211,6 @@ static void test_domain_across_processes(void **state)
 	close(down[1]);
 	close(fd);
 	close(fd2);
-	unlink(path);
-	unlink(path2);
 }
 
 #define THREADS 4
@@ -248,6 +250,7 @@ static void test_threads(void **state)
 
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
+	unlink(path);
 	assert_int_equal(open_xrcd(ctx, fd, O_CREAT, &x), 0);
 	assert_int_equal(ur_cq_create(ctx, &ca, &cq), 0);
 	for (i = 0; i < THREADS; i++) {
@@ -277,7 +280,6 @@ static void test_threads(void **state)
 	assert_int_equal(ur_pd_free(pd), 0);
 	ut_ctx_free(ctx);
 	close(fd);
-	unlink(path);
 }
 
 int main(void)
