@@ -98,16 +98,32 @@ static uint32_t xh_count(const struct ur_xrc_host *h)
 	return (uint32_t)(st.st_size / sizeof(struct xh_record));
 }
 
-static int xh_read(const struct ur_xrc_host *h, uint32_t i,
-		   struct xh_record *r)
+/*
+ * The whole table in one read (*n records; NULL when there are none or
+ * on error). A FREE record is free without asking: records are written,
+ * locked and unlocked under the flock the caller holds.
+ */
+static struct xh_record *xh_snapshot(const struct ur_xrc_host *h,
+				     uint32_t *n)
 {
-	ssize_t n = pread(h->fd, r, sizeof(*r),
-			  (off_t)i * sizeof(struct xh_record));
+	struct xh_record *t;
+	size_t len;
+	ssize_t got;
 
-	if (n == (ssize_t)sizeof(*r))
-		return 0;
-	memset(r, 0, sizeof(*r));
-	return n < 0 ? -errno : 0;
+	*n = xh_count(h);
+	if (*n > XH_MAX_RECORDS)
+		*n = XH_MAX_RECORDS;
+	len = (size_t)*n * sizeof(*t);
+	t = *n ? malloc(len) : NULL;
+	if (!t) {
+		*n = 0;
+		return NULL;
+	}
+	got = pread(h->fd, t, len, 0);
+	if (got < 0)
+		got = 0;
+	*n = (uint32_t)((size_t)got / sizeof(*t));
+	return t;
 }
 
 static int xh_write(const struct ur_xrc_host *h, uint32_t i,
@@ -123,18 +139,30 @@ static int xh_write(const struct ur_xrc_host *h, uint32_t i,
 static bool xh_find(const struct ur_xrc_host *h, enum xh_kind kind,
 		    uint32_t num)
 {
-	uint32_t i, n = xh_count(h);
-	struct xh_record r;
+	uint32_t i, n;
+	struct xh_record *t = xh_snapshot(h, &n);
+	bool found = false;
 
-	for (i = 0; i < n; i++) {
-		if (xh_read(h, i, &r) || r.kind != kind)
+	for (i = 0; i < n && !found; i++) {
+		if (t[i].kind != kind || (kind == XH_SRQ && t[i].num != num))
 			continue;
-		if (kind == XH_SRQ && r.num != num)
-			continue;
-		if (xh_live(h, i))
-			return true;
+		found = xh_live(h, i);
 	}
-	return false;
+	free(t);
+	return found;
+}
+
+/* Whether any record is live. */
+static bool xh_any_live(const struct ur_xrc_host *h)
+{
+	uint32_t i, n;
+	struct xh_record *t = xh_snapshot(h, &n);
+	bool live = false;
+
+	for (i = 0; i < n && !live; i++)
+		live = t[i].kind != XH_FREE && xh_live(h, i);
+	free(t);
+	return live;
 }
 
 /* Writes a record into a free slot (or a new one) and locks it. */
@@ -142,12 +170,15 @@ static int xh_add(struct ur_xrc_host *h, enum xh_kind kind, uint32_t num,
 		  uint32_t *slot)
 {
 	struct xh_record r = { .kind = kind, .num = num };
-	uint32_t i, n = xh_count(h);
+	struct xh_record *t;
+	uint32_t i, n;
 	int err;
 
+	t = xh_snapshot(h, &n);
 	for (i = 0; i < n; i++)
-		if (!xh_live(h, i))
+		if (t[i].kind == XH_FREE || !xh_live(h, i))
 			break;
+	free(t);
 	if (i >= XH_MAX_RECORDS)
 		return -ENOSPC;
 	/* locked before it is written: a scan never sees it live and stale */
@@ -219,7 +250,6 @@ static void xh_sweep(const char *root)
 	struct ur_xrc_host t;
 	struct dirent *e;
 	struct stat st;
-	uint32_t i, n;
 	bool live;
 	DIR *d;
 
@@ -239,9 +269,7 @@ static void xh_sweep(const char *root)
 			xh_close(&t);
 			continue;
 		}
-		n = xh_count(&t);
-		for (i = 0, live = false; i < n && !live; i++)
-			live = xh_live(&t, i);
+		live = xh_any_live(&t);
 		if (!live)
 			unlink(t.path);
 		xh_close(&t);	/* and its flock */
@@ -296,17 +324,14 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 
 void ur_xrc_host_leave(struct ur_xrc_host *h)
 {
-	uint32_t i, n;
-	bool last = true;
+	bool last;
 
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	flock(h->fd, LOCK_EX);
 	xh_remove(h, h->member);
-	n = xh_count(h);
-	for (i = 0; i < n && last; i++)
-		last = !xh_live(h, i);
+	last = !xh_any_live(h);
 	if (last)
 		unlink(h->path);
 	flock(h->fd, LOCK_UN);
