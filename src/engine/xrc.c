@@ -12,9 +12,16 @@
  * an XRC domain violation); a request that is not the expected one is
  * only dropped. Runs with nic->rx_lock and dev->obj_lock (read) held: the
  * SRQ cannot go away while the request is handled.
+ *
+ * An SRQ of the same file-backed domain created by another process of
+ * this host exists for the IBA, but its receive WQEs, memory and CQ are
+ * in that process: delivering there is not implemented (docs/design.md,
+ * XRC), so the request gets the same answer, with a warning that names
+ * the cause once per process.
  */
 #include "engine/resp_priv.h"
 #include "util/lock_assert.h"
+#include "util/log.h"
 
 static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 			const struct ur_rxd *d, const struct ur_ip_flow *flow)
@@ -33,6 +40,19 @@ static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 	ur_resp_qp_error(&c, IBV_EVENT_QP_ACCESS_ERR);
 }
 
+static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt)
+{
+	static atomic_bool warned;
+	uint32_t srqn = ur_xrceth_srqn(pkt->xrceth);
+
+	if (atomic_load_explicit(&warned, memory_order_relaxed) ||
+	    !ur_xrcd_srq_on_host(qp->xrcd, srqn) ||
+	    atomic_exchange(&warned, true))
+		return;
+	ur_warn("XRC: QP %#x received a request for SRQ %#x of its domain, created by another process: receiving into another process's SRQ is not supported (NAK remote access error)",
+		qp->ibqp_ex.qp_base.qp_num, srqn);
+}
+
 void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		    const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
@@ -41,6 +61,7 @@ void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
 	srq = ur_srq_lookup_xrc(qp->dev, ur_xrceth_srqn(pkt->xrceth));
 	if (!srq || !ur_xrcd_same_domain(srq->xrcd, qp->xrcd)) {
+		xrc_warn_elsewhere(qp, pkt);
 		xrc_bad_srq(qp, pkt, d, flow);
 		return;
 	}

@@ -463,6 +463,8 @@ struct ur_srq {
 	struct ur_xrcd *xrcd;		/* IBV_SRQT_XRC: its domain, else NULL */
 	struct ur_cq *xrc_cq;		/* IBV_SRQT_XRC: completions go here */
 	uint32_t srq_num;		/* IBV_SRQT_XRC: 24 bits, in dev->srqns */
+	int64_t xrc_host_slot;		/* its record in the domain's host
+					 * registry (xrc_host.c), or -1 */
 	atomic_int usecnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };
@@ -651,6 +653,13 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out);
 bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 /* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
 struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
+/*
+ * Whether srqn names a live XRC SRQ of xrcd's file-backed domain in any
+ * process of this host, this one included (it reads the host registry: a
+ * slow path, for a request that found no SRQ in this process). Never
+ * waits: false when another thread or process holds the registry.
+ */
+bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

@@ -6,6 +6,8 @@
 #ifndef UR_OBJ_OBJ_PRIV_H
 #define UR_OBJ_OBJ_PRIV_H
 
+#include <sys/types.h>
+
 #include "obj/obj.h"
 #include "obj/wr_opcode.h"
 
@@ -178,9 +180,9 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 /*
  * ibv_open_xrcd as the kernel answers it: comp_mask must hold FD and
  * OFLAGS (EINVAL), oflags only O_CREAT/O_EXCL; fd -1 opens a new private
- * domain; otherwise the domain of fd's inode on this device: EBADF for a
- * bad fd, EINVAL without O_CREAT when none exists or with O_EXCL when one
- * does.
+ * domain; otherwise the domain of fd's inode on this device, opened by
+ * any process of the host: EBADF for a bad fd, EAGAIN without O_CREAT
+ * when none exists, EINVAL with O_EXCL when one does.
  */
 int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
 		 struct ur_xrcd **out);
@@ -193,6 +195,8 @@ int ur_xrcd_close(struct ur_xrcd *xrcd);
 int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      void *srq_context, struct ibv_srq_attr *attr,
 		      struct ur_srq **out);
+/* An XRC SRQ being destroyed gives its number back to the host registry. */
+void ur_srq_xrc_release_num(struct ur_srq *srq);
 
 /* An ibv_open_qp handle: an ibv_qp standing for an XRC_RECV QP. */
 struct ur_qp_open {
@@ -217,6 +221,28 @@ int ur_xrc_qp_open(struct ur_xrcd *xrcd, uint32_t qpn, struct ur_qp **out);
  * tears it down; false: other handles keep it.
  */
 bool ur_xrc_qp_release(struct ur_qp *qp, bool opened);
+
+/* ------------------------------------------------------------------ */
+/* xrc_host.c: a file-backed XRC domain's host-wide registry */
+/* ------------------------------------------------------------------ */
+
+struct ur_xrc_host;
+/*
+ * This process joins the domain of (device, file) on the host: -EINVAL
+ * with O_EXCL when a live member exists, -EAGAIN without O_CREAT when
+ * none does (the kernel's answers); else -errno of the registry file.
+ */
+int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
+		     int oflags, struct ur_xrc_host **out);
+void ur_xrc_host_leave(struct ur_xrc_host *h);
+/* Takes srqn for this process (its record in *slot): -EEXIST when a live
+ * member holds it, -ENOSPC when the registry is full. */
+int ur_xrc_host_srq_claim(struct ur_xrc_host *h, uint32_t srqn,
+			  uint32_t *slot);
+void ur_xrc_host_srq_release(struct ur_xrc_host *h, uint32_t slot);
+/* Whether any live member (this process included) holds srqn; false
+ * also when the registry is busy (it never waits). */
+bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */

@@ -90,6 +90,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 		ur_u32_map_remove(&dev->srqns, srq->srq_num);
 	pthread_rwlock_unlock(&dev->obj_lock);
 	if (srq->xrcd) {
+		ur_srq_xrc_release_num(srq);
 		atomic_fetch_sub(&srq->xrcd->usecnt, 1);
 		atomic_fetch_sub(&srq->xrc_cq->usecnt, 1);
 	}

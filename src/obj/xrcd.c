@@ -3,25 +3,29 @@
  * XRC domains and XRC SRQs: the object layer of XRC.
  *
  * The kernel shares an XRC domain between processes through a file: every
- * ibv_open_xrcd on the same inode of a device yields the same domain. Our
- * NIC lives inside one process, so the equivalent we give is the same
- * rule within the process: XRCDs opened on one file (st_dev, st_ino) of
- * one device, from any of the process's contexts, are one domain; another
- * process opening the file gets a domain of its own (its NIC is its own).
- * fd -1 opens a private domain.
+ * ibv_open_xrcd on the same inode of a device yields the same domain.
+ * Within the process, XRCDs opened on one file (st_dev, st_ino) of one
+ * device, from any of its contexts, are one struct ur_xrc_domain; across
+ * the host's processes, the domain's registry (xrc_host.c) answers
+ * whether the domain exists (O_CREAT, O_EXCL) and keeps XRC SRQ numbers
+ * unique among its members. The objects themselves stay in the process
+ * that created them (its NIC is its own). fd -1 opens a private domain.
  *
  * An XRC SRQ is a basic SRQ with an XRCD, a CQ for its completions and a
- * 24-bit srq_num, unique per device, that XRC_SEND QPs of a peer address
- * in their XRCETH. XRC_RECV QPs are the domain's too: ibv_open_qp finds
- * them by number within it (here) and they live while any handle does.
+ * 24-bit srq_num, unique per device and within a file-backed domain on
+ * the host, that XRC_SEND QPs of a peer address in their XRCETH. XRC_RECV
+ * QPs are the domain's too: ibv_open_qp finds them by number within it
+ * (here) and they live while any handle does.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "obj/obj_priv.h"
+#include "util/log.h"
 #include "util/random.h"
 
 #define UR_SRQN_TRIES 64
@@ -32,6 +36,8 @@ struct ur_xrc_domain {
 	dev_t st_dev;
 	ino_t st_ino;
 	bool file;			/* opened on a file, not fd -1 */
+	struct ur_xrc_host *host;	/* its host registry; NULL if private
+					 * or the registry was unusable */
 	int refcnt;			/* XRCDs naming it (domains_lock) */
 };
 
@@ -52,6 +58,44 @@ static struct ur_xrc_domain *domain_find(struct ur_device *dev,
 			return d;
 	}
 	return NULL;
+}
+
+/*
+ * A domain this process has not opened yet: the host registry says
+ * whether it exists; without one (the runtime directory unusable) the
+ * process's own view answers, as if it were alone on the host.
+ */
+static int domain_new(struct ur_device *dev, const struct stat *st,
+		      int oflags, struct ur_xrc_domain **out)
+{
+	struct ur_xrc_domain *d;
+	int err;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->dev = dev;
+	d->file = st != NULL;
+	if (d->file) {
+		err = ur_xrc_host_join(dev->index, st->st_dev, st->st_ino,
+				       oflags, &d->host);
+		if (err == -EINVAL || err == -EAGAIN) {
+			free(d);
+			return err;
+		}
+		if (err && !(oflags & O_CREAT)) {
+			free(d);
+			return -EAGAIN;	/* none that this process knows */
+		}
+		if (err)
+			ur_warn("XRC domain: host registry unusable (%s): this process's domain is its own",
+				strerror(-err));
+		d->st_dev = st->st_dev;
+		d->st_ino = st->st_ino;
+		ur_list_add_tail(&domains, &d->node);
+	}
+	*out = d;
+	return 0;
 }
 
 int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
@@ -77,22 +121,8 @@ int ur_xrcd_open(struct ibv_context *ctx, const struct ibv_xrcd_init_attr *a,
 		d = domain_find(dev, &st);
 	if (d && (a->oflags & O_EXCL))
 		err = -EINVAL;
-	else if (!d && a->fd != -1 && !(a->oflags & O_CREAT))
-		err = -EINVAL;
-	else if (!d) {
-		d = calloc(1, sizeof(*d));
-		if (!d) {
-			err = -ENOMEM;
-		} else {
-			d->dev = dev;
-			d->file = a->fd != -1;
-			if (d->file) {
-				d->st_dev = st.st_dev;
-				d->st_ino = st.st_ino;
-				ur_list_add_tail(&domains, &d->node);
-			}
-		}
-	}
+	else if (!d)
+		err = domain_new(dev, a->fd != -1 ? &st : NULL, a->oflags, &d);
 	if (!err)
 		d->refcnt++;
 	pthread_mutex_unlock(&domains_lock);
@@ -117,6 +147,7 @@ int ur_xrcd_close(struct ur_xrcd *xrcd)
 	if (!--d->refcnt) {
 		if (d->file)
 			ur_list_del(&d->node);
+		ur_xrc_host_leave(d->host);
 		free(d);
 	}
 	pthread_mutex_unlock(&domains_lock);
@@ -134,8 +165,9 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      struct ur_srq **out)
 {
 	struct ur_device *dev = ur_ctx_dev(pd->ibpd.context);
+	struct ur_xrc_host *host = xrcd ? xrcd->dom->host : NULL;
 	struct ur_srq *srq;
-	uint32_t n = 0;
+	uint32_t n = 0, slot = 0;
 	int err, i;
 
 	if (!xrcd || !cq || xrcd->ibxrcd.context != pd->ibpd.context ||
@@ -146,18 +178,36 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		return err;
 	srq->xrcd = xrcd;
 	srq->xrc_cq = cq;
+	srq->xrc_host_slot = -1;
 	err = -ENOMEM;
-	pthread_rwlock_wrlock(&dev->obj_lock);
 	for (i = 0; i < UR_SRQN_TRIES; i++) {
 		n = ur_random_u32() & UR_QPN_MASK;
-		if (!n || ur_u32_map_contains(&dev->srqns, n))
+		if (!n)
 			continue;
-		err = ur_u32_map_insert(&dev->srqns, n, srq);
+		/* the host's claim first: no file I/O under obj_lock */
+		if (host) {
+			err = ur_xrc_host_srq_claim(host, n, &slot);
+			if (err == -EEXIST)
+				continue;
+			if (err)
+				break;
+		}
+		pthread_rwlock_wrlock(&dev->obj_lock);
+		err = -EEXIST;
+		if (!ur_u32_map_contains(&dev->srqns, n))
+			err = ur_u32_map_insert(&dev->srqns, n, srq);
 		if (!err)
 			srq->srq_num = n;
-		break;
+		pthread_rwlock_unlock(&dev->obj_lock);
+		if (host && err)
+			ur_xrc_host_srq_release(host, slot);
+		else if (host)
+			srq->xrc_host_slot = slot;
+		if (err != -EEXIST)
+			break;
 	}
-	pthread_rwlock_unlock(&dev->obj_lock);
+	if (err == -EEXIST)
+		err = -ENOMEM;	/* no free number found: as the kernel's idr */
 	if (err) {
 		srq->xrcd = NULL;
 		ur_srq_destroy(srq);
@@ -167,6 +217,19 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 	atomic_fetch_add(&cq->usecnt, 1);
 	*out = srq;
 	return 0;
+}
+
+void ur_srq_xrc_release_num(struct ur_srq *srq)
+{
+	if (srq->xrc_host_slot >= 0)
+		ur_xrc_host_srq_release(srq->xrcd->dom->host,
+					(uint32_t)srq->xrc_host_slot);
+	srq->xrc_host_slot = -1;
+}
+
+bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn)
+{
+	return xrcd->dom->host && ur_xrc_host_srq_exists(xrcd->dom->host, srqn);
 }
 
 struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)

@@ -4,9 +4,10 @@
  * $XDG_RUNTIME_DIR/uroce-<uid>, or /tmp/uroce-<uid> when XDG_RUNTIME_DIR is
  * unset, empty, not absolute or not a directory we may write (sudo may
  * keep another user's). It holds one <pid>/ directory per process (its
- * device tree, api/ibverbs/devtree/) and librdmacm's rendezvous files
- * (api/rdmacm/rendezvous.c); the interposer finds the trees there. All
- * three must agree on the path, so all take it from ur_rundir_path() (the
+ * device tree, api/ibverbs/devtree/), librdmacm's rendezvous files
+ * (api/rdmacm/rendezvous.c) and the XRC domains' registries
+ * (obj/xrc_host.c); the interposer finds the trees there. All must agree
+ * on the path, so all take it from ur_rundir_path() (the
  * interposer compiles this file into itself: it uses libc only).
  *
  * The directory is created mode 0700 and used only when it is a real
