@@ -2,8 +2,12 @@
 /*
  * Same-host RDMA WRITE and READ by one copy between the two processes
  * (process_vm_writev / process_vm_readv), with no packet, no ACK and no
- * work in the target process. docs/design.md, "One-sided operations by a
- * single copy", says why it is correct; in short:
+ * work in the target process; and the payload of a WRITE with immediate,
+ * whose immediate then goes as one packet without payload, marked
+ * (wire/hdr.h's UR_BTH_RESV6A_PLACED), for the target's responder to
+ * check and complete (req.c sends it, resp.c honours it). docs/design.md,
+ * "One-sided operations by a single copy", says why it is correct; in
+ * short:
  *
  * - The target publishes what its responder would check, in the area at
  *   the end of its same-host ring file (link.h's ur_link_own_area()): its
@@ -576,7 +580,8 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_nic *nic = xp->nic;
-	bool write = w[0]->opcode == IBV_WR_RDMA_WRITE;
+	bool write = w[0]->opcode == IBV_WR_RDMA_WRITE ||
+		     w[0]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	struct dx_batch b;
 	struct dx_qp tq;
 	uint8_t me[16];
@@ -631,8 +636,11 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 		if (err == -EPERM)
 			xp->dx_refused = true;
 	}
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
 		bytes += w[i]->length;
+		if (w[i]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_WRITE_IMMS, 1);
+	}
 	if (k) {
 		ur_cnt_stat(&nic->cnt, write ? UR_STAT_DIRECT_WRITES :
 					       UR_STAT_DIRECT_READS, k);
