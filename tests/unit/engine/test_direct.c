@@ -320,6 +320,49 @@ static void test_write_behind_rnr_write_imm_waits(void **state)
 	te_pair_close(&p);
 }
 
+/*
+ * A post list of WRITEs naming one local MR: its key is looked up once
+ * for the batch, but every WQE's range is still checked. The second
+ * reaches past the MR's end: a local protection error, nothing of it
+ * written, the first written whole, the third flushed.
+ */
+static void test_batch_local_range_checked(void **state)
+{
+	struct te_pair *p = *state;
+	struct te_side *a = &p->s[0], *b = &p->s[1];
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc;
+	unsigned int i, nz = 0;
+
+	for (i = 0; i < 3; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)a->buf + 1024 * i, 512,
+					   a->mr->lkey };
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = 30 + i;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)b->buf + 1024 * i;
+		wr[i].wr.rdma.rkey = b->mr->rkey;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	sge[1].addr = (uintptr_t)a->buf + TE_BUF - 256;	/* 256 B past */
+	memset(a->buf, 0x77, TE_BUF);
+	memset(b->buf, 0, TE_BUF);
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	expect_wc(a->scq, 30, IBV_WC_SUCCESS);
+	assert_int_equal(te_poll(a->scq, &wc, T_TMO), 1);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	expect_wc(a->scq, 32, IBV_WC_WR_FLUSH_ERR);
+	assert_memory_equal(b->buf, a->buf, 512);
+	for (i = 1024; i < TE_BUF; i++)
+		nz += b->buf[i] != 0;
+	assert_int_equal(nz, 0);
+}
+
 /* An MR of another PD than the target QP's: the responder's answer,
  * whichever path asked. */
 static void test_other_pd_remote_access_error(void **state)
@@ -464,6 +507,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_imm_bytes, setup,
 						te_pair_teardown),
 		cmocka_unit_test(test_write_behind_rnr_write_imm_waits),
+		cmocka_unit_test_setup_teardown(test_batch_local_range_checked,
+						setup, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_other_pd_remote_access_error, setup,
 			te_pair_teardown),
