@@ -13,7 +13,11 @@
 # ib_write_bw and ib_read_bw, and the 64 B message rate with post lists
 # of 16; then
 # ucx_perftest over posix shared memory and cma (process_vm_writev) for
-# the matching UCT tests. Prints a markdown table of medians and
+# the matching UCT tests; then rsockets next to the kernel's TCP loopback:
+# rstream -T b (1 MB transfers, Gb/s) and iperf3 (400 MB, the receiver's
+# Gb/s) over uroce by default, with UROCE_LINK=rings, and over kernel TCP
+# (rstream -T s; plain iperf3), with the CPU seconds and context switches
+# of both processes (GNU time). Prints markdown tables of medians and
 # same-round ratios (medians of the per-round ratios); raw outputs stay in
 # the directory printed at the end. Every program runs under a timeout; a
 # failed run is left out and shown as "fail".
@@ -25,7 +29,8 @@ b=$(cd "${1:-$repo/build}" 2>/dev/null && pwd) || { echo "no build dir ${1:-buil
 reps=${2:-3}
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "reps must be a positive integer" >&2; exit 2; }
 [[ -e $b/lib/libibverbs.so.1 ]] || { echo "missing $b/lib/libibverbs.so.1 (build it first)" >&2; exit 2; }
-for t in ib_write_lat ib_read_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest; do
+for t in ib_write_lat ib_read_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest \
+	rstream iperf3 /usr/bin/time; do
 	command -v $t >/dev/null || { echo "missing $t (scripts/install-deps.sh)" >&2; exit 2; }
 done
 out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-samehost.XXXXXX)}
@@ -78,8 +83,71 @@ uroce() {
 	fi
 }
 
+# rs_pair OUT SERVER... -- CLIENT...: one pair on 127.0.0.1 under GNU
+# time, each run behind the command prefix in the array rs_pre; the
+# client's output in OUT, the two time lines ("user sys involuntary
+# voluntary") in OUT.t.srv and OUT.t.cli.
+rs_pair() {
+	local out=$1 srv=()
+	shift
+	while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+	shift
+	/usr/bin/time -f "%U %S %c %w" -o "$out.t.srv" timeout 60 "${rs_pre[@]}" "${srv[@]}" \
+		>"$out.srv" 2>&1 &
+	sleep 0.5
+	/usr/bin/time -f "%U %S %c %w" -o "$out.t.cli" timeout 60 "${rs_pre[@]}" "$@" \
+		>"$out" 2>"$out.err"
+	wait
+}
+
+# rsock MODE TEST: "Gb/s cpu_s ctxsw" of one pair of TEST (rstream,
+# iperf3) over uroce's rsockets (MODE: the UROCE_LINK value, "" for the
+# default) or over kernel TCP (MODE tcp), or "fail"
+rsock() {
+	local mode=$1 f=$out/raw/rs.$2.$RANDOM port=$((20000 + RANDOM % 20000)) g
+	local lk=() sock=()
+	[[ -n $mode && $mode != tcp ]] && lk=(UROCE_LINK="$mode")
+	case $2 in
+	rstream)
+		# rstream calls rsockets itself: uroce's librdmacm, no preload;
+		# -T s: the same program on kernel sockets
+		if [[ $mode == tcp ]]; then
+			rs_pre=(env)
+			sock=(-T s)
+		else
+			rs_pre=(env LD_LIBRARY_PATH="$b/lib" "${lk[@]}")
+		fi
+		rs_pair "$f" rstream -b 127.0.0.1 -p "$port" -S 1000000 -C 100 -T b "${sock[@]}" \
+			-- rstream -s 127.0.0.1 -p "$port" -S 1000000 -C 100 -T b "${sock[@]}"
+		g=$(awk '$1 == "custom" { print $7 }' "$f" | tail -1) ;;
+	iperf3)
+		if [[ $mode == tcp ]]; then
+			rs_pre=(env)
+		else
+			rs_pre=(env UROCE_LIBDIR="$b/lib" "${lk[@]}" "$repo/tools/uroce" run --rsocket --)
+		fi
+		rs_pair "$f" iperf3 -s -1 -B 127.0.0.1 -p "$port" \
+			-- iperf3 -c 127.0.0.1 -p "$port" -n 400M -J
+		g=$(python3 -c 'import json, sys
+print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$f" 2>/dev/null) ;;
+	esac
+	[[ -n $g && -s $f.t.srv && -s $f.t.cli ]] || { echo fail; return; }
+	awk -v g="$g" '{ c += $1 + $2; s += $3 + $4 }
+		END { printf "%s %.2f %d\n", g, c, s }' "$f.t.srv" "$f.t.cli"
+}
+
 for ((r = 1; r <= reps; r++)); do
 	echo "round $r/$reps (load $(load))" >&2
+	for t in rstream iperf3; do
+		for m in auto rings tcp; do
+			read -r g c s <<<"$(rsock "${m#auto}" $t)"
+			{
+				echo "$r rs_$t $m $g"
+				echo "$r rs_${t}_cpu $m ${c:-fail}"
+				echo "$r rs_${t}_ctxsw $m ${s:-fail}"
+			} >>"$res"
+		done
+	done
 	for row in "${rows[@]}"; do
 		IFS='|' read -r name pt posix cma <<<"$row"
 		read -r bin args <<<"$pt"
@@ -128,5 +196,18 @@ for row in ["write_lat", "read_lat", "send_lat", "write_bw_64k",
         " | ".join("–" if (row, c) in notrun else f(med(row, c))
                    for c in cols),
         f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
+print()
+print("| median of %s rounds | uroce (default) | uroce rings | kernel TCP | default / TCP |" % sys.argv[2])
+print("|---|---|---|---|---|")
+names = {"rs_rstream": "rstream -T b, 1 MB: Gb/s",
+         "rs_rstream_cpu": "rstream: CPU s (both)",
+         "rs_rstream_ctxsw": "rstream: context switches",
+         "rs_iperf3": "iperf3 400 MB: Gb/s",
+         "rs_iperf3_cpu": "iperf3: CPU s (both)",
+         "rs_iperf3_ctxsw": "iperf3: context switches"}
+for row in names:
+    print("| %s | %s | %s |" % (
+        names[row], " | ".join(f(med(row, c)) for c in ["auto", "rings", "tcp"]),
+        f(ratio(row, "auto", "tcp"))))
 EOF
 echo "raw outputs: $out" >&2

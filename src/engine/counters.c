@@ -44,6 +44,7 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_DIRECT_BYTES] = "direct_bytes",
 	[UR_STAT_DIRECT_FALLBACKS] = "direct_fallbacks",
 	[UR_STAT_DIRECT_REFUSED] = "direct_refused",
+	[UR_STAT_DIRECT_WRITE_IMMS] = "direct_write_imms",
 	[UR_STAT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
 	[UR_STAT_NP_CNP_SENT] = "np_cnp_sent",
 	[UR_STAT_RP_CNP_HANDLED] = "rp_cnp_handled",

@@ -2,8 +2,12 @@
 /*
  * Same-host RDMA WRITE and READ by one copy between the two processes
  * (process_vm_writev / process_vm_readv), with no packet, no ACK and no
- * work in the target process. docs/design.md, "One-sided operations by a
- * single copy", says why it is correct; in short:
+ * work in the target process; and the payload of a WRITE with immediate,
+ * whose immediate then goes as one packet without payload, marked
+ * (wire/hdr.h's UR_BTH_RESV6A_PLACED), for the target's responder to
+ * check and complete (req.c sends it, resp.c honours it). docs/design.md,
+ * "One-sided operations by a single copy", says why it is correct; in
+ * short:
  *
  * - The target publishes what its responder would check, in the area at
  *   the end of its same-host ring file (link.h's ur_link_own_area()): its
@@ -439,6 +443,8 @@ struct dx_batch {
 	const struct dx_qp *tq;
 	bool write;
 	unsigned int nl, nr, nh;
+	struct ur_mem *lmem;		/* lkey's, looked up once */
+	uint32_t lkey;
 	struct iovec liov[UR_DX_BATCH_IOV];
 	struct iovec riov[UR_DX_BATCH];
 	struct dx_hold hold[UR_DX_BATCH];
@@ -463,6 +469,36 @@ static struct dx_hold *batch_hold(struct dx_batch *b, uint32_t rkey)
 	return &b->hold[b->nh++];
 }
 
+/*
+ * [off, off+len) of a WQE of one SGE as one local iovec, checked as
+ * ur_sgl_map() checks it (an MR of the QP's PD granting the access over
+ * the range), its key looked up once per batch: a post list names the
+ * same MR again and again, and obj_lock (held) keeps the MR while the
+ * batch lasts.
+ */
+static int batch_local(struct dx_batch *b, const struct ur_sge *s,
+		       uint32_t off, uint32_t len, struct iovec *l)
+{
+	uintptr_t host;
+
+	if (off > s->length || len > s->length - off)
+		return -EMSGSIZE;
+	if (!b->lmem || b->lkey != s->lkey) {
+		struct ur_mem *m = ur_mem_lookup(b->qp->dev, s->lkey);
+
+		if (!m || m->kind != UR_MEM_MR)
+			return -EACCES;
+		b->lmem = m;
+		b->lkey = s->lkey;
+	}
+	if (ur_mem_check(b->lmem, b->qp->pd, ur_qp_num(b->qp), s->addr + off,
+			 len, b->write ? 0 : IBV_ACCESS_LOCAL_WRITE, &host))
+		return -EACCES;
+	l->iov_base = (void *)host;
+	l->iov_len = len;
+	return 0;
+}
+
 /* Adds [off, off+len) of wqe: 0; -ENOSPC when the batch has no room for
  * it (nothing added); another -errno when it cannot be copied. */
 static int batch_add(struct dx_batch *b, struct ur_send_wqe *wqe,
@@ -481,6 +517,10 @@ static int batch_add(struct dx_batch *b, struct ur_send_wqe *wqe,
 	if (wqe->send_flags & IBV_SEND_INLINE) {
 		l->iov_base = wqe->inline_data + off;
 		l->iov_len = len;
+	} else if (wqe->num_sge == 1) {
+		rc = batch_local(b, &wqe->sge[0], off, len, l);
+		if (rc)
+			return rc;
 	} else {
 		rc = ur_sgl_map(b->qp, wqe->sge, wqe->num_sge, off, len,
 				b->write ? 0 : IBV_ACCESS_LOCAL_WRITE, l,
@@ -576,7 +616,8 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_nic *nic = xp->nic;
-	bool write = w[0]->opcode == IBV_WR_RDMA_WRITE;
+	bool write = w[0]->opcode == IBV_WR_RDMA_WRITE ||
+		     w[0]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	struct dx_batch b;
 	struct dx_qp tq;
 	uint8_t me[16];
@@ -618,6 +659,7 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 	b.tq = &tq;
 	b.write = write;
 	b.nl = b.nr = b.nh = 0;
+	b.lmem = NULL;
 	if (w[0]->length > UR_DX_BATCH_BYTES || !write)
 		k = copy_large(&b, w[0], pid, &err) ? 1 : 0;
 	else
@@ -631,8 +673,11 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 		if (err == -EPERM)
 			xp->dx.refused = true;
 	}
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
 		bytes += w[i]->length;
+		if (w[i]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_WRITE_IMMS, 1);
+	}
 	if (k) {
 		ur_cnt_stat(&nic->cnt, write ? UR_STAT_DIRECT_WRITES :
 					       UR_STAT_DIRECT_READS, k);

@@ -60,6 +60,7 @@ enum ur_stat {
 	UR_STAT_DIRECT_BYTES,
 	UR_STAT_DIRECT_FALLBACKS,
 	UR_STAT_DIRECT_REFUSED,
+	UR_STAT_DIRECT_WRITE_IMMS,
 	UR_STAT_NP_ECN_MARKED,		/* ecn.c: mlx5's names */
 	UR_STAT_NP_CNP_SENT,
 	UR_STAT_RP_CNP_HANDLED,
@@ -560,8 +561,10 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
  * start (after the link and pcap); ur_direct_qp_update after a QP's
  * state or attributes changed (sq_lock), ur_direct_qp_gone before it is
  * freed; ur_direct_run (req.c, sq_lock and obj_lock read held): how many
- * of the n WQEs from the cursor on (w[0] a WRITE or READ, the rest WRITEs
- * never visited) were executed whole, only their completions left. */
+ * of the n WQEs from the cursor on (w[0] a WRITE, WRITE with immediate
+ * or READ, the rest WRITEs never visited, the last of them possibly with
+ * immediate) were copied whole: only their completions left, or for a
+ * WRITE with immediate its packet. */
 void ur_direct_init(struct ur_nic *nic);
 void ur_direct_qp_update(struct ur_qp *qp);
 void ur_direct_qp_gone(struct ur_qp *qp);

@@ -222,6 +222,12 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
 	r = ur_pkt_check_class(pkt, qp_tclass(qp));
 	if (r)
 		return r;
+	/* the same-host mark (direct.c) means something only from a
+	 * uroce peer's ring, on the one opcode that carries it */
+	if (pkt->placed && (!d->ring || qp->type != IBV_QPT_RC ||
+			    pkt->opcode != UR_OPC_RC_WRITE_ONLY_IMM ||
+			    pkt->paylen))
+		return UR_DROP_RESERVED;
 	request = ur_op_is_request(pkt->opcode);
 	/* XRC's halves: the target only answers, the initiator only asks */
 	if ((qp->type == IBV_QPT_XRC_RECV && !request) ||

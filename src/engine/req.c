@@ -64,7 +64,8 @@ static const struct ur_op_row rc_ops[] = {
 static uint32_t wqe_npkts(const struct ur_qp_xport *xp,
 			  const struct ur_send_wqe *wqe)
 {
-	if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) || !wqe->length)
+	if (ur_wr_has(wqe->opcode, UR_WR_ATOMIC) || !wqe->length ||
+	    wqe->dx_placed)
 		return 1;
 	return (wqe->length + xp->mtu - 1) / xp->mtu;
 }
@@ -244,12 +245,13 @@ static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	struct iovec iov[UR_TX_PAY_IOV];
 	unsigned int niov = 0;
 	uint32_t off = pkt * xp->mtu;
-	uint32_t len = UR_MIN(xp->mtu, wqe->length - off);
+	uint32_t len = wqe->dx_placed ? 0 : UR_MIN(xp->mtu, wqe->length - off);
 	enum ur_pos pos = pkt_pos(pkt, wqe->npkts);
 	bool last = pos == UR_POS_LAST || pos == UR_POS_ONLY;
 
-	if (wqe_payload(qp, wqe, off, len, iov, &niov))
+	if (len && wqe_payload(qp, wqe, off, len, iov, &niov))
 		return -EFAULT;
+	f.placed = wqe->dx_placed;
 	f.opcode = rc_ops[wqe->opcode].op[pos];
 	if (qp->type == IBV_QPT_UC)
 		f.opcode += UR_OPC_UC_SEND_FIRST;
@@ -291,7 +293,7 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return;
 	}
 	xp->req.psn = ur_psn_inc(xp->req.psn);
-	wqe->sent = off + len;
+	wqe->sent = wqe->dx_placed ? wqe->length : off + len;
 	if (++xp->req.pkt == wqe->npkts)
 		wqe_sent(qp, wqe);
 }
@@ -560,6 +562,9 @@ static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
 /*
  * The same-host copy of the cursor WQE (entered), with the WRITEs posted
  * right behind it that the requester never visited: how many were done.
+ * A WRITE with immediate may end the batch: its payload is copied, and it
+ * is not done but placed, its one packet still to send (the receive it
+ * consumes and its completion are the responder's).
  */
 static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
@@ -569,20 +574,34 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	uint32_t i = sq->cursor + 1;
 	unsigned int n = 1, k, j;
 
+	if (wqe->dx_placed)
+		return 0;	/* copied before a go-back-N */
 	w[0] = wqe;
 	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
 	       i != sq->producer &&
 	       i - sq->consumer >= xp->req.sq_high - sq->consumer) {
 		struct ur_send_wqe *x = ur_wq_slot(sq, i++);
 
-		if (x->opcode != IBV_WR_RDMA_WRITE || !x->length ||
-		    x->length > UR_DX_BATCH_BYTES)
+		if ((x->opcode != IBV_WR_RDMA_WRITE &&
+		     x->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
+		    !x->length || x->length > UR_DX_BATCH_BYTES)
 			break;
 		w[n++] = x;
+		if (x->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			break;
 	}
 	k = ur_direct_run(qp, w, n);
-	for (j = 0; j < k; j++)
+	for (j = 0; j < k; j++) {
+		if (w[j]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			w[j]->dx_placed = true;
+			if (!j) {	/* entered: one packet, one PSN */
+				wqe->npkts = 1;
+				wqe->last_psn = wqe->first_psn;
+			}
+			return j;
+		}
 		req_direct_done(qp, w[j]);
+	}
 	return k;
 }
 

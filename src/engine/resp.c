@@ -252,20 +252,30 @@ static enum ur_resp_state resp_chk_length(struct ur_resp_ctx *c)
 	return UR_RESP_CHK_RKEY;
 }
 
+/* The bytes a WRITE packet places: its payload, or all of a same-host
+ * WRITE with immediate whose payload the requester copied already
+ * (direct.c; recv.c let the mark through on that opcode only). */
+static uint32_t resp_write_bytes(const struct ur_resp_ctx *c)
+{
+	return c->pkt->placed ? ur_reth_len(c->pkt->reth) : c->pkt->paylen;
+}
+
 static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 {
 	const struct ur_pkt *pkt = c->pkt;
 	struct ur_resp_state_qp *r = c->r;
 
 	if (ur_op_is_write(c->op)) {
+		uint32_t len = resp_write_bytes(c);
+
 		if (ur_op_has_start(c->op)) {
 			r->va = ur_reth_va(pkt->reth);
 			r->rkey = ur_reth_rkey(pkt->reth);
 			r->resid = r->write_len = ur_reth_len(pkt->reth);
 		}
-		if (pkt->paylen > r->resid ||
-		    (ur_op_has_end(c->op) && pkt->paylen != r->resid) ||
-		    (!ur_op_has_end(c->op) && pkt->paylen == r->resid)) {
+		if (len > r->resid ||
+		    (ur_op_has_end(c->op) && len != r->resid) ||
+		    (!ur_op_has_end(c->op) && len == r->resid)) {
 			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_INVALID_REQUEST;
 			c->drop = UR_DROP_BAD_LENGTH;
@@ -273,7 +283,7 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			msg_reset(r);
 			return UR_RESP_DROP;
 		}
-		if (ur_rkey_map(c->qp, r->rkey, r->va, pkt->paylen,
+		if (ur_rkey_map(c->qp, r->rkey, r->va, len,
 				IBV_ACCESS_REMOTE_WRITE, &c->host)) {
 			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_REMOTE_ACCESS;
@@ -357,11 +367,13 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 		if (st != UR_RESP_DONE)
 			return st;
 	} else {
-		if (pkt->paylen && ur_memguard_copy((void *)c->host,
-						    pkt->payload, pkt->paylen))
+		uint32_t len = resp_write_bytes(c);
+
+		if (!pkt->placed && len &&
+		    ur_memguard_copy((void *)c->host, pkt->payload, len))
 			return resp_mem_fault(c);
-		r->va += pkt->paylen;
-		r->resid -= pkt->paylen;
+		r->va += len;
+		r->resid -= len;
 		r->msg = ur_op_has_end(c->op) ? UR_MSG_NONE : UR_MSG_WRITE;
 	}
 	if (pkt->ieth) {

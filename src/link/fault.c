@@ -527,6 +527,7 @@ static void fi_rxd_from_pkt(struct ur_rxd *x, struct fi_pkt *p)
 	x->dst = p->dst;
 	x->tos = p->tos;
 	x->ttl = p->ttl;
+	x->ring = false;	/* held: no same-host marks honoured */
 }
 
 static struct fi_pkt *fi_pkt_from_rxd(const struct ur_rxd *x)

@@ -85,6 +85,8 @@ struct ur_rxd {
 					 * IPV6_RECVTCLASS; a same-host ring
 					 * carries the sender's) */
 	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit */
+	bool ring;			/* came through a same-host ring
+					 * (shm.h), from a uroce process */
 };
 
 /* Returns 0 and *out, or -errno (-EADDRINUSE when the address is taken). */

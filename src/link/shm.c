@@ -647,6 +647,7 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d, unsigned int max)
 		memcpy(&d[out].dst, &h->dst, sizeof(h->dst));
 		d[out].tos = h->tos;
 		d[out].ttl = h->ttl;
+		d[out].ring = true;
 		out++;
 	}
 	atomic_store_explicit(&s->next, next + n, memory_order_relaxed);

@@ -389,6 +389,9 @@ struct ur_send_wqe {
 	uint32_t sent;			/* payload bytes sent so far */
 	uint32_t npkts;			/* packets (or PSNs) the message uses */
 	uint64_t atomic_orig;		/* atomic result before it is scattered */
+	bool dx_placed;			/* a WRITE with immediate whose payload
+					 * engine/direct.c copied: its one
+					 * packet carries no payload */
 
 	union {
 		struct ur_sge sge[0];

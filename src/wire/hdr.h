@@ -218,6 +218,15 @@ static inline void ur_bth_set_resv6a(struct ur_bth *h, uint8_t v)
 
 	ur_be32_hi8_set(&h->qpn, (b & ~0x3f) | (v & 0x3f));
 }
+/*
+ * uroce's private mark in resv6a, between two uroce processes of one host
+ * only (engine/direct.c): a WRITE_ONLY_WITH_IMM whose payload the
+ * requester already copied into the target; it carries the RETH's DMA
+ * length and no payload. The ICRC masks the byte (icrc.c), and every
+ * other resv6a bit stays an error.
+ */
+#define UR_BTH_RESV6A_PLACED 0x20
+
 static inline uint32_t ur_bth_qpn(const struct ur_bth *h)
 {
 	return ur_be24_get(&h->qpn);

@@ -72,7 +72,8 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 		return UR_DROP_BAD_OPCODE;
 	if (unlikely(ur_bth_tver(bth)))
 		return UR_DROP_BAD_TVER;
-	if (unlikely(ur_bth_resv6a(bth) || ur_bth_resv7(bth)))
+	if (unlikely((ur_bth_resv6a(bth) & ~UR_BTH_RESV6A_PLACED) ||
+		     ur_bth_resv7(bth)))
 		return UR_DROP_RESERVED;
 	if (unlikely(len < (size_t)oi->length + UR_ICRC_BYTES))
 		return UR_DROP_BAD_LENGTH;
@@ -112,6 +113,7 @@ enum ur_drop_reason ur_pkt_parse(const void *buf, size_t len,
 	pkt->hdr_len = oi->length;
 	pkt->ackreq = ur_bth_ackreq(bth);
 	pkt->se = ur_bth_se(bth);
+	pkt->placed = ur_bth_resv6a(bth) & UR_BTH_RESV6A_PLACED;
 	pkt->psn = ur_bth_psn(bth);
 	pkt->qpn = ur_bth_qpn(bth);
 	pkt->bth = bth;
@@ -181,6 +183,8 @@ int ur_hdr_build(void *buf, size_t buflen, const struct ur_hdr_fields *f)
 	ur_bth_set_qpn(bth, f->qpn);
 	ur_bth_set_ackreq(bth, f->ackreq);
 	ur_bth_set_psn(bth, f->psn);
+	if (f->placed)
+		ur_bth_set_resv6a(bth, UR_BTH_RESV6A_PLACED);
 	if (oi->mask & UR_MASK_DETH) {
 		struct ur_deth *h = (void *)(p + oi->offset[UR_HDR_DETH]);
 
@@ -233,6 +237,7 @@ void ur_pkt_to_fields(const struct ur_pkt *pkt, struct ur_hdr_fields *f)
 	f->se = pkt->se;
 	f->mig = ur_bth_mig(pkt->bth);
 	f->ackreq = pkt->ackreq;
+	f->placed = pkt->placed;
 	f->fecn = ur_bth_fecn(pkt->bth);
 	f->becn = ur_bth_becn(pkt->bth);
 	f->pad = pkt->pad;

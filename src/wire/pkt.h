@@ -70,6 +70,8 @@ struct ur_pkt {
 	uint8_t hdr_len; /* BTH + extension headers */
 	bool ackreq;
 	bool se;
+	bool placed;	/* UR_BTH_RESV6A_PLACED (hdr.h): the receiver
+			 * honours it from a same-host ring only */
 	uint32_t psn;
 	uint32_t qpn; /* destination QPN */
 	const struct ur_bth *bth;
@@ -109,6 +111,7 @@ struct ur_hdr_fields {
 	bool ackreq;
 	bool fecn;
 	bool becn;
+	bool placed;   /* UR_BTH_RESV6A_PLACED (hdr.h): same-host only */
 	uint8_t pad;   /* use ur_pad_len(payload length) */
 	uint16_t pkey; /* 0xffff normally */
 	uint32_t qpn;  /* destination QPN */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # rsockets end to end, with unmodified Debian binaries on uroce's
 # librdmacm.so.1 (server and client in two processes, 127.0.0.1):
-#  - rstream, several sizes, blocking (-T b), non-blocking (the default),
+#  - rstream, several sizes, blocking (-T b; its WRITEs with immediate
+#    copied straight into the peer, counted), non-blocking (the default),
 #    async (-T a: rpoll), small buffers (-B: many buffer halves offered)
 #    addresses from rdma_getaddrinfo (-T r), IPv6 (::1) and keepalive
 #    (-k 1: SO_KEEPALIVE, TCP_KEEPIDLE 1 set and read back), each with
@@ -110,6 +111,19 @@ rstream_case() {
 P=$(e2e_port)
 rstream_case rstream_64x500_nonblock "-S 64 -C 500 -T v"
 rstream_case rstream_100k_blocking "-S 100000 -C 100 -T b -T v"
+# rsockets' data are WRITEs with immediate: between two processes of one
+# host the payload of one that finds its QP idle is copied (the first of
+# most transfers here: 70-80 of the 100; the rest find a credit update or
+# the transfer's first part unacknowledged and go as packets), none fell
+# back to packets, and -T v checked every byte
+f=$E2E_TMP/rstream_100k_blocking.cli.stats
+imms=$(awk '$1 == "direct_write_imms" { v = $2 } END { print v + 0 }' "$f")
+fb=$(awk '$1 == "direct_fallbacks" { v = $2 } END { print v + 0 }' "$f")
+if ((imms >= 10 && fb == 0)); then
+	e2e_pass "rstream_direct: $imms WRITEs with immediate copied"
+else
+	e2e_fail "rstream_direct: direct_write_imms $imms (want >= 10), direct_fallbacks $fb"
+fi
 rstream_case rstream_1m_async "-S 1000000 -C 5 -T a -T v"
 rstream_case rstream_3000_async "-S 3000 -C 300 -T a -T v"
 rstream_case rstream_small_buffers "-S 100000 -C 10 -B 8192 -i 0 -T v"
@@ -162,11 +176,13 @@ no_kernel_listener() {
 	fi
 }
 
-# sent_over_uroce NAME STATS BYTES: the process's uroce link counters
-# carried at least BYTES.
+# sent_over_uroce NAME STATS BYTES: uroce carried at least BYTES for the
+# process, as packets (its link counters) or, to a process of this host,
+# as copies (a WRITE with immediate's payload: direct_bytes).
 sent_over_uroce() {
 	local tx
-	tx=$(awk '$1 == "link_tx_bytes" { s += $2 } END { print s + 0 }' "$2")
+	tx=$(awk '$1 == "link_tx_bytes" || $1 == "direct_bytes" { s += $2 }
+		END { print s + 0 }' "$2")
 	if ((tx >= $3)); then
 		e2e_pass "$1: $tx bytes sent through uroce"
 	else

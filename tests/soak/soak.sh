@@ -4,7 +4,8 @@
 #
 #   soak.sh ci-loopback BIN LIBDIR       4 seeds on 127.0.0.1 (ctest soak_loopback)
 #   soak.sh ci-direct BIN LIBDIR         2 seeds on 127.0.0.1 with no faults, so
-#                                        RC WRITEs and READs are same-host
+#                                        RC WRITEs (with immediate too) and
+#                                        READs are same-host
 #                                        copies among the packets (ctest
 #                                        soak_loopback_direct)
 #   soak.sh ci-veth MTU BIN LIBDIR       2 seeds between namespaces joined by a
@@ -251,11 +252,12 @@ ci-direct)
 	summary
 	copies=$(awk '$1 == "direct_writes" || $1 == "direct_reads" { n += $2 }
 		END { print n + 0 }' "$UROCE_STATS")
+	imms=$(awk '$1 == "direct_write_imms" { n += $2 } END { print n + 0 }' "$UROCE_STATS")
 	pkts=$(awk '$1 == "shm_tx_pkts" { n += $2 } END { print n + 0 }' "$UROCE_STATS")
-	echo "copies $copies, ring packets $pkts"
+	echo "copies $copies (WRITEs with immediate $imms), ring packets $pkts"
 	if ((FAILED == 0 && (BYTES < 100000000 || BIG_READS < 20 ||
-		copies == 0 || pkts == 0))); then
-		echo "FAIL: must move >= 100 MB with >= 20 big READs, by copies and packets"
+		copies == 0 || imms == 0 || pkts == 0))); then
+		echo "FAIL: must move >= 100 MB with >= 20 big READs, by copies (WRITEs with immediate too) and packets"
 		FAILED=1
 	fi
 	((FAILED == 0))

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -191,6 +192,177 @@ static void test_write_behind_rnr_send_waits(void **state)
 	te_pair_close(&p);
 }
 
+/* A WRITE with immediate at b's buf + roff of a's [off, off+len). */
+static void imm_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		   struct te_side *a, struct te_side *b, uint64_t wr_id,
+		   uint32_t off, uint32_t len, uint32_t roff, uint32_t imm)
+{
+	*sge = (struct ibv_sge){ (uintptr_t)a->buf + off, len, a->mr->lkey };
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->imm_data = htonl(imm);
+	wr->wr.rdma.remote_addr = (uintptr_t)b->buf + roff;
+	wr->wr.rdma.rkey = b->mr->rkey;
+}
+
+static void expect_imm(struct te_side *b, uint64_t wr_id, uint32_t len,
+		       uint32_t imm)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(te_poll(b->rcq, &wc, T_TMO), 1);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(wc.byte_len, len);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(ntohl(wc.imm_data), imm);
+}
+
+/*
+ * WRITE with immediate: the payload copied, the immediate and the
+ * receive's completion by one packet without payload, byte_len the
+ * WRITE's length as on the wire. A WRITE posted in front of it joins its
+ * copy; one of several MTUs is still one packet.
+ */
+static void test_write_imm_bytes(void **state)
+{
+	struct te_pair *p = *state;
+	struct te_side *a = &p->s[0], *b = &p->s[1];
+	uint64_t i0 = counter(a, "direct_write_imms");
+	uint64_t w0 = counter(a, "direct_writes");
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	uint32_t i;
+
+	for (i = 0; i < 32768; i++)
+		a->buf[i] = (uint8_t)(i * 13 + 1);
+	memset(b->buf, 0, TE_BUF);
+	assert_int_equal(te_post_recv(b, 20, 60000, 16), 0);
+	assert_int_equal(te_post_recv(b, 21, 60000, 16), 0);
+	imm_wr(&wr[1], &sge[1], a, b, 2, 4096, 20000, 8192, 0x12345678);
+	wr[0] = wr[1];
+	sge[0] = (struct ibv_sge){ (uintptr_t)a->buf, 4096, a->mr->lkey };
+	wr[0].wr_id = 1;
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	wr[0].sg_list = &sge[0];
+	wr[0].wr.rdma.remote_addr = (uintptr_t)b->buf;
+	wr[0].next = &wr[1];
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
+	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
+	expect_imm(b, 20, 20000, 0x12345678);
+	assert_memory_equal(b->buf, a->buf, 4096);
+	assert_memory_equal(b->buf + 8192, a->buf + 4096, 20000);
+	/* nothing beyond the range */
+	for (i = 8192 + 20000; i < 60000; i++)
+		assert_int_equal(b->buf[i], 0);
+	imm_wr(&wr[0], &sge[0], a, b, 3, 30000, 64, 40000, 7);
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	expect_wc(a->scq, 3, IBV_WC_SUCCESS);
+	expect_imm(b, 21, 64, 7);
+	assert_memory_equal(b->buf + 40000, a->buf + 30000, 64);
+	if (refused) {
+		assert_int_equal(counter_settled(a, "direct_write_imms"), i0);
+	} else {
+		assert_true(counter_reaches(a, "direct_write_imms", i0 + 2) >=
+			    i0 + 2);
+		assert_true(counter_reaches(a, "direct_writes", w0 + 3) >=
+			    w0 + 3);
+	}
+}
+
+/*
+ * A WRITE with immediate the responder cannot complete yet (no receive:
+ * RNR) holds what follows as on the wire: the WRITE behind it lands only
+ * after the receive was posted and the immediate taken.
+ */
+static void test_write_behind_rnr_write_imm_waits(void **state)
+{
+	struct te_conn_opts o = { .retry_cnt = 7, .rnr_retry = 7,
+				  .min_rnr_timer = 1 };
+	struct te_pair p;
+	struct te_side *a, *b;
+	struct ibv_sge s[2];
+	struct ibv_send_wr wr[2], *bad;
+	unsigned int i, nz = 0;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	assert_int_equal(te_pair_connect(&p, &o), 0);
+	a = &p.s[0];
+	b = &p.s[1];
+	memset(a->buf, 0x5a, 16384);
+	memset(b->buf, 0, TE_BUF);
+	imm_wr(&wr[0], &s[0], a, b, 1, 0, 4096, 0, 99);
+	wr[1] = wr[0];
+	s[1] = (struct ibv_sge){ (uintptr_t)a->buf + 8192, 4096, a->mr->lkey };
+	wr[1].wr_id = 2;
+	wr[1].opcode = IBV_WR_RDMA_WRITE;
+	wr[1].sg_list = &s[1];
+	wr[1].wr.rdma.remote_addr = (uintptr_t)b->buf + 8192;
+	wr[0].next = &wr[1];
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	usleep(30000);
+	for (i = 0; i < 4096; i++)
+		nz += b->buf[8192 + i] != 0;
+	assert_int_equal(nz, 0);
+	assert_int_equal(te_post_recv(b, 10, 60000, 16), 0);
+	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
+	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
+	expect_imm(b, 10, 4096, 99);
+	assert_memory_equal(b->buf, a->buf, 4096);
+	assert_memory_equal(b->buf + 8192, a->buf + 8192, 4096);
+	te_pair_close(&p);
+}
+
+/*
+ * A post list of WRITEs naming one local MR: its key is looked up once
+ * for the batch, but every WQE's range is still checked. The second
+ * reaches past the MR's end: a local protection error, nothing of it
+ * written, the first written whole, the third flushed.
+ */
+static void test_batch_local_range_checked(void **state)
+{
+	struct te_pair *p = *state;
+	struct te_side *a = &p->s[0], *b = &p->s[1];
+	struct ibv_send_wr wr[3], *bad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc;
+	unsigned int i, nz = 0;
+
+	for (i = 0; i < 3; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)a->buf + 1024 * i, 512,
+					   a->mr->lkey };
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = 30 + i;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)b->buf + 1024 * i;
+		wr[i].wr.rdma.rkey = b->mr->rkey;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	sge[1].addr = (uintptr_t)a->buf + TE_BUF - 256;	/* 256 B past */
+	memset(a->buf, 0x77, TE_BUF);
+	memset(b->buf, 0, TE_BUF);
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	expect_wc(a->scq, 30, IBV_WC_SUCCESS);
+	assert_int_equal(te_poll(a->scq, &wc, T_TMO), 1);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	expect_wc(a->scq, 32, IBV_WC_WR_FLUSH_ERR);
+	assert_memory_equal(b->buf, a->buf, 512);
+	for (i = 1024; i < TE_BUF; i++)
+		nz += b->buf[i] != 0;
+	assert_int_equal(nz, 0);
+}
+
 /* An MR of another PD than the target QP's: the responder's answer,
  * whichever path asked. */
 static void test_other_pd_remote_access_error(void **state)
@@ -332,6 +504,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_read_bytes, setup,
 						te_pair_teardown),
 		cmocka_unit_test(test_write_behind_rnr_send_waits),
+		cmocka_unit_test_setup_teardown(test_write_imm_bytes, setup,
+						te_pair_teardown),
+		cmocka_unit_test(test_write_behind_rnr_write_imm_waits),
+		cmocka_unit_test_setup_teardown(test_batch_local_range_checked,
+						setup, te_pair_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_other_pd_remote_access_error, setup,
 			te_pair_teardown),

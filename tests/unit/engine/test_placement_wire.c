@@ -7,13 +7,18 @@
  *    ATOMIC WRITE is answered again but never executed again, so a WRITE
  *    that changed the location in between stays;
  *  - requester: the packets uroce0 sends (RETH, FETH, payload, AckReq)
- *    and which response completes them (an ACK does not).
+ *    and which response completes them (an ACK does not);
+ *  - uroce's same-host mark (a WRITE with immediate whose payload was
+ *    copied, engine/direct.c) counts only from a ring: from the wire the
+ *    packet is dropped as reserved bits are, nothing completes, and the
+ *    same PSN is taken afterwards without it.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -322,6 +327,51 @@ static void test_requester(void **state)
 	fp_drain(E.peer);
 }
 
+static void test_placed_mark_from_wire(void **state)
+{
+	const uint32_t R = 0x30000;
+	struct ibv_qp *qp = qp_new(R, 0);
+	struct ibv_sge sge = { (uintptr_t)E.buf + 4096, 64, E.mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 42, .sg_list = &sge,
+				   .num_sge = 1 }, *bad;
+	struct ur_hdr_fields f;
+	struct ibv_wc wc;
+	struct reply r;
+	int i, n = 0;
+
+	(void)state;
+	fp_drain(E.peer);
+	assert_int_equal(ibv_post_recv(qp, &rwr, &bad), 0);
+	memset(E.buf, 0, 64);
+	req_fields(&f, qp, UR_OPC_RC_WRITE_ONLY_IMM, R, (uintptr_t)E.buf,
+		   E.mr->rkey, 64);
+	f.imm_be = htonl(5);
+	f.placed = true;
+	fp_forge(&E, E.peer, &E.peer_addr, &f, NULL, 0);
+	assert_false(peer_reply(&r, 300));
+	assert_int_equal(ibv_poll_cq(E.cq, 1, &wc), 0);
+	assert_int_equal(fp_qp_state(qp), IBV_QPS_RTS);
+	/* the real one, at the same PSN */
+	req_fields(&f, qp, UR_OPC_RC_WRITE_ONLY_IMM, R, (uintptr_t)E.buf,
+		   E.mr->rkey, 8);
+	f.imm_be = htonl(6);
+	fp_forge(&E, E.peer, &E.peer_addr, &f, "DDDDDDDD", 8);
+	expect_reply(UR_OPC_RC_ACK, R, UR_AETH_ACK_UNLIMITED);
+	for (i = 0; i < 300 && !n; i++) {
+		n = ibv_poll_cq(E.cq, 1, &wc);
+		if (!n)
+			usleep(1000);
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.wr_id, 42);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(wc.byte_len, 8);
+	assert_int_equal(ntohl(wc.imm_data), 6);
+	assert_memory_equal(E.buf, "DDDDDDDD", 8);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -344,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_flush_and_duplicate),
 		cmocka_unit_test(test_responder_errors),
 		cmocka_unit_test(test_requester),
+		cmocka_unit_test(test_placed_mark_from_wire),
 	};
 
 	srand((unsigned int)(time(NULL) ^ getpid()));

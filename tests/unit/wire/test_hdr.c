@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "tw_util.h"
+#include "wire/icrc.h"
 
 static void test_bth_accessors(void **state)
 {
@@ -265,6 +266,45 @@ static void test_cnp(void **state)
 	}
 }
 
+/* uroce's same-host mark (hdr.h): built into resv6a, parsed back, and
+ * the ICRC's masked byte, so the same packet with and without it has the
+ * same ICRC. */
+static void test_placed_mark(void **state)
+{
+	struct ur_hdr_fields f = { 0 }, g;
+	struct ur_ip_flow flow;
+	uint8_t a[64], b[64];
+	struct ur_pkt pkt;
+	int len;
+
+	(void)state;
+	tw_flow_v4(&flow);
+	f.opcode = UR_OPC_RC_WRITE_ONLY_IMM;
+	f.pkey = 0xffff;
+	f.qpn = 0x123456;
+	f.psn = 77;
+	f.ackreq = true;
+	f.reth.va = 0x1000;
+	f.reth.rkey = 0xabcd;
+	f.reth.len = 20000;
+	f.imm_be = 0x01020304;
+	len = ur_hdr_build(a, sizeof(a), &f);
+	assert_int_equal(len, 12 + 16 + 4);
+	f.placed = true;
+	assert_int_equal(ur_hdr_build(b, sizeof(b), &f), len);
+	assert_int_equal(b[4], UR_BTH_RESV6A_PLACED);
+	assert_int_equal(ur_bth_qpn((const struct ur_bth *)b), 0x123456);
+	/* the ICRC slot follows the headers (no payload) */
+	assert_int_equal(ur_icrc_compute(&flow, a, (size_t)len + 4),
+			 ur_icrc_compute(&flow, b, (size_t)len + 4));
+	assert_int_equal(ur_pkt_parse(b, (size_t)len + 4, &pkt), UR_DROP_NONE);
+	assert_true(pkt.placed);
+	assert_int_equal(pkt.paylen, 0);
+	assert_int_equal(ur_reth_len(pkt.reth), 20000);
+	ur_pkt_to_fields(&pkt, &g);
+	assert_true(g.placed);
+}
+
 /* Compare two field sets on what opcode op carries. */
 static void assert_fields_equal(const struct ur_hdr_fields *a,
 				const struct ur_hdr_fields *b, uint8_t op)
@@ -272,6 +312,7 @@ static void assert_fields_equal(const struct ur_hdr_fields *a,
 	assert_int_equal(a->opcode, b->opcode);
 	assert_int_equal(a->se, b->se);
 	assert_int_equal(a->ackreq, b->ackreq);
+	assert_int_equal(a->placed, b->placed);
 	assert_int_equal(a->pad, b->pad);
 	assert_int_equal(a->pkey, b->pkey);
 	assert_int_equal(a->qpn, b->qpn);
@@ -458,6 +499,15 @@ static void test_parse_rejects(void **state)
 	assert_int_equal(parse(tmp, 16), UR_DROP_RESERVED);
 	tmp[4] = 0xc0; /* FECN + BECN are fine */
 	assert_int_equal(parse(tmp, 16), UR_DROP_NONE);
+	/* uroce's same-host mark parses (the engine decides where it
+	 * counts); any other resv6a bit with it is still an error */
+	tmp[4] = UR_BTH_RESV6A_PLACED;
+	assert_int_equal(ur_pkt_parse(tmp, 16, &pkt), UR_DROP_NONE);
+	assert_true(pkt.placed);
+	tmp[4] = UR_BTH_RESV6A_PLACED | 0x01;
+	assert_int_equal(parse(tmp, 16), UR_DROP_RESERVED);
+	assert_int_equal(ur_pkt_parse(buf, 16, &pkt), UR_DROP_NONE);
+	assert_false(pkt.placed);
 	memcpy(tmp, buf, 16);
 	tmp[8] |= 0x01; /* resv7 */
 	assert_int_equal(parse(tmp, 16), UR_DROP_RESERVED);
@@ -782,6 +832,7 @@ int main(void)
 	    cmocka_unit_test(test_max_hdr_bytes),
 	    cmocka_unit_test(test_class),
 	    cmocka_unit_test(test_cnp),
+	    cmocka_unit_test(test_placed_mark),
 	    cmocka_unit_test(test_build_parse_all),
 	    cmocka_unit_test(test_xrceth),
 	    cmocka_unit_test(test_parse_rejects),
