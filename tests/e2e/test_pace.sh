@@ -42,6 +42,7 @@ soak() {
 	local name=$1 env=$2 port d=$E2E_TMP/$1 rc line ok=1 f
 	port=$(e2e_port)
 	mkdir -p "$d"
+	# shellcheck disable=SC2086 # ENV: empty, or words of NAME=VALUE
 	env $env timeout 120 "$U" cluster -n 2 --rate 1gbit --queue 48000 \
 		--mtu 9000 --timeout 100 --output "$d" \
 		--host 0 "UROCE_STATS=$d/h0.stats $SOAK -l 10.77.0.1:$port -s 11 -m 48 -t 80 -S 20 -T 17; tc -s qdisc show dev eth0" \
