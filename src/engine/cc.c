@@ -187,6 +187,7 @@ bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
 	xp->cc_acked = 0;
 	return true;
 }
+
 /*
  * A send of this QP's packets met a full socket buffer or local queue
  * (the link waited out EAGAIN or ENOBUFS; link_tx_blocked): the host's
