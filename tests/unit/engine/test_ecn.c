@@ -269,7 +269,7 @@ static uint32_t ssthresh(struct ur_qp *qp)
 	uint32_t s;
 
 	pthread_mutex_lock(&qp->sq_lock);
-	s = qp->xp->ssthresh;
+	s = qp->xp->cc.ssthresh;
 	pthread_mutex_unlock(&qp->sq_lock);
 	return s;
 }
