@@ -16,7 +16,8 @@
 #   incast3     three uroce flows       tcp3       three TCP flows
 #
 # (BENCH_CASES="uroce incast8 tcp8" chooses; incastN and tcpN are N
-# senders), each scenario a fresh cluster, all of them in each round
+# senders; BENCH_FAULT=SPEC gives every uroce program that UROCE_FAULT,
+# e.g. ce=0.01 to have the hosts mark CE), each scenario a fresh cluster, all of them in each round
 # (interleaved),
 # then every flow's median Gbit/s over the rounds, the medians of their
 # sum and of Jain's fairness index (sum^2 / (n * sum of squares), 1 for
@@ -102,6 +103,7 @@ run_case() {
 	mkdir -p "$out/$name.$mtu.$r"
 	# (the receiver's servers each need an address of their own)
 	"$U" cluster -n $((k + 1)) --addrs $((k > 4 ? k : 4)) --rate "$rate" --queue "$queue" --mtu "$mtu" \
+		${BENCH_FAULT:+--fault "$BENCH_FAULT"} \
 		--timeout $((secs + 40)) --output "$out/$name.$mtu.$r" "${args[@]}" \
 		2>"$out/$name.$mtu.$r/cluster.err"
 	rc=$?

@@ -66,6 +66,7 @@ void ur_cc_reset(struct ur_qp_xport *xp)
 	xp->cc.cnp_ns = 0;
 	xp->cc.cnp_steps = 0;
 	xp->cc.alpha = UR_CC_ALPHA_ONE;
+	xp->cc.pace_rate = 0;
 }
 
 /*
@@ -206,6 +207,93 @@ bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
 	return true;
 }
 
+/*
+ * A send of this QP's packets met a full socket buffer or local queue
+ * (the link waited out EAGAIN or ENOBUFS; link_tx_blocked): the host's
+ * own way out is congested, as a CE mark says of a queue further on,
+ * and the window takes the same cut as for a CNP, once per episode. A
+ * tbf or any qdisc that drops on this host says nothing to a UDP socket
+ * (the kernel counts it in SndbufErrors only); what the link does see,
+ * a full socket buffer, is what this answers. The counter is the
+ * device's, so a QP sending at the same moment as one that met it may
+ * take the cut too: both were sending into the same full queue.
+ */
+void ur_cc_local_full(struct ur_qp_xport *xp)
+{
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (ur_cc_cnp(xp, ur_now_ns())) {
+		ur_cnt_stat(&xp->nic->cnt, UR_STAT_LOCAL_CONGESTION, 1);
+		ur_qcnt(xp->qcnt.req, UR_QSTAT_LOCAL_CONGESTION, 1);
+	}
+}
+
+/*
+ * Pacing. The window says how much may be unacknowledged, not how fast
+ * it may leave: a window released at the speed of the CPU (a burst per
+ * ACK, an ACK per 32 packets) overflows a shallow queue on the way (the
+ * sender's own 48 KB tbf at 1 Gbit/s dropped thousands of packets in 5 s)
+ * even when the window itself fits the path. So the requester spends a
+ * credit of wire bytes that refills at gain x cwnd / srtt (TCP's pacing
+ * rate, as Linux computes it for fq); this kernel has neither fq nor etf,
+ * so the engine keeps the time itself: a packet that finds the credit
+ * spent waits for the QP's kick deadline (timer.c), set for when half of
+ * UR_PACE_BURST_NS worth is back. Until a round trip is measured, and
+ * with UROCE_PACE=0, nothing waits. Only SEND and WRITE packets are
+ * paced: a READ's responses leave at the responder's pace.
+ */
+void ur_cc_pace_start(struct ur_qp_xport *xp)
+{
+	uint64_t cwnd = UR_MIN(xp->cc.cwnd, UR_WINDOW_PSNS), rate, burst, now;
+	uint64_t pkt = xp->mtu + UR_PACE_HDR_BYTES;
+	unsigned __int128 add;
+	unsigned int gain = xp->cc.cwnd < xp->cc.ssthresh ? UR_PACE_GAIN_SS :
+						      UR_PACE_GAIN_CA;
+
+	if (!xp->nic->pace || !xp->rto.srtt_ns) {
+		xp->cc.pace_rate = 0;
+		return;
+	}
+	rate = cwnd * pkt * gain * (1000000000ull / 4) / xp->rto.srtt_ns;
+	rate = UR_MIN(UR_MAX(rate, 1ull), UR_PACE_RATE_MAX);
+	burst = UR_MAX(rate * UR_PACE_BURST_NS / 1000000000ull, 2 * pkt);
+	now = ur_now_ns();
+	if (!xp->cc.pace_rate) {
+		xp->cc.pace_credit = (int64_t)burst;	/* pacing starts */
+	} else {
+		/* (128 bits: a long pause at a high rate; the time is never
+		 * capped, a slow rate must earn its packet in one wait) */
+		add = (unsigned __int128)(now - xp->cc.pace_ns) * rate /
+		      1000000000u;
+		if (add >= (unsigned __int128)(burst + pkt))
+			xp->cc.pace_credit = (int64_t)burst;
+		else
+			xp->cc.pace_credit = UR_MIN(xp->cc.pace_credit + (int64_t)add,
+						 (int64_t)burst);
+	}
+	xp->cc.pace_ns = now;
+	xp->cc.pace_rate = rate;
+}
+
+bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes)
+{
+	uint64_t need, half;
+
+	UR_ASSERT_HELD(&xp->qp->sq_lock);
+	if (!xp->cc.pace_rate)
+		return false;
+	if (xp->cc.pace_credit >= 0) {
+		xp->cc.pace_credit -= wire_bytes;
+		return false;
+	}
+	half = UR_MAX(xp->cc.pace_rate * UR_PACE_BURST_NS / 2000000000ull,
+		      (uint64_t)wire_bytes);
+	need = (uint64_t)-xp->cc.pace_credit + half;
+	ur_timer_arm(xp, &xp->tmr.kick_deadline,
+		     xp->cc.pace_ns + need * 1000000000ull / xp->cc.pace_rate);
+	ur_cnt_stat(&xp->nic->cnt, UR_STAT_PACE_WAITS, 1);
+	ur_qcnt(xp->qcnt.req, UR_QSTAT_PACE_WAITS, 1);
+	return true;
+}
 
 /*
  * Two timers share rto_deadline. The QP's timeout (iba_deadline) runs

@@ -49,6 +49,8 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_NP_CNP_SENT] = "np_cnp_sent",
 	[UR_STAT_RP_CNP_HANDLED] = "rp_cnp_handled",
 	[UR_STAT_RP_CNP_IGNORED] = "rp_cnp_ignored",
+	[UR_STAT_PACE_WAITS] = "pace_waits",
+	[UR_STAT_LOCAL_CONGESTION] = "local_congestion",
 };
 
 /* The device counters' names where the meaning is the same. */
@@ -67,6 +69,8 @@ static const char *const ur_qstat_names[UR_QSTAT__MAX] = {
 	[UR_QSTAT_ECN_MARKED] = "np_ecn_marked_roce_packets",
 	[UR_QSTAT_CNP_SENT] = "np_cnp_sent",
 	[UR_QSTAT_CNP_HANDLED] = "rp_cnp_handled",
+	[UR_QSTAT_PACE_WAITS] = "pace_waits",
+	[UR_QSTAT_LOCAL_CONGESTION] = "local_congestion",
 };
 
 void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
@@ -82,7 +86,8 @@ void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
 			xp->comp.psn);
 	/* cc.c: the PSNs a requester may have unacked */
 	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
-		fprintf(out, " cwnd %u", ur_cc_window(xp));
+		fprintf(out, " cwnd %u pace-mbps %" PRIu64, ur_cc_window(xp),
+			xp->cc.pace_rate * 8 / 1000000);
 	for (unsigned int i = 0; i < UR_QSTAT__MAX; i++)
 		fprintf(out, " %s %" PRIu64, ur_qstat_names[i],
 			atomic_load_explicit(&xp->qcnt.req[i],
@@ -111,7 +116,8 @@ void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 	ur_link_get_stats(nic->link, &ls);
 	fprintf(out,
 		"link_tx_pkts %" PRIu64 "\nlink_tx_bytes %" PRIu64
-		"\nlink_tx_errors %" PRIu64 "\nlink_rx_pkts %" PRIu64
+		"\nlink_tx_errors %" PRIu64 "\nlink_tx_blocked %" PRIu64
+		"\nlink_rx_pkts %" PRIu64
 		"\nlink_rx_bytes %" PRIu64 "\nlink_rx_truncated %" PRIu64
 		"\nfault_dropped %" PRIu64 "\nfault_duplicated %" PRIu64
 		"\nfault_reordered %" PRIu64 "\nfault_corrupted %" PRIu64
@@ -119,7 +125,7 @@ void ur_engine_dump_counters(struct ur_device *dev, FILE *out)
 		"\nshm_tx_pkts %" PRIu64
 		"\nshm_rx_pkts %" PRIu64 "\nshm_doorbells %" PRIu64
 		"\nshm_full_drops %" PRIu64 "\n",
-		ls.tx_pkts, ls.tx_bytes, ls.tx_errors, ls.rx_pkts, ls.rx_bytes,
+		ls.tx_pkts, ls.tx_bytes, ls.tx_errors, ls.tx_blocked, ls.rx_pkts, ls.rx_bytes,
 		ls.rx_truncated, ls.fi_dropped, ls.fi_duplicated,
 		ls.fi_reordered, ls.fi_corrupted, ls.fi_delayed, ls.fi_ce_marked,
 		ls.shm_tx_pkts, ls.shm_rx_pkts, ls.shm_doorbells,

@@ -65,6 +65,8 @@ enum ur_stat {
 	UR_STAT_NP_CNP_SENT,
 	UR_STAT_RP_CNP_HANDLED,
 	UR_STAT_RP_CNP_IGNORED,
+	UR_STAT_PACE_WAITS,		/* cc.c: the requester waited to pace */
+	UR_STAT_LOCAL_CONGESTION,	/* cc.c: a cut for a full local queue */
 	UR_STAT__MAX,
 };
 
@@ -103,6 +105,8 @@ enum ur_qstat {
 	UR_QSTAT_ECN_MARKED,		/* ecn.c, all three rx owner's */
 	UR_QSTAT_CNP_SENT,
 	UR_QSTAT_CNP_HANDLED,
+	UR_QSTAT_PACE_WAITS,		/* cc.c, sq_lock holder's */
+	UR_QSTAT_LOCAL_CONGESTION,	/* cc.c, sq_lock holder's */
 	UR_QSTAT__MAX,
 };
 
@@ -181,6 +185,7 @@ struct ur_nic {
 	bool use_gso;
 	bool ecn;			/* UROCE_ECN: packets leave ECT(0) */
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */
+	bool pace;			/* UROCE_PACE: cc.c's pacing */
 	bool hardened;			/* UROCE_HARDENED: recv.c, resp.c */
 	uint64_t quiet_ns;		/* see UR_APP_POLL_QUIET_NS */
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
@@ -412,6 +417,10 @@ struct ur_cc_info {
 	unsigned int cnp_steps;		/* recovery steps toward it left */
 	uint32_t alpha;			/* DCQCN's alpha, of UR_CC_ALPHA_ONE */
 	bool busy;			/* counted in nic->rc_busy */
+	/* pacing of what the window releases */
+	uint64_t pace_rate;		/* bytes per second, 0 = unpaced */
+	uint64_t pace_ns;		/* when pace_credit was last topped up */
+	int64_t pace_credit;		/* wire bytes that may leave now */
 };
 
 /*
@@ -555,7 +564,14 @@ void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig);
 /* A CNP for this QP came at now (ns): true when it shrank the window. */
 bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now);
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns);
+/* The requester's packets found the local socket or queue full. */
+void ur_cc_local_full(struct ur_qp_xport *xp);
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress);
+/* Pacing (req.c): at the start of a requester run, tops up the credit;
+ * before a SEND/WRITE packet of wire_bytes, true when it must wait (the
+ * QP's kick deadline is armed for when it may leave), else charges it. */
+void ur_cc_pace_start(struct ur_qp_xport *xp);
+bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes);
 
 /* direct.c: same-host WRITE and READ by one copy. ur_direct_init at NIC
  * start (after the link and pcap); ur_direct_qp_update after a QP's

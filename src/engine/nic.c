@@ -148,6 +148,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	nic->ecn = cfg->ecn;
 	nic->hardened = cfg->hardened;
 	nic->lazy_doorbell = cfg->lazy_doorbell;
+	nic->pace = cfg->pace;
 	/* before any packet can reach application memory */
 	rc = ur_memguard_init();
 	if (rc)

@@ -116,6 +116,26 @@
  * per window of ACKed PSNs, this many times (DCQCN's fast recovery, F = 5
  * stages), then grows by one per window as after a loss. */
 #define UR_CC_CNP_RECOVERY_STEPS 5
+/* ---- pacing (cc.c) ---- */
+
+/* A paced requester releases its window at gain/4 x cwnd / srtt: twice
+ * that in slow start (the window doubles per round trip, so must the
+ * rate), 5/4 above ssthresh (room for the window to grow by a PSN per
+ * round trip and for the round trip to shrink as the queue drains). */
+#define UR_PACE_GAIN_SS 8
+#define UR_PACE_GAIN_CA 5
+/* The credit a paced QP may save up, in time at its rate: what leaves
+ * at once after a pause. 200 us at 1.25 Gbit/s is 31 KB, inside a 48 KB
+ * queue; a wait lasts until half of it is back, so a loaded host wakes
+ * the requester some 10 000 times a second per paced QP, not per packet. */
+#define UR_PACE_BURST_NS 200000ull
+/* What a packet costs on the wire beyond its payload: Ethernet 14, IPv4
+ * 20, UDP 8, BTH 12, ICRC 4 (a RETH or IPv6 adds a little more). */
+#define UR_PACE_HDR_BYTES 58u
+/* Rates are capped here (bytes per second, 8 Tbit/s): far above any
+ * link, and it keeps the arithmetic inside 64 bits. */
+#define UR_PACE_RATE_MAX 1000000000000ull
+
 /* Send WQEs the requester handles per run before it lets the caller go
  * (the rest follows on the next ACK, deadline or doorbell). */
 #define UR_REQ_BUDGET 4096

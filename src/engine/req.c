@@ -688,10 +688,17 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		req_blocked(xp);
 		return false;
 	}
-	if (rd_atomic)
+	if (rd_atomic) {
 		req_read_atomic(qp, wqe);
-	else
+	} else {
+		uint32_t left = wqe->length - xp->req.pkt * xp->mtu;
+
+		if (ur_qp_reliable(qp) &&
+		    ur_cc_pace_wait(xp, UR_MIN(left, xp->mtu) +
+					UR_PACE_HDR_BYTES))
+			return false;	/* cc.c's kick deadline resumes */
 		req_send_write_pkt(qp, wqe);
+	}
 	return !xp->req.halted;
 }
 
@@ -711,6 +718,7 @@ void ur_req_run(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_device *dev = qp->dev;
 	unsigned int budget = UR_REQ_BUDGET;
+	uint64_t blocked;
 	uint32_t psn0;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
@@ -744,7 +752,10 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	if (xp->resend.rd_ask_n)
 		req_read_asks(qp);
+	if (ur_qp_reliable(qp))
+		ur_cc_pace_start(xp);
 	psn0 = xp->req.psn;
+	blocked = ur_link_tx_blocked(xp->nic->link);
 	while (!xp->req.halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
 		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
@@ -753,6 +764,11 @@ void ur_req_run(struct ur_qp *qp)
 			break;
 	}
 	ur_txb_flush(&xp->txb);
+	/* a send of this run (a full batch leaves as it fills) found the
+	 * local socket or queue full: congestion here (cc.c) */
+	if (ur_qp_reliable(qp) &&
+	    ur_link_tx_blocked(xp->nic->link) != blocked)
+		ur_cc_local_full(xp);
 	pthread_rwlock_unlock(&dev->obj_lock);
 	xp->rto.probe_one = false;
 	if (ur_qp_reliable(qp)) {

@@ -147,6 +147,11 @@ bool ur_link_faulty(const struct ur_link *l)
 				    memory_order_relaxed);
 }
 
+uint64_t ur_link_tx_blocked(const struct ur_link *l)
+{
+	return ur_udp_tx_blocked(l->udp);
+}
+
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)
 {
 	memset(st, 0, sizeof(*st));

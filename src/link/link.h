@@ -154,6 +154,7 @@ void ur_link_wait_disarm(struct ur_link *l);
 
 struct ur_link_stats {
 	uint64_t tx_pkts, tx_bytes, tx_errors;
+	uint64_t tx_blocked;		/* ur_link_tx_blocked() */
 	uint64_t rx_pkts, rx_bytes, rx_truncated;
 	uint64_t fi_dropped, fi_duplicated, fi_reordered, fi_corrupted,
 		fi_delayed, fi_ce_marked;
@@ -162,6 +163,10 @@ struct ur_link_stats {
 	uint64_t shm_tx_pkts, shm_rx_pkts, shm_doorbells, shm_full_drops;
 };
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st);
+/* How many times a send found the socket's buffer or the local queue
+ * full (EAGAIN, ENOBUFS) and waited for it: monotonic, cheap to read
+ * around a send to see whether it met local congestion. */
+uint64_t ur_link_tx_blocked(const struct ur_link *l);
 
 /*
  * A same-host peer's shared area (shm.h: at the end of its ring file,

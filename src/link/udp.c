@@ -304,12 +304,18 @@ static const struct ur_sock *tx_sock(const struct ur_udp *u, uint8_t via)
 	return &u->socks[0];
 }
 
-/* Waits a little for the socket to drain after EAGAIN/ENOBUFS. */
-static void tx_backoff(int fd, int err)
+/*
+ * Waits a little for the socket to drain after EAGAIN/ENOBUFS, and counts
+ * it: a socket buffer or a local queue that is full is congestion on this
+ * host, which the engine reacts to (tx_blocked, ur_link_tx_blocked()).
+ */
+static void tx_backoff(struct ur_udp *u, int fd, int err)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	struct timespec ts = { 0, 20000 };
 
+	if (err != EINTR)
+		udp_count(&u->tx_blocked, 1);
 	if (err == EAGAIN)
 		poll(&p, 1, 1);
 	else if (err == ENOBUFS)
@@ -356,7 +362,7 @@ static void tx_add_ip_fields(struct msghdr *m, char *cbuf,
 }
 
 /* Sends one datagram built from the iovecs; retries transient errors. */
-static int send_one(int fd, const union ur_sockaddr *dst,
+static int send_one(struct ur_udp *u, int fd, const union ur_sockaddr *dst,
 		    struct iovec *iov, unsigned int iovcnt, uint8_t tos,
 		    uint8_t ttl, uint8_t deftos)
 {
@@ -379,7 +385,7 @@ static int send_one(int fd, const union ur_sockaddr *dst,
 			return 0;
 		if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
 			return -errno;
-		tx_backoff(fd, errno);
+		tx_backoff(u, fd, errno);
 	}
 	return -EAGAIN;
 }
@@ -410,7 +416,7 @@ static int send_split(struct ur_udp *u, const struct ur_txd *d)
 		}
 		if (!n)
 			break;
-		rc = send_one(tx_sock(u, d->via)->fd, d->dst, seg, n, d->tos,
+		rc = send_one(u, tx_sock(u, d->via)->fd, d->dst, seg, n, d->tos,
 			      d->ttl, u->cfg.tos);
 		if (rc)
 			return rc;
@@ -498,7 +504,7 @@ static unsigned int send_chunk(struct ur_udp *u, const struct ur_txd *d,
 		}
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS ||
 			      errno == EINTR) && tries++ < UR_LINK_TX_RETRIES) {
-			tx_backoff(tx_sock(u, d[i].via)->fd, errno);
+			tx_backoff(u, tx_sock(u, d[i].via)->fd, errno);
 			continue;
 		}
 		/* hard error (or out of retries) on message i: skip it */
@@ -519,7 +525,7 @@ static void shm_doorbell(struct ur_udp *u, uint8_t via,
 			 const union ur_sockaddr *dst)
 {
 	ur_trace(UR_TR_DOORBELL, 0, 0);
-	if (!send_one(tx_sock(u, via)->fd, dst, NULL, 0, u->cfg.tos, 0,
+	if (!send_one(u, tx_sock(u, via)->fd, dst, NULL, 0, u->cfg.tos, 0,
 		      u->cfg.tos))
 		ur_shm_note_doorbell(u->shm);
 }
@@ -620,7 +626,7 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 
 	if (u->shm && any_loopback(&d, 1) && !shm_route(u, &d, 1, &d, &taken))
 		return 0;
-	rc = send_one(tx_sock(u, via)->fd, dst, &iov, 1, tos, 0, u->cfg.tos);
+	rc = send_one(u, tx_sock(u, via)->fd, dst, &iov, 1, tos, 0, u->cfg.tos);
 	if (rc) {
 		udp_count(&u->tx_errors, 1);
 		return rc;
@@ -630,6 +636,12 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 	return 0;
 }
 
+uint64_t ur_udp_tx_blocked(const struct ur_udp *u)
+{
+	return atomic_load_explicit(&((struct ur_udp *)u)->tx_blocked,
+				    memory_order_relaxed);
+}
+
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st)
 {
 	struct ur_udp *m = (struct ur_udp *)u;
@@ -637,6 +649,7 @@ void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st)
 	st->tx_pkts = atomic_load(&m->tx_pkts);
 	st->tx_bytes = atomic_load(&m->tx_bytes);
 	st->tx_errors = atomic_load(&m->tx_errors);
+	st->tx_blocked = atomic_load(&m->tx_blocked);
 	st->rx_pkts = atomic_load(&m->rx_pkts);
 	st->rx_bytes = atomic_load(&m->rx_bytes);
 	st->rx_truncated = atomic_load(&m->rx_truncated);

@@ -63,5 +63,6 @@ void ur_udp_peer_area_put(struct ur_udp *u);
 
 /* Fills the socket's tx_* and rx_* counters of st (leaves the rest). */
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st);
+uint64_t ur_udp_tx_blocked(const struct ur_udp *u);
 
 #endif

@@ -56,6 +56,7 @@ struct ur_udp {
 	unsigned int rx_turn;
 
 	_Atomic uint64_t tx_pkts, tx_bytes, tx_errors;
+	_Atomic uint64_t tx_blocked;	/* EAGAIN/ENOBUFS waited out */
 	_Atomic uint64_t rx_pkts, rx_bytes, rx_truncated;
 };
 

@@ -277,6 +277,7 @@ static void parse_rest(struct ur_config *c)
 	c->gso = env_bool("UROCE_GSO", true);
 	c->ecn = env_bool("UROCE_ECN", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);
+	c->pace = env_bool("UROCE_PACE", true);
 	c->hardened = parse_hardened();
 	parse_link(c);
 	c->spin_ns = env_uint_or_default("UROCE_SPIN_US", UR_CONFIG_MAX_US,

@@ -51,6 +51,8 @@
  *                         traffic class as the AH or QP gave them.
  *   UROCE_LAZY_DOORBELL=bool  posts may wait for the progress thread
  *                         (default on; engine/qp_xport.c says when).
+ *   UROCE_PACE=bool       an RC requester paces what its window releases
+ *                         (default on; engine/cc.c).
  *   UROCE_SPIN_US=n       the progress thread keeps polling n µs after
  *                         traffic before it sleeps (0..UR_CONFIG_MAX_US).
  *   UROCE_QUIET_US=n      an application that polled its CQs in a spin this
@@ -109,6 +111,7 @@ struct ur_config {
 	bool gso;
 	bool ecn;			/* UROCE_ECN: send ECT(0) (engine/ecn.c) */
 	bool lazy_doorbell;
+	bool pace;			/* UROCE_PACE (engine/cc.c) */
 	bool hardened;
 	bool same_host;			/* UROCE_LINK: same-host rings (link/) */
 	bool direct;			/* UROCE_LINK: same-host copies

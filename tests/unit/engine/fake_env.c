@@ -367,6 +367,10 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 	unsigned int i, k;
 	size_t len, off, seg;
 
+	pthread_mutex_lock(&fe_net_lock);
+	if (fe_fault.tx_blocked)
+		l->st.tx_blocked++;
+	pthread_mutex_unlock(&fe_net_lock);
 	for (i = 0; i < n; i++) {
 		atomic_store(&l->tx_tos, d[i].tos);
 		len = 0;
@@ -425,6 +429,16 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	if (hook)	/* outside fe_net_lock: senders hold sq_lock, then it */
 		hook(l == fe_links[0] ? 0 : 1);
 	return (int)n;
+}
+
+uint64_t ur_link_tx_blocked(const struct ur_link *l)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&fe_net_lock);
+	n = l->st.tx_blocked;
+	pthread_mutex_unlock(&fe_net_lock);
+	return n;
 }
 
 void ur_link_get_stats(const struct ur_link *l, struct ur_link_stats *st)

@@ -16,6 +16,8 @@ struct fe_fault {
 	unsigned int reorder_pct;
 	unsigned int drop_opcode_once;	/* drop the first packet of this
 					 * opcode + 1 (0 = off) */
+	bool tx_blocked;		/* every send found the socket full
+					 * and waited (link_tx_blocked) */
 };
 
 /* The faults from now on (NULL: none). The NIC threads are running: the

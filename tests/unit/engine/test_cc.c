@@ -3,7 +3,8 @@
  * The RC requester's congestion window (engine/cc.c) alone, on a bare
  * transport state: where a connection starts, how losses shrink the window
  * (once per congestion episode, however many go-back-Ns the episode
- * causes), and how ACKs grow it back.
+ * causes), and how ACKs grow it back; and the pacing of what it
+ * releases (a credit at gain x cwnd / srtt, a wait on the kick deadline).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 struct t_cc {
 	struct ur_qp qp;
 	struct ur_qp_xport xp;
+	struct ur_nic nic;		/* pacing's: its switch and timers */
 };
 
 static int setup(void **state)
@@ -28,6 +30,10 @@ static int setup(void **state)
 	t->qp.xp = &t->xp;
 	t->qp.type = IBV_QPT_RC;
 	t->xp.qp = &t->qp;
+	t->xp.nic = &t->nic;
+	t->nic.pace = true;
+	ur_timers_init(&t->nic.timers);
+	assert_int_equal(ur_timer_attach(&t->xp), 0);
 	pthread_mutex_init(&t->qp.sq_lock, NULL);
 	pthread_mutex_lock(&t->qp.sq_lock);
 	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max = 0xfffff0; /* wraps */
@@ -42,6 +48,8 @@ static int teardown(void **state)
 
 	pthread_mutex_unlock(&t->qp.sq_lock);
 	pthread_mutex_destroy(&t->qp.sq_lock);
+	ur_timer_detach(&t->xp);
+	ur_timers_fini(&t->nic.timers);
 	free(t);
 	return 0;
 }
@@ -438,10 +446,96 @@ static void test_nic_window_shared(void **state)
 	free(nic);
 }
 
+/* packets of pkt wire bytes let out until the credit is spent */
+static unsigned int paced_burst(struct ur_qp_xport *xp, uint32_t pkt)
+{
+	unsigned int n = 0;
+
+	while (!ur_cc_pace_wait(xp, pkt))
+		assert_true(++n < 100000);
+	return n;
+}
+
+/*
+ * No pacing before a round trip is measured or with UROCE_PACE=0; then a
+ * credit of UR_PACE_BURST_NS at gain x cwnd / srtt, spent packet by
+ * packet; a packet that finds it spent waits, the kick deadline set for
+ * when half of it is back, and the wait is counted.
+ */
+static void test_pace_credit(void **state)
+{
+	struct t_cc *t = *state;
+	struct ur_qp_xport *xp = &t->xp;
+	uint32_t pkt = 4096 + UR_PACE_HDR_BYTES;
+	uint64_t rate, burst, half, when;
+
+	xp->mtu = 4096;
+	ur_cc_pace_start(xp);	/* no srtt yet */
+	assert_int_equal(xp->cc.pace_rate, 0);
+	assert_false(ur_cc_pace_wait(xp, pkt));
+	xp->rto.srtt_ns = 1000000;
+	xp->cc.cwnd = 100;
+	xp->cc.ssthresh = 50;	/* above it: 5/4 */
+	t->nic.pace = false;
+	ur_cc_pace_start(xp);
+	assert_int_equal(xp->cc.pace_rate, 0);
+	t->nic.pace = true;
+
+	ur_cc_pace_start(xp);
+	rate = 100ull * pkt * 1000 * 5 / 4;	/* bytes/s at 1 ms */
+	assert_int_equal(xp->cc.pace_rate, rate);
+	burst = rate * UR_PACE_BURST_NS / 1000000000ull;
+	assert_int_equal(paced_burst(xp, pkt), burst / pkt + 1);
+	half = rate * UR_PACE_BURST_NS / 2000000000ull;
+	when = xp->cc.pace_ns + ((uint64_t)-xp->cc.pace_credit + half) *
+				     1000000000ull / rate;
+	assert_int_equal(atomic_load(&xp->tmr.kick_deadline), when);
+	assert_int_equal(atomic_load(&t->nic.cnt.stat[UR_STAT_PACE_WAITS]), 1);
+	assert_int_equal(atomic_load(&xp->qcnt.req[UR_QSTAT_PACE_WAITS]), 1);
+
+	/* slow start paces at twice the window */
+	xp->cc.cwnd = 40;
+	ur_cc_pace_start(xp);
+	assert_int_equal(xp->cc.pace_rate, 40ull * pkt * 1000 * 2);
+}
+
+/*
+ * A slow rate (a small window over a long round trip) earns its next
+ * packet in one wait: when the requester runs at the deadline the wait
+ * set, the packet may leave. (The credit once grew by at most 400 us of
+ * the rate per run, so a rate that needs longer for a packet waited
+ * again and again: paced 8-to-1 incasts ended in RETRY_EXC.)
+ */
+static void test_pace_slow_rate(void **state)
+{
+	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
+	uint32_t pkt = 4096 + UR_PACE_HDR_BYTES;
+	uint64_t wait;
+
+	xp->mtu = 4096;
+	xp->rto.srtt_ns = 100000000;	/* 100 ms */
+	xp->cc.cwnd = UR_CWND_MIN;
+	xp->cc.ssthresh = UR_CWND_MIN;
+	ur_cc_pace_start(xp);
+	assert_true(xp->cc.pace_rate < 1000000);	/* a packet takes > 4 ms */
+	/* a cap of two packets, and one more into debt */
+	assert_int_equal(paced_burst(xp, pkt), 3);
+	wait = atomic_load(&xp->tmr.kick_deadline) - xp->cc.pace_ns;
+	assert_true(wait > 2 * UR_PACE_BURST_NS);
+	/* as if the requester ran at that deadline */
+	xp->cc.pace_ns -= wait;
+	ur_cc_pace_start(xp);
+	assert_false(ur_cc_pace_wait(xp, pkt));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_slow_start, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pace_credit, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pace_slow_rate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_one_decrease_per_episode,
 						setup, teardown),

@@ -6,7 +6,8 @@
  * UR_CNP_INTERVAL_NS, which the requester counts and every byte still
  * arrives; a CNP shrinks the requester's window and is never answered
  * (no ACK, no NAK), never counted as a drop, and one for a QP that is not
- * there is ignored.
+ * there is ignored. A send that found the local socket full (the link's
+ * EAGAIN/ENOBUFS wait) cuts the window as a CNP does, counted apart.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +264,43 @@ static void test_cnp_cuts_never_answered(void **state)
 	assert_true(window(p->a.qp) > w1);
 }
 
+static uint32_t ssthresh(struct ur_qp *qp)
+{
+	uint32_t s;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	s = qp->xp->cc.ssthresh;
+	pthread_mutex_unlock(&qp->sq_lock);
+	return s;
+}
+
+/* The link waited out a full socket on every send: the requester's
+ * window is cut (ssthresh leaves its start) and the cut counted as local
+ * congestion, not as a CNP; every byte still arrives. Without the fault
+ * nothing is counted. */
+static void test_local_full_cuts(void **state)
+{
+	struct t_pair *p = *state;
+	struct fe_fault f = { .tx_blocked = true };
+	uint64_t handled0;
+
+	write_once(p, 6);
+	assert_int_equal(dstat(0, UR_STAT_LOCAL_CONGESTION), 0);
+	assert_int_equal(ssthresh(p->a.qp), UR_WINDOW_PSNS);
+	handled0 = dstat(0, UR_STAT_RP_CNP_HANDLED);
+	fe_set_fault(&f);
+	write_once(p, 7);
+	write_once(p, 8);
+	fe_set_fault(NULL);
+	assert_true(dstat(0, UR_STAT_LOCAL_CONGESTION) >= 1);
+	assert_int_equal(qstat(p->a.qp, UR_QSTAT_LOCAL_CONGESTION),
+			 dstat(0, UR_STAT_LOCAL_CONGESTION));
+	assert_true(ssthresh(p->a.qp) < UR_WINDOW_PSNS);
+	assert_int_equal(dstat(0, UR_STAT_RP_CNP_HANDLED), handled0);
+	/* the responder's replies are no requester's: no cut at B */
+	assert_int_equal(dstat(1, UR_STAT_LOCAL_CONGESTION), 0);
+}
+
 /* The responder's limit alone, on a clock the test sets: CE marks every
  * 10 us make one CNP per UR_CNP_INTERVAL_NS, the first at once. */
 static void test_cnp_interval(void **state)
@@ -290,6 +328,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cnp_cuts_never_answered,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_local_full_cuts, setup,
+						teardown),
 	};
 	int rc;
 

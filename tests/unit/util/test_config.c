@@ -23,7 +23,7 @@ static const char *const all_vars[] = {
 	"UROCE_PCAP", "UROCE_FAULT", "UROCE_BUSY_POLL", "UROCE_GSO",
 	"UROCE_LAZY_DOORBELL", "UROCE_HARDENED", "UROCE_SPIN_US",
 	"UROCE_QUIET_US", "UROCE_RT_PRIO", "UROCE_POLL_YIELD",
-	"UROCE_WAIT_YIELD",
+	"UROCE_WAIT_YIELD", "UROCE_PACE",
 };
 
 static char messages[4096];
@@ -69,6 +69,7 @@ static void defaults(void **state)
 	assert_true(c.wait_yield);
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
+	assert_true(c.pace);
 	assert_false(c.hardened);
 	assert_true(c.spin_ns == UR_CONFIG_DEFAULT);
 	assert_true(c.quiet_ns == UR_CONFIG_DEFAULT);
@@ -86,6 +87,7 @@ static void empty_is_unset(void **state)
 	assert_string_equal(messages, "");
 	assert_true(c.gso);
 	assert_true(c.lazy_doorbell);
+	assert_true(c.pace);
 	assert_false(c.poll_yield);
 	assert_true(c.wait_yield);
 	assert_true(c.quiet_ns == UR_CONFIG_DEFAULT);
@@ -108,6 +110,7 @@ static void booleans(void **state)
 		setenv("UROCE_HARDENED", on[i], 1);
 		setenv("UROCE_POLL_YIELD", on[i], 1);
 		setenv("UROCE_WAIT_YIELD", off[i], 1);
+		setenv("UROCE_PACE", off[i], 1);
 		parse_capturing(&c);
 		assert_string_equal(messages, "");
 		assert_true(c.busy_poll);
@@ -115,6 +118,7 @@ static void booleans(void **state)
 		assert_false(c.wait_yield);
 		assert_false(c.gso);
 		assert_false(c.lazy_doorbell);
+		assert_false(c.pace);
 		assert_true(c.hardened);
 		ur_config_release(&c);
 	}
