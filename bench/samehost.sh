@@ -17,7 +17,11 @@
 # rstream -T b (1 MB transfers, Gb/s) and iperf3 (400 MB, the receiver's
 # Gb/s) over uroce by default, with UROCE_LINK=rings, and over kernel TCP
 # (rstream -T s; plain iperf3), with the CPU seconds and context switches
-# of both processes (GNU time). Prints markdown tables of medians and
+# of both processes (GNU time); then Open MPI, 2 ranks, bench/mpi's
+# ping-pong (8 B one-way latency, 64 KiB and 1 MiB bandwidth) over UCX
+# rc_verbs on uroce (default and UROCE_LINK=udp) and over Open MPI's own
+# shared memory (pml ob1, btl vader). BENCH_ONLY (a comma list of
+# perftest, rsockets, mpi) runs only those parts. Prints markdown tables of medians and
 # same-round ratios (medians of the per-round ratios); raw outputs stay in
 # the directory printed at the end. Every program runs under a timeout; a
 # failed run is left out and shown as "fail".
@@ -30,7 +34,7 @@ reps=${2:-3}
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "reps must be a positive integer" >&2; exit 2; }
 [[ -e $b/lib/libibverbs.so.1 ]] || { echo "missing $b/lib/libibverbs.so.1 (build it first)" >&2; exit 2; }
 for t in ib_write_lat ib_read_lat ib_send_lat ib_write_bw ib_read_bw ucx_perftest \
-	rstream iperf3 /usr/bin/time; do
+	rstream iperf3 /usr/bin/time mpicc mpirun; do
 	command -v $t >/dev/null || { echo "missing $t (scripts/install-deps.sh)" >&2; exit 2; }
 done
 out=${BENCH_OUT:-$(mktemp -d /tmp/uroce-samehost.XXXXXX)}
@@ -136,9 +140,47 @@ print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_se
 		END { printf "%s %.2f %d\n", g, c, s }' "$f.t.srv" "$f.t.cli"
 }
 
+# Open MPI's two ranks run as root only when told they may
+mpi_root=()
+(($(id -u) == 0)) && mpi_root=(--allow-run-as-root)
+mpicc -O2 -o "$out/mpi_pingpong" "$here/mpi/mpi_pingpong.c" ||
+	{ echo "mpicc failed" >&2; exit 2; }
+
+# mpi MODE: "lat bw64k bw1m" of one 2-rank run (MODE: vader, or the
+# UROCE_LINK value for UCX rc_verbs over uroce, "" for the default)
+mpi() {
+	local f=$out/raw/mpi.${1:-auto}.$RANDOM
+	if [[ $1 == vader ]]; then
+		timeout 120 mpirun "${mpi_root[@]}" --oversubscribe -np 2 \
+			--mca pml ob1 --mca btl self,vader "$out/mpi_pingpong" \
+			>"$f" 2>&1
+	else
+		env UROCE_LIBDIR="$b/lib" ${1:+UROCE_LINK="$1"} timeout 120 \
+			"$repo/tools/uroce" run -- mpirun "${mpi_root[@]}" \
+			--oversubscribe -np 2 --mca pml ucx --mca btl self \
+			--mca osc ^ucx -x UCX_TLS=rc_verbs,ud_verbs \
+			-x UCX_NET_DEVICES=uroce0:1 "$out/mpi_pingpong" >"$f" 2>&1
+	fi
+	awk '$1 == "mpi_lat_8" { l = $2 } $1 == "mpi_bw_64k" { a = $2 }
+	     $1 == "mpi_bw_1m" { m = $2 }
+	     END { if (l == "" || a == "" || m == "") print "fail fail fail";
+		   else print l, a, m }' "$f"
+}
+
+only=,${BENCH_ONLY:-perftest,rsockets,mpi},
+part() { [[ $only == *",$1,"* ]]; }
+
 for ((r = 1; r <= reps; r++)); do
 	echo "round $r/$reps (load $(load))" >&2
-	for t in rstream iperf3; do
+	part mpi && for m in auto udp vader; do
+		read -r l a mm <<<"$(mpi "${m#auto}")"
+		{
+			echo "$r mpi_lat_8 $m $l"
+			echo "$r mpi_bw_64k $m $a"
+			echo "$r mpi_bw_1m $m $mm"
+		} >>"$res"
+	done
+	part rsockets && for t in rstream iperf3; do
 		for m in auto rings tcp; do
 			read -r g c s <<<"$(rsock "${m#auto}" $t)"
 			{
@@ -148,7 +190,7 @@ for ((r = 1; r <= reps; r++)); do
 			} >>"$res"
 		done
 	done
-	for row in "${rows[@]}"; do
+	part perftest && for row in "${rows[@]}"; do
 		IFS='|' read -r name pt posix cma <<<"$row"
 		read -r bin args <<<"$pt"
 		# shellcheck disable=SC2086 # the rows' words
@@ -187,27 +229,44 @@ def f(v):
 unit = {"write_lat": "µs", "read_lat": "µs", "send_lat": "µs",
         "msg_rate_64": "M/s"}
 cols = ["auto", "rings", "udp", "ucx_cma", "ucx_posix"]
-print("| median of %s rounds | unit | uroce (default) | uroce rings | uroce UDP | UCX cma | UCX posix | default / UDP | default / cma |" % sys.argv[2])
-print("|---|---|---|---|---|---|---|---|---|")
-for row in ["write_lat", "read_lat", "send_lat", "write_bw_64k",
-            "read_bw_64k", "write_bw_1m", "read_bw_1m", "msg_rate_64"]:
-    print("| %s | %s | %s | %s | %s |" % (
-        row, unit.get(row, "GB/s"),
-        " | ".join("–" if (row, c) in notrun else f(med(row, c))
-                   for c in cols),
-        f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
-print()
-print("| median of %s rounds | uroce (default) | uroce rings | kernel TCP | default / TCP |" % sys.argv[2])
-print("|---|---|---|---|---|")
+def has(rows):
+    return any(vals.get((r, c)) for r in rows for c in
+               ["auto", "rings", "udp", "tcp", "vader", "ucx_cma", "ucx_posix"])
+perftest = ["write_lat", "read_lat", "send_lat", "write_bw_64k",
+            "read_bw_64k", "write_bw_1m", "read_bw_1m", "msg_rate_64"]
+if has(perftest):
+    print("| median of %s rounds | unit | uroce (default) | uroce rings | uroce UDP | UCX cma | UCX posix | default / UDP | default / cma |" % sys.argv[2])
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in perftest:
+        print("| %s | %s | %s | %s | %s |" % (
+            row, unit.get(row, "GB/s"),
+            " | ".join("–" if (row, c) in notrun else f(med(row, c))
+                       for c in cols),
+            f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
+    print()
 names = {"rs_rstream": "rstream -T b, 1 MB: Gb/s",
          "rs_rstream_cpu": "rstream: CPU s (both)",
          "rs_rstream_ctxsw": "rstream: context switches",
          "rs_iperf3": "iperf3 400 MB: Gb/s",
          "rs_iperf3_cpu": "iperf3: CPU s (both)",
          "rs_iperf3_ctxsw": "iperf3: context switches"}
-for row in names:
-    print("| %s | %s | %s |" % (
-        names[row], " | ".join(f(med(row, c)) for c in ["auto", "rings", "tcp"]),
-        f(ratio(row, "auto", "tcp"))))
+if has(names):
+    print("| median of %s rounds | uroce (default) | uroce rings | kernel TCP | default / TCP |" % sys.argv[2])
+    print("|---|---|---|---|---|")
+    for row in names:
+        print("| %s | %s | %s |" % (
+            names[row], " | ".join(f(med(row, c)) for c in ["auto", "rings", "tcp"]),
+            f(ratio(row, "auto", "tcp"))))
+    print()
+names = {"mpi_lat_8": "8 B one-way latency, µs",
+         "mpi_bw_64k": "64 KiB, 16 in flight: GB/s",
+         "mpi_bw_1m": "1 MiB, 16 in flight: GB/s"}
+if has(names):
+    print("| median of %s rounds, Open MPI 2 ranks | UCX rc_verbs on uroce (default) | the same, UROCE_LINK=udp | vader (shared memory) | default / vader |" % sys.argv[2])
+    print("|---|---|---|---|---|")
+    for row in names:
+        print("| %s | %s | %s |" % (
+            names[row], " | ".join(f(med(row, c)) for c in ["auto", "udp", "vader"]),
+            f(ratio(row, "auto", "vader"))))
 EOF
 echo "raw outputs: $out" >&2
