@@ -724,7 +724,7 @@ static void test_regress_late_get_event_old_channel(void **state)
 	int i;
 
 	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
-	alarm(20);	/* a late call that blocks: killed, not a hang */
+	alarm(40);	/* a late call that blocks: killed, not a hang */
 	asleep = rdma_create_event_channel();
 	assert_non_null(asleep);
 	assert_int_equal(pthread_create(&t, NULL, late_reader, asleep), 0);
