@@ -55,135 +55,135 @@
  */
 void ur_cc_reset(struct ur_qp_xport *xp)
 {
-	xp->cwnd = UR_CWND_INIT;
-	xp->ssthresh = UR_WINDOW_PSNS;
-	xp->cwnd_acc = 0;
-	xp->cc_acked = 0;
-	xp->cc_undo = false;
-	xp->cc_by_resend = false;
-	xp->cc_recover_psn = xp->comp_psn;
-	xp->cc_cnp_ns = 0;
-	xp->cc_cnp_steps = 0;
-	xp->cc_alpha = UR_CC_ALPHA_ONE;
+	xp->cc.cwnd = UR_CWND_INIT;
+	xp->cc.ssthresh = UR_WINDOW_PSNS;
+	xp->cc.cwnd_acc = 0;
+	xp->cc.acked = 0;
+	xp->cc.undo = false;
+	xp->cc.by_resend = false;
+	xp->cc.recover_psn = xp->comp.psn;
+	xp->cc.cnp_ns = 0;
+	xp->cc.cnp_steps = 0;
+	xp->cc.alpha = UR_CC_ALPHA_ONE;
 }
 
 uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 {
-	if (xp->probe_one)
+	if (xp->rto.probe_one)
 		return 1;
-	return xp->cwnd && xp->cwnd < UR_WINDOW_PSNS ? xp->cwnd :
+	return xp->cc.cwnd && xp->cc.cwnd < UR_WINDOW_PSNS ? xp->cc.cwnd :
 						       UR_WINDOW_PSNS;
 }
 
 void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)
 {
-	uint32_t cwnd = UR_MIN(xp->cwnd, UR_WINDOW_PSNS);
-	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->psn_max,
-						       xp->comp_psn), 0);
+	uint32_t cwnd = UR_MIN(xp->cc.cwnd, UR_WINDOW_PSNS);
+	uint32_t flight = (uint32_t)UR_MAX(ur_psn_diff(xp->req.psn_max,
+						       xp->comp.psn), 0);
 	uint32_t w = UR_MIN(flight, cwnd);
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
-	xp->cc_cnp_steps = 0;	/* a loss sets where the window goes now */
+	xp->cc.cnp_steps = 0;	/* a loss sets where the window goes now */
 	if (sig == UR_CC_RESEND) {
 		/* one packet lost among those around it: random loss more
 		 * likely than a queue, and cheap to repair (comp.c) */
-		xp->cc_undo = false;
-		if (ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
+		xp->cc.undo = false;
+		if (ur_psn_before(xp->comp.psn, xp->cc.recover_psn))
 			return;
-		xp->cc_recover_psn = xp->psn_max;
-		xp->cc_by_resend = true;
+		xp->cc.recover_psn = xp->req.psn_max;
+		xp->cc.by_resend = true;
 		w = cwnd - UR_MAX(cwnd / UR_CC_RESEND_CUT, 1u);
-		xp->ssthresh = UR_MAX(w, UR_CWND_MIN);
-		xp->cwnd = xp->ssthresh;
-		xp->cwnd_acc = 0;
-		xp->cc_acked = 0;
+		xp->cc.ssthresh = UR_MAX(w, UR_CWND_MIN);
+		xp->cc.cwnd = xp->cc.ssthresh;
+		xp->cc.cwnd_acc = 0;
+		xp->cc.acked = 0;
 		return;
 	}
 	if (sig == UR_CC_NAK)
-		xp->cc_undo = false;	/* a loss for certain */
+		xp->cc.undo = false;	/* a loss for certain */
 	/* an episode that began with a loss repaired by one resend is not
 	 * one of a queue: a loss that needs more decides again */
-	if (sig != UR_CC_TIMEOUT && !xp->cc_by_resend &&
-	    ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
+	if (sig != UR_CC_TIMEOUT && !xp->cc.by_resend &&
+	    ur_psn_before(xp->comp.psn, xp->cc.recover_psn))
 		return;
-	xp->cc_by_resend = false;
-	if (sig != UR_CC_NAK && !xp->cc_undo) {
-		xp->cc_undo = true;
-		xp->cc_undo_cwnd = xp->cwnd;
-		xp->cc_undo_ssthresh = xp->ssthresh;
+	xp->cc.by_resend = false;
+	if (sig != UR_CC_NAK && !xp->cc.undo) {
+		xp->cc.undo = true;
+		xp->cc.undo_cwnd = xp->cc.cwnd;
+		xp->cc.undo_ssthresh = xp->cc.ssthresh;
 	}
 	if (sig == UR_CC_NAK &&
-	    xp->cc_acked >= UR_CC_RARE_LOSS_WINDOWS * cwnd)
+	    xp->cc.acked >= UR_CC_RARE_LOSS_WINDOWS * cwnd)
 		w = cwnd - cwnd / 8;
 	else
 		w /= 2;
-	xp->cc_recover_psn = xp->psn_max;
-	xp->ssthresh = UR_MAX(w, UR_CWND_MIN);
-	xp->cwnd = sig == UR_CC_TIMEOUT ? UR_CWND_MIN : xp->ssthresh;
-	xp->cwnd_acc = 0;
-	xp->cc_acked = 0;
+	xp->cc.recover_psn = xp->req.psn_max;
+	xp->cc.ssthresh = UR_MAX(w, UR_CWND_MIN);
+	xp->cc.cwnd = sig == UR_CC_TIMEOUT ? UR_CWND_MIN : xp->cc.ssthresh;
+	xp->cc.cwnd_acc = 0;
+	xp->cc.acked = 0;
 }
 
 void ur_cc_acked(struct ur_qp_xport *xp, uint32_t psns)
 {
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
-	xp->cc_acked = UR_MIN(xp->cc_acked + psns, UINT32_MAX / 2);
-	if (xp->cc_undo && !ur_psn_before(xp->comp_psn, xp->cc_recover_psn)) {
+	xp->cc.acked = UR_MIN(xp->cc.acked + psns, UINT32_MAX / 2);
+	if (xp->cc.undo && !ur_psn_before(xp->comp.psn, xp->cc.recover_psn)) {
 		/* everything outstanding at the decrease is acknowledged,
 		 * past what was resent since: it had all arrived, the
 		 * probe or timeout only met a slow host */
-		if (ur_psn_after(xp->comp_psn, xp->psn)) {
-			xp->cwnd = UR_MAX(xp->cwnd, xp->cc_undo_cwnd);
-			xp->ssthresh = UR_MAX(xp->ssthresh,
-					      xp->cc_undo_ssthresh);
+		if (ur_psn_after(xp->comp.psn, xp->req.psn)) {
+			xp->cc.cwnd = UR_MAX(xp->cc.cwnd, xp->cc.undo_cwnd);
+			xp->cc.ssthresh = UR_MAX(xp->cc.ssthresh,
+					      xp->cc.undo_ssthresh);
 		}
-		xp->cc_undo = false;
+		xp->cc.undo = false;
 	}
-	if (xp->cwnd >= UR_WINDOW_PSNS)
+	if (xp->cc.cwnd >= UR_WINDOW_PSNS)
 		return;
-	psns = UR_MIN(psns, xp->cwnd);
-	if (xp->cwnd < xp->ssthresh) {
-		xp->cwnd = UR_MIN(xp->cwnd + psns, xp->ssthresh);
+	psns = UR_MIN(psns, xp->cc.cwnd);
+	if (xp->cc.cwnd < xp->cc.ssthresh) {
+		xp->cc.cwnd = UR_MIN(xp->cc.cwnd + psns, xp->cc.ssthresh);
 		return;
 	}
-	xp->cwnd_acc += psns;
-	if (xp->cwnd_acc < xp->cwnd)
+	xp->cc.cwnd_acc += psns;
+	if (xp->cc.cwnd_acc < xp->cc.cwnd)
 		return;
 	/* a window of PSNs ACKed: a round trip without a cut */
-	xp->cwnd_acc -= xp->cwnd;
-	xp->cc_alpha -= xp->cc_alpha >> UR_CC_ALPHA_SHIFT;
-	if (xp->cc_cnp_steps && xp->cc_cnp_target > xp->cwnd) {
-		xp->cc_cnp_steps--;
-		xp->cwnd += (xp->cc_cnp_target - xp->cwnd + 1) / 2;
-		xp->ssthresh = xp->cwnd;
+	xp->cc.cwnd_acc -= xp->cc.cwnd;
+	xp->cc.alpha -= xp->cc.alpha >> UR_CC_ALPHA_SHIFT;
+	if (xp->cc.cnp_steps && xp->cc.cnp_target > xp->cc.cwnd) {
+		xp->cc.cnp_steps--;
+		xp->cc.cwnd += (xp->cc.cnp_target - xp->cc.cwnd + 1) / 2;
+		xp->cc.ssthresh = xp->cc.cwnd;
 		return;
 	}
-	xp->cc_cnp_steps = 0;
-	xp->cwnd++;
+	xp->cc.cnp_steps = 0;
+	xp->cc.cwnd++;
 }
 
 bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
 {
-	uint32_t cwnd = UR_MIN(xp->cwnd, UR_WINDOW_PSNS), cut;
+	uint32_t cwnd = UR_MIN(xp->cc.cwnd, UR_WINDOW_PSNS), cut;
 
 	UR_ASSERT_HELD(&xp->qp->sq_lock);
-	if (xp->cc_cnp_ns && now - xp->cc_cnp_ns < UR_CC_CNP_INTERVAL_NS)
+	if (xp->cc.cnp_ns && now - xp->cc.cnp_ns < UR_CC_CNP_INTERVAL_NS)
 		return false;
 	/* the window already shrank for what is in flight */
-	if (ur_psn_before(xp->comp_psn, xp->cc_recover_psn))
+	if (ur_psn_before(xp->comp.psn, xp->cc.recover_psn))
 		return false;
-	xp->cc_alpha += (UR_CC_ALPHA_ONE - xp->cc_alpha) >> UR_CC_ALPHA_SHIFT;
-	cut = (uint32_t)((uint64_t)cwnd * xp->cc_alpha / (2 * UR_CC_ALPHA_ONE));
-	xp->cc_cnp_ns = now;
-	xp->cc_cnp_target = cwnd;
-	xp->cc_cnp_steps = UR_CC_CNP_RECOVERY_STEPS;
-	xp->cc_recover_psn = xp->psn_max;
-	xp->cc_undo = false;	/* congestion for certain */
-	xp->cc_by_resend = false;
-	xp->ssthresh = UR_MAX(cwnd - UR_MAX(cut, 1u), UR_CWND_MIN);
-	xp->cwnd = xp->ssthresh;
-	xp->cwnd_acc = 0;
-	xp->cc_acked = 0;
+	xp->cc.alpha += (UR_CC_ALPHA_ONE - xp->cc.alpha) >> UR_CC_ALPHA_SHIFT;
+	cut = (uint32_t)((uint64_t)cwnd * xp->cc.alpha / (2 * UR_CC_ALPHA_ONE));
+	xp->cc.cnp_ns = now;
+	xp->cc.cnp_target = cwnd;
+	xp->cc.cnp_steps = UR_CC_CNP_RECOVERY_STEPS;
+	xp->cc.recover_psn = xp->req.psn_max;
+	xp->cc.undo = false;	/* congestion for certain */
+	xp->cc.by_resend = false;
+	xp->cc.ssthresh = UR_MAX(cwnd - UR_MAX(cut, 1u), UR_CWND_MIN);
+	xp->cc.cwnd = xp->cc.ssthresh;
+	xp->cc.cwnd_acc = 0;
+	xp->cc.acked = 0;
 	return true;
 }
 
@@ -203,10 +203,10 @@ bool ur_cc_cnp(struct ur_qp_xport *xp, uint64_t now)
  */
 static uint64_t probe_interval(const struct ur_qp_xport *xp)
 {
-	uint64_t ns = xp->srtt_ns ? UR_MAX(3 * xp->srtt_ns, UR_PROBE_MIN_NS) :
+	uint64_t ns = xp->rto.srtt_ns ? UR_MAX(3 * xp->rto.srtt_ns, UR_PROBE_MIN_NS) :
 				    UR_PROBE_INIT_NS;
 
-	return ns << UR_MIN(xp->probe_backoff, UR_PROBE_MAX_BACKOFF);
+	return ns << UR_MIN(xp->rto.probe_backoff, UR_PROBE_MAX_BACKOFF);
 }
 
 void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
@@ -215,25 +215,25 @@ void ur_cc_arm_rto(struct ur_qp *qp, bool progress)
 	uint64_t now, when;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (!ur_qp_reliable(qp) || xp->rnr_wait)
+	if (!ur_qp_reliable(qp) || xp->comp.rnr_wait)
 		return;
-	if (xp->psn == xp->comp_psn) {
-		ur_timer_disarm(&xp->rto_deadline);
-		xp->iba_deadline = 0;
-		xp->probe_backoff = 0;
+	if (xp->req.psn == xp->comp.psn) {
+		ur_timer_disarm(&xp->tmr.rto_deadline);
+		xp->rto.iba_deadline = 0;
+		xp->rto.probe_backoff = 0;
 		return;
 	}
 	if (!progress &&
-	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+	    atomic_load_explicit(&xp->tmr.rto_deadline, memory_order_relaxed))
 		return;
 	now = ur_now_ns();
 	if (progress)
-		xp->iba_deadline = 0;
-	if (!xp->iba_deadline && xp->timeout_ns)
-		xp->iba_deadline = now + xp->timeout_ns;
+		xp->rto.iba_deadline = 0;
+	if (!xp->rto.iba_deadline && xp->rto.timeout_ns)
+		xp->rto.iba_deadline = now + xp->rto.timeout_ns;
 	when = now + probe_interval(xp);
-	if (xp->iba_deadline && xp->iba_deadline < when)
-		when = xp->iba_deadline;
-	ur_timer_arm(xp, &xp->rto_deadline, when);
+	if (xp->rto.iba_deadline && xp->rto.iba_deadline < when)
+		when = xp->rto.iba_deadline;
+	ur_timer_arm(xp, &xp->tmr.rto_deadline, when);
 }
 

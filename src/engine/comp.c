@@ -92,7 +92,7 @@ void ur_comp_drain(struct ur_qp *qp)
 
 /*
  * READ responses and atomic results count only for requests sent since
- * the last rewind (below xp->psn): rd_outstanding counts those. An ACK or
+ * the last rewind (below xp->req.psn): rd_outstanding counts those. An ACK or
  * NAK may be about anything ever sent (below psn_max): after a go-back-N
  * the responder may already hold far more than what was resent, and its
  * ACK of a resent duplicate says so (the requester then skips ahead).
@@ -101,7 +101,7 @@ static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
 {
 	bool ack = c->pkt->opcode == UR_OPC_RC_ACK;
 
-	if (ur_psn_diff(c->pkt->psn, ack ? c->xp->psn_max : c->xp->psn) >= 0)
+	if (ur_psn_diff(c->pkt->psn, ack ? c->xp->req.psn_max : c->xp->req.psn) >= 0)
 		return UR_COMP_DONE;	/* a PSN never sent */
 	c->idx = c->qp->sq.consumer;
 	return UR_COMP_CHECK_PSN;
@@ -124,7 +124,7 @@ static bool comp_beyond_cursor(struct ur_comp_ctx *c)
 
 	if (c->pkt->opcode != UR_OPC_RC_ACK || !c->pkt->aeth ||
 	    (ur_aeth_syn(c->pkt->aeth) & UR_AETH_TYPE_MASK) != UR_AETH_ACK ||
-	    c->idx - c->qp->sq.consumer >= xp->sq_high - c->qp->sq.consumer)
+	    c->idx - c->qp->sq.consumer >= xp->req.sq_high - c->qp->sq.consumer)
 		return false;
 	if (w->state == UR_WQE_DONE)
 		return true;	/* a local operation */
@@ -133,7 +133,7 @@ static bool comp_beyond_cursor(struct ur_comp_ctx *c)
 	     (w->state != UR_WQE_PENDING || c->idx != c->qp->sq.cursor)) ||
 	    wqe_is_rd_atomic(w) ||
 	    ur_psn_before(c->pkt->psn, w->last_psn) ||
-	    !ur_psn_before(w->last_psn, xp->psn_max))
+	    !ur_psn_before(w->last_psn, xp->req.psn_max))
 		return false;
 	ur_comp_wqe_acked(c, w);
 	return true;
@@ -197,7 +197,7 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 	c->syn = pkt->aeth ? ur_aeth_syn(pkt->aeth) : 0;
 	/* any valid response shows the responder alive: retry_cnt counts
 	 * consecutive timeouts only */
-	c->xp->retry_left = c->qp->attr.retry_cnt;
+	c->xp->comp.retry_left = c->qp->attr.retry_cnt;
 	switch (c->syn & UR_AETH_TYPE_MASK) {
 	case UR_AETH_ACK:
 		return UR_COMP_WRITE_SEND;
@@ -215,7 +215,7 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 		ur_qcnt(c->xp->qcnt.req, UR_QSTAT_SEQ_NAK_RCVD, 1);
 	switch (c->syn) {
 	case UR_AETH_NAK_PSN_SEQ:
-		if (c->xp->rnr_wait)
+		if (c->xp->comp.rnr_wait)
 			return UR_COMP_DONE;
 		/*
 		 * The NAK acknowledges the requests before its PSN, never the
@@ -224,8 +224,8 @@ static enum ur_comp_state comp_check_ack(struct ur_comp_ctx *c)
 		 * responses may still be missing.
 		 */
 		if (!wqe_is_rd_atomic(w) &&
-		    ur_psn_after(pkt->psn, c->xp->comp_psn))
-			c->xp->comp_psn = pkt->psn;
+		    ur_psn_after(pkt->psn, c->xp->comp.psn))
+			c->xp->comp.psn = pkt->psn;
 		return UR_COMP_RETRY;
 	case UR_AETH_NAK_INV_REQ:
 		c->status = IBV_WC_REM_INV_REQ_ERR;
@@ -249,8 +249,8 @@ static enum ur_comp_state comp_write_send(struct ur_comp_ctx *c)
 		return UR_COMP_DONE;
 	if (c->pkt->psn == w->last_psn) {
 		ur_comp_wqe_acked(c, w);
-	} else if (ur_psn_after(ur_psn_inc(c->pkt->psn), c->xp->comp_psn)) {
-		c->xp->comp_psn = ur_psn_inc(c->pkt->psn);
+	} else if (ur_psn_after(ur_psn_inc(c->pkt->psn), c->xp->comp.psn)) {
+		c->xp->comp.psn = ur_psn_inc(c->pkt->psn);
 	}
 	return UR_COMP_PROGRESS;
 }
@@ -298,8 +298,8 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 	struct ur_qp_xport *xp = c->xp;
 	struct ur_qp *qp = c->qp;
 
-	xp->retry_left = qp->attr.retry_cnt;
-	xp->rnr_left = qp->attr.rnr_retry;
+	xp->comp.retry_left = qp->attr.retry_cnt;
+	xp->comp.rnr_left = qp->attr.rnr_retry;
 	return UR_COMP_DONE;
 }
 
@@ -313,20 +313,20 @@ static enum ur_comp_state comp_progress(struct ur_comp_ctx *c)
 void ur_comp_advanced(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
-	int32_t acked = ur_psn_diff(xp->comp_psn, c->comp_psn0);
+	int32_t acked = ur_psn_diff(xp->comp.psn, c->comp_psn0);
 
 	if (acked <= 0) {
 		ur_cc_arm_rto(c->qp, false);
 		return;
 	}
-	xp->retry_left = c->qp->attr.retry_cnt;
-	xp->probe_backoff /= 2;
-	if (xp->rtt_on && ur_psn_after(xp->comp_psn, xp->rtt_psn)) {
-		uint64_t rtt = ur_now_ns() - xp->rtt_t0;
+	xp->comp.retry_left = c->qp->attr.retry_cnt;
+	xp->rto.probe_backoff /= 2;
+	if (xp->rto.rtt_on && ur_psn_after(xp->comp.psn, xp->rto.rtt_psn)) {
+		uint64_t rtt = ur_now_ns() - xp->rto.rtt_t0;
 
-		xp->srtt_ns = xp->srtt_ns ? (7 * xp->srtt_ns + rtt) / 8 : rtt;
-		xp->rtt_on = false;
-		xp->probe_backoff = 0;
+		xp->rto.srtt_ns = xp->rto.srtt_ns ? (7 * xp->rto.srtt_ns + rtt) / 8 : rtt;
+		xp->rto.rtt_on = false;
+		xp->rto.probe_backoff = 0;
 	}
 	ur_cc_acked(xp, (uint32_t)acked);
 	ur_cc_arm_rto(c->qp, true);
@@ -347,18 +347,18 @@ static bool comp_selective(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
-	if (xp->peer_drops && ++xp->drops_naks >= UR_RESEND_RETRY_NAKS)
-		xp->peer_drops = false;
-	return !xp->peer_drops && c->syn == UR_AETH_NAK_PSN_SEQ &&
+	if (xp->resend.peer_drops && ++xp->resend.drops_naks >= UR_RESEND_RETRY_NAKS)
+		xp->resend.peer_drops = false;
+	return !xp->resend.peer_drops && c->syn == UR_AETH_NAK_PSN_SEQ &&
 	       !wqe_is_rd_atomic(c->wqe) &&
-	       ur_psn_before(xp->comp_psn, xp->psn);
+	       ur_psn_before(xp->comp.psn, xp->req.psn);
 }
 
 static void comp_peer_drops(struct ur_qp_xport *xp)
 {
-	xp->resend_ok = false;
-	xp->peer_drops = true;
-	xp->drops_naks = 0;
+	xp->resend.ok = false;
+	xp->resend.peer_drops = true;
+	xp->resend.drops_naks = 0;
 }
 
 /*
@@ -369,16 +369,16 @@ static void comp_peer_drops(struct ur_qp_xport *xp)
  */
 static void comp_resend_answered(struct ur_qp_xport *xp)
 {
-	xp->resend_active = false;
-	xp->resend_ok = xp->comp_psn != ur_psn_inc(xp->resend_psn) ||
-			!ur_psn_before(xp->comp_psn, xp->psn);
-	if (xp->resend_ok)
+	xp->resend.active = false;
+	xp->resend.ok = xp->comp.psn != ur_psn_inc(xp->resend.psn) ||
+			!ur_psn_before(xp->comp.psn, xp->req.psn);
+	if (xp->resend.ok)
 		return;
 	comp_peer_drops(xp);
-	xp->nak_rewind = true;
-	xp->retry_psn = xp->comp_psn;
-	xp->retry_left_fast_used = true;
-	xp->need_retry = true;
+	xp->resend.nak_rewind = true;
+	xp->comp.retry_psn = xp->comp.psn;
+	xp->comp.retry_fast_used = true;
+	xp->req.need_retry = true;
 	ur_cc_loss(xp, UR_CC_NAK);
 }
 
@@ -395,30 +395,30 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
-	if (xp->rnr_wait || (xp->retry_psn == xp->comp_psn && xp->need_retry))
+	if (xp->comp.rnr_wait || (xp->comp.retry_psn == xp->comp.psn && xp->req.need_retry))
 		return UR_COMP_DONE;
-	if (c->gap && ur_psn_before(xp->comp_psn, xp->recover_psn))
+	if (c->gap && ur_psn_before(xp->comp.psn, xp->comp.recover_psn))
 		return UR_COMP_DONE;
-	if (xp->retry_psn == xp->comp_psn && xp->retry_left_fast_used)
+	if (xp->comp.retry_psn == xp->comp.psn && xp->comp.retry_fast_used)
 		return UR_COMP_DONE;
-	xp->retry_left_fast_used = true;
+	xp->comp.retry_fast_used = true;
 	/* the packet after one resent alone is missing: a responder that
 	 * drops what comes past a gap (rxe), or several lost in a row */
-	if (xp->resend_active && xp->comp_psn == ur_psn_inc(xp->resend_psn))
+	if (xp->resend.active && xp->comp.psn == ur_psn_inc(xp->resend.psn))
 		comp_peer_drops(xp);
 	if (!c->gap && comp_selective(c)) {
 		ur_cc_loss(xp, UR_CC_RESEND);
-		xp->retry_psn = xp->comp_psn;
-		xp->need_resend = true;
-		if (!xp->resend_active)
-			xp->resend_base = xp->psn;
-		xp->resend_active = true;
-		xp->resend_psn = xp->comp_psn;
+		xp->comp.retry_psn = xp->comp.psn;
+		xp->resend.need = true;
+		if (!xp->resend.active)
+			xp->resend.base = xp->req.psn;
+		xp->resend.active = true;
+		xp->resend.psn = xp->comp.psn;
 		return UR_COMP_DONE;
 	}
 	ur_cc_loss(xp, UR_CC_NAK);
-	xp->nak_rewind = !c->gap && c->syn == UR_AETH_NAK_PSN_SEQ;
-	xp->need_retry = true;
+	xp->resend.nak_rewind = !c->gap && c->syn == UR_AETH_NAK_PSN_SEQ;
+	xp->req.need_retry = true;
 	return UR_COMP_DONE;
 }
 
@@ -429,23 +429,23 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RNR_NAK_RCVD, 1);
 	ur_qcnt(xp->qcnt.req, UR_QSTAT_RNR_NAK_RCVD, 1);
-	if (xp->rnr_wait)
+	if (xp->comp.rnr_wait)
 		return UR_COMP_DONE;
 	/* as for a sequence NAK: never past a READ's missing responses */
 	if (!wqe_is_rd_atomic(c->wqe) &&
-	    ur_psn_after(c->pkt->psn, xp->comp_psn))
-		xp->comp_psn = c->pkt->psn;
-	if (!xp->rnr_left) {
+	    ur_psn_after(c->pkt->psn, xp->comp.psn))
+		xp->comp.psn = c->pkt->psn;
+	if (!xp->comp.rnr_left) {
 		c->status = IBV_WC_RNR_RETRY_EXC_ERR;
 		return UR_COMP_ERROR;
 	}
 	if (qp->attr.rnr_retry != 7)
-		xp->rnr_left--;
-	xp->rnr_wait = true;
-	xp->need_retry = true;
-	ur_timer_disarm(&xp->rto_deadline);
-	xp->iba_deadline = 0;	/* the responder answered: not a timeout */
-	ur_timer_arm(xp, &xp->rnr_deadline,
+		xp->comp.rnr_left--;
+	xp->comp.rnr_wait = true;
+	xp->req.need_retry = true;
+	ur_timer_disarm(&xp->tmr.rto_deadline);
+	xp->rto.iba_deadline = 0;	/* the responder answered: not a timeout */
+	ur_timer_arm(xp, &xp->tmr.rnr_deadline,
 		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
 	return UR_COMP_DONE;
 }
@@ -485,20 +485,20 @@ bool ur_comp_rx(struct ur_qp *qp, const struct ur_pkt *pkt)
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	c.comp_psn0 = c.xp->comp_psn;
+	c.comp_psn0 = c.xp->comp.psn;
 	while (st != UR_COMP_DONE)
 		st = comp_handlers[st](&c);
 	ur_comp_advanced(&c);
 	/* ACKed past what a go-back-N has resent: skip ahead. After a
 	 * sequence NAK, that says the responder kept what came past the
 	 * gap (a responder that drops it can only have what was resent). */
-	if (ur_psn_after(c.xp->comp_psn, c.xp->psn)) {
-		c.xp->need_retry = true;
-		if (c.xp->nak_rewind)
-			c.xp->peer_drops = false;
+	if (ur_psn_after(c.xp->comp.psn, c.xp->req.psn)) {
+		c.xp->req.need_retry = true;
+		if (c.xp->resend.nak_rewind)
+			c.xp->resend.peer_drops = false;
 	}
-	if (c.xp->resend_active &&
-	    ur_psn_after(c.xp->comp_psn, c.xp->resend_psn))
+	if (c.xp->resend.active &&
+	    ur_psn_after(c.xp->comp.psn, c.xp->resend.psn))
 		comp_resend_answered(c.xp);
 	ur_comp_drain(qp);
 	return true;
@@ -527,42 +527,42 @@ static struct ur_send_wqe *comp_head(struct ur_qp *qp, uint32_t *idx)
 bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 {
 	struct ur_qp_xport *xp = qp->xp;
-	uint64_t rnr = atomic_load(&xp->rnr_deadline);
-	uint64_t rto = atomic_load(&xp->rto_deadline);
+	uint64_t rnr = atomic_load(&xp->tmr.rnr_deadline);
+	uint64_t rto = atomic_load(&xp->tmr.rto_deadline);
 	struct ur_send_wqe *head;
 	uint32_t idx = 0;
 	bool timeout;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
-		ur_timer_disarm(&xp->rnr_deadline);
-		ur_timer_disarm(&xp->rto_deadline);
+		ur_timer_disarm(&xp->tmr.rnr_deadline);
+		ur_timer_disarm(&xp->tmr.rto_deadline);
 		return false;
 	}
 	if (rnr && rnr <= now) {
-		ur_timer_disarm(&xp->rnr_deadline);
-		xp->rnr_wait = false;
-		xp->need_retry = true;
+		ur_timer_disarm(&xp->tmr.rnr_deadline);
+		xp->comp.rnr_wait = false;
+		xp->req.need_retry = true;
 		return true;
 	}
 	if (!rto || rto > now)
 		return false;
-	ur_timer_disarm(&xp->rto_deadline);
+	ur_timer_disarm(&xp->tmr.rto_deadline);
 	head = comp_head(qp, &idx);
-	if (!head || xp->rnr_wait)
+	if (!head || xp->comp.rnr_wait)
 		return false;
-	timeout = xp->iba_deadline && xp->iba_deadline <= now;
+	timeout = xp->rto.iba_deadline && xp->rto.iba_deadline <= now;
 	if (timeout) {
 		/* the QP's timeout: no progress for 4.096 us x 2^timeout */
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_TIMEOUTS, 1);
 		ur_qcnt(xp->qcnt.req, UR_QSTAT_TIMEOUTS, 1);
-		xp->iba_deadline = 0;
-		if (!xp->retry_left) {
+		xp->rto.iba_deadline = 0;
+		if (!xp->comp.retry_left) {
 			ur_wqe_fail(qp, idx, head, IBV_WC_RETRY_EXC_ERR);
 			ur_comp_drain(qp);
 			return false;
 		}
-		xp->retry_left--;
+		xp->comp.retry_left--;
 	}
 	/*
 	 * A timeout or a recovery probe (ur_cc_arm_rto()). The first probe
@@ -573,13 +573,13 @@ bool ur_comp_timer(struct ur_qp *qp, uint64_t now)
 	 * was lost, the go-back-N goes on at the pace of the ACKs. A second
 	 * probe halves the window, a timeout restarts it.
 	 */
-	xp->retry_left_fast_used = false;
-	xp->need_retry = true;
-	xp->nak_rewind = false;
-	if (!timeout && !xp->probe_backoff)
-		xp->probe_one = true;
+	xp->comp.retry_fast_used = false;
+	xp->req.need_retry = true;
+	xp->resend.nak_rewind = false;
+	if (!timeout && !xp->rto.probe_backoff)
+		xp->rto.probe_one = true;
 	else
 		ur_cc_loss(xp, timeout ? UR_CC_TIMEOUT : UR_CC_PROBE);
-	xp->probe_backoff++;
+	xp->rto.probe_backoff++;
 	return true;
 }

@@ -48,7 +48,7 @@ static inline bool ur_comp_in_flight(const struct ur_qp *qp, uint32_t idx)
 	if (idx - sq->consumer < sq->cursor - sq->consumer)
 		return true;
 	return idx == sq->cursor && sq->cursor != sq->producer &&
-	       qp->xp->req_entered && qp->xp->req_pkt > 0;
+	       qp->xp->req.entered && qp->xp->req.pkt > 0;
 }
 
 /*
@@ -59,8 +59,8 @@ static inline bool ur_comp_in_flight(const struct ur_qp *qp, uint32_t idx)
  */
 static inline void ur_comp_rd_request_done(struct ur_qp_xport *xp)
 {
-	if (xp->rd_outstanding)
-		xp->rd_outstanding--;
+	if (xp->req.rd_outstanding)
+		xp->req.rd_outstanding--;
 }
 
 /* w is answered in full: done, and the cursor is past it. */
@@ -70,8 +70,8 @@ static inline void ur_comp_wqe_acked(struct ur_comp_ctx *c,
 	struct ur_qp_xport *xp = c->xp;
 
 	w->state = UR_WQE_DONE;
-	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp_psn))
-		xp->comp_psn = ur_psn_inc(w->last_psn);
+	if (ur_psn_after(ur_psn_inc(w->last_psn), xp->comp.psn))
+		xp->comp.psn = ur_psn_inc(w->last_psn);
 }
 
 /* READ responses may be placed past a missing one (comp_read.c): for a
@@ -80,7 +80,7 @@ static inline void ur_comp_wqe_acked(struct ur_comp_ctx *c,
 static inline bool ur_comp_rd_ahead_ok(const struct ur_comp_ctx *c)
 {
 	return ur_op_is_read(c->pkt->opcode) &&
-	       !ur_psn_before(c->xp->comp_psn, c->xp->recover_psn);
+	       !ur_psn_before(c->xp->comp.psn, c->xp->comp.recover_psn);
 }
 
 /* comp.c: the cursor moved (or not) after a response */

@@ -20,12 +20,12 @@ static void read_resp_done(struct ur_comp_ctx *c, struct ur_send_wqe *w,
 	if (((((psn - w->first_psn) & UR_PSN_MASK) + 1) % UR_READ_CHUNK_PKTS ==
 		     0 ||
 	     psn == w->last_psn) &&
-	    ur_psn_before(psn, c->xp->psn))
+	    ur_psn_before(psn, c->xp->req.psn))
 		ur_comp_rd_request_done(c->xp);
 	if (psn == w->last_psn)
 		ur_comp_wqe_acked(c, w);
 	else
-		c->xp->comp_psn = ur_psn_inc(psn);
+		c->xp->comp.psn = ur_psn_inc(psn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -51,27 +51,27 @@ static bool rd_seen(const struct ur_qp_xport *xp, uint32_t psn)
 {
 	uint32_t i = psn % UR_RD_SEEN_PSNS;
 
-	return (xp->rd_seen[i / 64] >> (i % 64)) & 1;
+	return (xp->comp.rd_seen[i / 64] >> (i % 64)) & 1;
 }
 
 static void rd_seen_flip(struct ur_qp_xport *xp, uint32_t psn)
 {
 	uint32_t i = psn % UR_RD_SEEN_PSNS;
 
-	xp->rd_seen[i / 64] ^= 1ull << (i % 64);
+	xp->comp.rd_seen[i / 64] ^= 1ull << (i % 64);
 }
 
 bool ur_comp_rd_placed(const struct ur_qp_xport *xp, uint32_t psn)
 {
-	return xp->rd_seen_n && !ur_psn_before(psn, xp->comp_psn) &&
-	       ur_psn_before(psn, xp->rd_high) && rd_seen(xp, psn);
+	return xp->comp.rd_seen_n && !ur_psn_before(psn, xp->comp.psn) &&
+	       ur_psn_before(psn, xp->comp.rd_high) && rd_seen(xp, psn);
 }
 
 void ur_comp_forget_ahead(struct ur_qp_xport *xp)
 {
-	memset(xp->rd_seen, 0, sizeof(xp->rd_seen));
-	xp->rd_seen_n = 0;
-	xp->rd_ask_n = 0;
+	memset(xp->comp.rd_seen, 0, sizeof(xp->comp.rd_seen));
+	xp->comp.rd_seen_n = 0;
+	xp->resend.rd_ask_n = 0;
 }
 
 /* The READ WQE in flight whose responses include psn, from SQ index *idx
@@ -112,12 +112,12 @@ static bool rd_ask(struct ur_comp_ctx *c, uint32_t from, uint32_t to)
 		struct ur_send_wqe *w = read_wqe_at(c->qp, &idx, from);
 		uint32_t k, chunk, start, last;
 
-		if (!w || xp->rd_ask_n == UR_RD_ASKS)
+		if (!w || xp->resend.rd_ask_n == UR_RD_ASKS)
 			return false;
 		k = (from - w->first_psn) & UR_PSN_MASK;
 		chunk = ur_psn_add(w->first_psn,
 				   (int32_t)(k - k % UR_READ_CHUNK_PKTS));
-		start = ur_psn_before(chunk, xp->comp_psn) ? xp->comp_psn :
+		start = ur_psn_before(chunk, xp->comp.psn) ? xp->comp.psn :
 							     chunk;
 		while (start != from && rd_seen(xp, start))
 			start = ur_psn_inc(start);
@@ -126,10 +126,10 @@ static bool rd_ask(struct ur_comp_ctx *c, uint32_t from, uint32_t to)
 			last = w->last_psn;
 		if (!ur_psn_before(last, to))
 			last = ur_psn_add(to, -1);
-		xp->rd_ask[xp->rd_ask_n].psn = start;
-		xp->rd_ask[xp->rd_ask_n].end = last;
-		xp->rd_ask[xp->rd_ask_n].idx = idx;
-		xp->rd_ask_n++;
+		xp->resend.rd_ask[xp->resend.rd_ask_n].psn = start;
+		xp->resend.rd_ask[xp->resend.rd_ask_n].end = last;
+		xp->resend.rd_ask[xp->resend.rd_ask_n].idx = idx;
+		xp->resend.rd_ask_n++;
 		from = ur_psn_inc(last);
 	}
 	return true;
@@ -154,11 +154,11 @@ static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c,
 {
 	const struct ur_pkt *pkt = c->pkt;
 	struct ur_qp_xport *xp = c->xp;
-	uint32_t high = xp->rd_seen_n ? xp->rd_high : xp->comp_psn;
+	uint32_t high = xp->comp.rd_seen_n ? xp->comp.rd_high : xp->comp.psn;
 	bool new_gap = ur_psn_after(pkt->psn, high);
 
 	/* beyond the ring a mark would name another PSN */
-	if (ur_psn_diff(pkt->psn, xp->comp_psn) >= UR_RD_SEEN_PSNS) {
+	if (ur_psn_diff(pkt->psn, xp->comp.psn) >= UR_RD_SEEN_PSNS) {
 		c->gap = true;
 		return UR_COMP_RETRY;
 	}
@@ -176,9 +176,9 @@ static enum ur_comp_state comp_read_ahead(struct ur_comp_ctx *c,
 	if (!read_resp_place(c, off))
 		return UR_COMP_ERROR;
 	rd_seen_flip(xp, pkt->psn);
-	xp->rd_seen_n++;
+	xp->comp.rd_seen_n++;
 	if (!ur_psn_before(pkt->psn, high))
-		xp->rd_high = ur_psn_inc(pkt->psn);
+		xp->comp.rd_high = ur_psn_inc(pkt->psn);
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_READ_AHEAD, 1);
 	return UR_COMP_DONE;
 }
@@ -189,8 +189,8 @@ static void rd_seen_advance(struct ur_comp_ctx *c)
 	struct ur_qp_xport *xp = c->xp;
 	uint32_t idx = c->idx;
 
-	while (xp->rd_seen_n && rd_seen(xp, xp->comp_psn)) {
-		uint32_t psn = xp->comp_psn;
+	while (xp->comp.rd_seen_n && rd_seen(xp, xp->comp.psn)) {
+		uint32_t psn = xp->comp.psn;
 		struct ur_send_wqe *w = read_wqe_at(c->qp, &idx, psn);
 
 		if (!w) {
@@ -203,7 +203,7 @@ static void rd_seen_advance(struct ur_comp_ctx *c)
 			return;
 		}
 		rd_seen_flip(xp, psn);
-		xp->rd_seen_n--;
+		xp->comp.rd_seen_n--;
 		read_resp_done(c, w, psn);
 	}
 }
@@ -216,8 +216,8 @@ enum ur_comp_state ur_comp_read(struct ur_comp_ctx *c)
 	struct ur_qp_xport *xp = c->xp;
 	uint32_t off, expect;
 
-	if (pkt->psn != xp->comp_psn) {
-		if (!ur_psn_after(pkt->psn, xp->comp_psn))
+	if (pkt->psn != xp->comp.psn) {
+		if (!ur_psn_after(pkt->psn, xp->comp.psn))
 			return UR_COMP_DONE;
 		if (!ur_comp_rd_ahead_ok(c)) {
 			c->gap = true;
@@ -228,7 +228,7 @@ enum ur_comp_state ur_comp_read(struct ur_comp_ctx *c)
 	expect = w->length > off ? UR_MIN(xp->mtu, w->length - off) : 0;
 	if (pkt->paylen != expect)
 		return UR_COMP_DONE;
-	if (pkt->psn != xp->comp_psn)
+	if (pkt->psn != xp->comp.psn)
 		return comp_read_ahead(c, off);
 	/*
 	 * A FIRST or ONLY response where one was expected starts the answer
@@ -237,12 +237,12 @@ enum ur_comp_state ur_comp_read(struct ur_comp_ctx *c)
 	 */
 	if ((pkt->opcode == UR_OPC_RC_READ_RESP_FIRST ||
 	     pkt->opcode == UR_OPC_RC_READ_RESP_ONLY) &&
-	    ur_psn_before(xp->comp_psn, xp->recover_psn))
-		xp->recover_psn = xp->comp_psn;
+	    ur_psn_before(xp->comp.psn, xp->comp.recover_psn))
+		xp->comp.recover_psn = xp->comp.psn;
 	if (!read_resp_place(c, off))
 		return UR_COMP_ERROR;
 	read_resp_done(c, w, pkt->psn);
-	if (xp->rd_seen_n)
+	if (xp->comp.rd_seen_n)
 		rd_seen_advance(c);
 	return UR_COMP_PROGRESS;
 }
@@ -259,12 +259,12 @@ bool ur_comp_catch_up(struct ur_qp *qp)
 	struct ur_comp_ctx c = { .qp = qp, .xp = xp };
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (!xp->rd_seen_n || !rd_seen(xp, xp->comp_psn) ||
+	if (!xp->comp.rd_seen_n || !rd_seen(xp, xp->comp.psn) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return false;
-	c.comp_psn0 = xp->comp_psn;
+	c.comp_psn0 = xp->comp.psn;
 	c.idx = qp->sq.consumer;
 	rd_seen_advance(&c);
 	ur_comp_advanced(&c);
-	return xp->comp_psn != c.comp_psn0;
+	return xp->comp.psn != c.comp_psn0;
 }

@@ -77,8 +77,8 @@ void ur_engine_dump_qp(struct ur_qp *qp, FILE *out)
 		return;
 	/* the requester's PSNs are sq_lock's; the responder's are not */
 	if (qp->type != IBV_QPT_UD)
-		fprintf(out, " next-psn %u unacked-psn %u", xp->psn,
-			xp->comp_psn);
+		fprintf(out, " next-psn %u unacked-psn %u", xp->req.psn,
+			xp->comp.psn);
 	/* cc.c: the PSNs a requester may have unacked */
 	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND)
 		fprintf(out, " cwnd %u", ur_cc_window(xp));

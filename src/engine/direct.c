@@ -409,19 +409,19 @@ static struct dx_table *peer_get(struct ur_qp *qp, int32_t *pid)
 	    t->pid != *pid || t->pidns != nic->dx_pidns)
 		goto no;
 	now = ur_now_ns();
-	if (xp->dx_verified && now - xp->dx_verified < UR_DX_REVERIFY_NS)
+	if (xp->dx.verified && now - xp->dx.verified < UR_DX_REVERIFY_NS)
 		return t;
 	rc = owner_verify(t, *pid);
 	if (rc == -EPERM || rc == -ENOSYS) {
 		/* the kernel refuses cross-memory calls to this peer */
-		xp->dx_refused = true;
+		xp->dx.refused = true;
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_REFUSED, 1);
 		ur_info("engine: QP %u: same-host copies refused (%s); "
 			"packets instead", ur_qp_num(qp), strerror(-rc));
 	}
 	if (rc)
 		goto no;
-	xp->dx_verified = now;
+	xp->dx.verified = now;
 	return t;
 no:
 	ur_link_peer_area_put(nic->link);
@@ -586,7 +586,7 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 	int err = 0;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (!nic->dx_on || xp->dx_refused || qp->type != IBV_QPT_RC ||
+	if (!nic->dx_on || xp->dx.refused || qp->type != IBV_QPT_RC ||
 	    (!write && w[0]->opcode != IBV_WR_RDMA_READ) || !w[0]->length ||
 	    ur_link_faulty(nic->link))
 		return 0;
@@ -599,8 +599,8 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 	 * there for duplicates (atomics answered from the replay cache,
 	 * SENDs dropped: soak_loopback_direct).
 	 */
-	if (xp->psn != xp->comp_psn || xp->psn_max != xp->comp_psn ||
-	    xp->rd_outstanding || xp->req_pkt || xp->resend_active)
+	if (xp->req.psn != xp->comp.psn || xp->req.psn_max != xp->comp.psn ||
+	    xp->req.rd_outstanding || xp->req.pkt || xp->resend.active)
 		return 0;
 	b.t = peer_get(qp, &pid);
 	if (!b.t)
@@ -629,7 +629,7 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 		 * until it completes) */
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
 		if (err == -EPERM)
-			xp->dx_refused = true;
+			xp->dx.refused = true;
 	}
 	for (i = 0; i < k; i++)
 		bytes += w[i]->length;

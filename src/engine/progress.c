@@ -71,7 +71,7 @@ static int nic_rx_burst(struct ur_nic *nic)
 static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 {
 	struct ur_qp *qp = xp->qp;
-	uint64_t kick = atomic_load(&xp->kick_deadline);
+	uint64_t kick = atomic_load(&xp->tmr.kick_deadline);
 	uint64_t rto, rnr;
 
 	/* the error path asked for this: only the receive path's owner may
@@ -80,13 +80,13 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 		ur_flush_rq(qp, true);
 	ur_trace(UR_TR_DEADLINE, ur_qp_num(qp), 0);
 	if (kick && kick <= now) {
-		ur_timer_disarm(&xp->kick_deadline);
+		ur_timer_disarm(&xp->tmr.kick_deadline);
 		pthread_mutex_lock(&qp->sq_lock);
 		ur_send_step(qp);
 		pthread_mutex_unlock(&qp->sq_lock);
 	}
-	rto = atomic_load(&xp->rto_deadline);
-	rnr = atomic_load(&xp->rnr_deadline);
+	rto = atomic_load(&xp->tmr.rto_deadline);
+	rnr = atomic_load(&xp->tmr.rnr_deadline);
 	if ((rto && rto <= now) || (rnr && rnr <= now)) {
 		pthread_mutex_lock(&qp->sq_lock);
 		ur_send_on_deadline(qp, now);

@@ -68,10 +68,10 @@ void ur_flush_sq(struct ur_qp *qp)
 	}
 	sq->cursor = sq->consumer;
 	if (qp->xp) {
-		qp->xp->sq_high = sq->consumer;
-		qp->xp->req_pkt = 0;
-		qp->xp->req_entered = false;
-		qp->xp->rd_outstanding = 0;
+		qp->xp->req.sq_high = sq->consumer;
+		qp->xp->req.pkt = 0;
+		qp->xp->req.entered = false;
+		qp->xp->req.rd_outstanding = 0;
 	}
 }
 
@@ -140,13 +140,13 @@ void ur_qp_error_locked(struct ur_qp *qp)
 		}
 	}
 	if (xp) {
-		ur_timer_disarm(&xp->rto_deadline);
-		ur_timer_disarm(&xp->rnr_deadline);
-		xp->rnr_wait = false;
-		xp->need_retry = false;
+		ur_timer_disarm(&xp->tmr.rto_deadline);
+		ur_timer_disarm(&xp->tmr.rnr_deadline);
+		xp->comp.rnr_wait = false;
+		xp->req.need_retry = false;
 		/* a receive WQE the responder holds is flushed by the receive
 		 * path owner: have the progress stage visit this QP now */
-		ur_timer_arm(xp, &xp->kick_deadline, ur_now_ns());
+		ur_timer_arm(xp, &xp->tmr.kick_deadline, ur_now_ns());
 	}
 	ur_flush_sq(qp);
 	ur_flush_rq(qp, false);
@@ -162,12 +162,12 @@ void ur_sqd_check(struct ur_qp *qp)
 	};
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (qp->state != IBV_QPS_SQD || !xp || xp->sqd_notified)
+	if (qp->state != IBV_QPS_SQD || !xp || xp->req.sqd_notified)
 		return;
-	if (qp->sq.consumer != qp->sq.cursor || xp->req_entered ||
-	    (ur_qp_reliable(qp) && xp->psn != xp->comp_psn))
+	if (qp->sq.consumer != qp->sq.cursor || xp->req.entered ||
+	    (ur_qp_reliable(qp) && xp->req.psn != xp->comp.psn))
 		return;
-	xp->sqd_notified = true;
+	xp->req.sqd_notified = true;
 	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
 }
 
@@ -179,10 +179,10 @@ void ur_sq_advance(struct ur_qp *qp)
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	sq->cursor++;
-	if (sq->cursor - sq->consumer > xp->sq_high - sq->consumer)
-		xp->sq_high = sq->cursor;
-	xp->req_pkt = 0;
-	xp->req_entered = false;
+	if (sq->cursor - sq->consumer > xp->req.sq_high - sq->consumer)
+		xp->req.sq_high = sq->cursor;
+	xp->req.pkt = 0;
+	xp->req.entered = false;
 }
 
 /*
@@ -196,7 +196,7 @@ void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 	UR_ASSERT_HELD(&qp->sq_lock);
 	w->state = UR_WQE_ERROR;
 	w->status = st;
-	qp->xp->req_halted = true;
+	qp->xp->req.halted = true;
 	if (idx == qp->sq.cursor)	/* partly sent */
 		ur_sq_advance(qp);
 }

@@ -71,32 +71,32 @@ static void xp_reset(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_wq *sq = &qp->sq;
 
-	ur_timer_disarm(&xp->rto_deadline);
-	ur_timer_disarm(&xp->rnr_deadline);
-	ur_timer_disarm(&xp->kick_deadline);
-	xp->psn = xp->comp_psn = xp->psn_max = xp->recover_psn = 0;
-	xp->req_pkt = 0;
-	xp->req_entered = false;
-	xp->req_halted = false;
-	xp->noack_pkts = 0;
-	xp->rd_outstanding = 0;
-	xp->need_retry = false;
-	xp->rnr_wait = false;
-	xp->retry_left_fast_used = false;
-	xp->iba_deadline = 0;
-	xp->srtt_ns = 0;
-	xp->rtt_on = false;
-	xp->probe_backoff = 0;
-	xp->peer_drops = false;
-	xp->drops_naks = 0;
-	xp->nak_rewind = false;
-	xp->need_resend = false;
-	xp->resend_active = false;
-	xp->resend_ok = false;
+	ur_timer_disarm(&xp->tmr.rto_deadline);
+	ur_timer_disarm(&xp->tmr.rnr_deadline);
+	ur_timer_disarm(&xp->tmr.kick_deadline);
+	xp->req.psn = xp->comp.psn = xp->req.psn_max = xp->comp.recover_psn = 0;
+	xp->req.pkt = 0;
+	xp->req.entered = false;
+	xp->req.halted = false;
+	xp->req.noack_pkts = 0;
+	xp->req.rd_outstanding = 0;
+	xp->req.need_retry = false;
+	xp->comp.rnr_wait = false;
+	xp->comp.retry_fast_used = false;
+	xp->rto.iba_deadline = 0;
+	xp->rto.srtt_ns = 0;
+	xp->rto.rtt_on = false;
+	xp->rto.probe_backoff = 0;
+	xp->resend.peer_drops = false;
+	xp->resend.drops_naks = 0;
+	xp->resend.nak_rewind = false;
+	xp->resend.need = false;
+	xp->resend.active = false;
+	xp->resend.ok = false;
 	ur_comp_forget_ahead(xp);
 	ur_cc_reset(xp);
 	sq->cursor = sq->consumer;
-	xp->sq_high = sq->consumer;
+	xp->req.sq_high = sq->consumer;
 	ur_resp_reset(qp);
 	ur_res_clear(xp);
 }
@@ -166,20 +166,20 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			xp->resp.nak_sent = false;
 		}
 		if (attr_mask & IBV_QP_SQ_PSN) {
-			xp->psn = xp->comp_psn = qp->attr.sq_psn & UR_PSN_MASK;
-			xp->retry_psn = xp->comp_psn;
-			xp->psn_max = xp->recover_psn = xp->comp_psn;
-			xp->cc_recover_psn = xp->comp_psn;
+			xp->req.psn = xp->comp.psn = qp->attr.sq_psn & UR_PSN_MASK;
+			xp->comp.retry_psn = xp->comp.psn;
+			xp->req.psn_max = xp->comp.recover_psn = xp->comp.psn;
+			xp->cc.recover_psn = xp->comp.psn;
 		}
 		if (attr_mask & IBV_QP_TIMEOUT)
-			xp->timeout_ns = timeout_ns(qp->attr.timeout);
+			xp->rto.timeout_ns = timeout_ns(qp->attr.timeout);
 		if (attr_mask & IBV_QP_RETRY_CNT)
-			xp->retry_left = qp->attr.retry_cnt;
+			xp->comp.retry_left = qp->attr.retry_cnt;
 		if (attr_mask & IBV_QP_RNR_RETRY)
-			xp->rnr_left = qp->attr.rnr_retry;
+			xp->comp.rnr_left = qp->attr.rnr_retry;
 		kick = qp->state == IBV_QPS_RTS;
 		if (qp->state == IBV_QPS_SQD && old_state != IBV_QPS_SQD) {
-			xp->sqd_notified = false;
+			xp->req.sqd_notified = false;
 			ur_sqd_check(qp);
 		}
 		break;

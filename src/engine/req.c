@@ -168,7 +168,7 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 						UR_OPC_UD_SEND_ONLY_IMM;
 	f.se = wqe->send_flags & IBV_SEND_SOLICITED;
 	f.qpn = wqe->ud.remote_qpn;
-	f.psn = xp->psn;
+	f.psn = xp->req.psn;
 	f.deth.qkey = qkey;
 	f.deth.sqp = ur_qp_num(qp);
 	f.imm_be = wqe->imm_data;
@@ -178,8 +178,8 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return;
 	}
 	ur_qcnt_tx(xp->qcnt.req, wqe->length);
-	wqe->first_psn = wqe->last_psn = xp->psn;
-	xp->psn = ur_psn_inc(xp->psn);
+	wqe->first_psn = wqe->last_psn = xp->req.psn;
+	xp->req.psn = ur_psn_inc(xp->req.psn);
 	wqe_sent(qp, wqe);
 }
 
@@ -200,19 +200,19 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
  */
 static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
 {
-	uint32_t base = xp->comp_psn;
+	uint32_t base = xp->comp.psn;
 	int32_t out;
 
 	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
 		return true;	/* what the responder can keep */
-	if (xp->resend_active && xp->resend_ok &&
-	    ur_psn_after(xp->resend_base, base))
-		base = xp->resend_base;
+	if (xp->resend.active && xp->resend.ok &&
+	    ur_psn_after(xp->resend.base, base))
+		base = xp->resend.base;
 	out = ur_psn_diff(psn, base);
 	/* READ responses placed past a lost one have arrived (comp_read.c);
 	 * after a go-back-N, once the requests for them are sent again */
-	if (base == xp->comp_psn && !ur_psn_before(psn, xp->rd_high))
-		out -= (int32_t)xp->rd_seen_n;
+	if (base == xp->comp.psn && !ur_psn_before(psn, xp->comp.rd_high))
+		out -= (int32_t)xp->comp.rd_seen_n;
 	return out >= (int32_t)ur_cc_window(xp);
 }
 
@@ -227,8 +227,8 @@ static bool want_ackreq(struct ur_qp_xport *xp, bool last)
 	uint32_t every = UR_MAX(UR_MIN(ur_cc_window(xp) / 2, UR_ACKREQ_EVERY),
 				1u);
 
-	if (last || ++xp->noack_pkts >= every) {
-		xp->noack_pkts = 0;
+	if (last || ++xp->req.noack_pkts >= every) {
+		xp->req.noack_pkts = 0;
 		return true;
 	}
 	return false;
@@ -277,22 +277,22 @@ static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
 static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	struct ur_qp_xport *xp = qp->xp;
-	uint32_t off = xp->req_pkt * xp->mtu;
+	uint32_t off = xp->req.pkt * xp->mtu;
 	uint32_t len = UR_MIN(xp->mtu, wqe->length - off);
-	bool last = xp->req_pkt + 1 == wqe->npkts;
+	bool last = xp->req.pkt + 1 == wqe->npkts;
 	/* the last packet the window lets out asks for an ACK too: if the
 	 * packets after it never come, nothing else would */
 	bool ackreq = ur_qp_reliable(qp) &&
 		      want_ackreq(xp, last || window_full(xp,
-							  ur_psn_inc(xp->psn)));
+							  ur_psn_inc(xp->req.psn)));
 
-	if (req_write_pkt(qp, wqe, xp->req_pkt, xp->psn, ackreq)) {
+	if (req_write_pkt(qp, wqe, xp->req.pkt, xp->req.psn, ackreq)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	xp->psn = ur_psn_inc(xp->psn);
+	xp->req.psn = ur_psn_inc(xp->req.psn);
 	wqe->sent = off + len;
-	if (++xp->req_pkt == wqe->npkts)
+	if (++xp->req.pkt == wqe->npkts)
 		wqe_sent(qp, wqe);
 }
 
@@ -305,9 +305,9 @@ static bool req_resend_one(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_wq *sq = &qp->sq;
-	uint32_t psn = xp->resend_psn, i;
+	uint32_t psn = xp->resend.psn, i;
 
-	if (!ur_psn_before(psn, xp->psn))
+	if (!ur_psn_before(psn, xp->req.psn))
 		return false;
 	for (i = sq->consumer; i != sq->producer; i++) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, i);
@@ -363,12 +363,12 @@ static void req_read_asks(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
-	for (unsigned int a = 0; a < xp->rd_ask_n; a++) {
-		uint32_t psn = xp->rd_ask[a].psn, end = xp->rd_ask[a].end;
-		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, xp->rd_ask[a].idx);
+	for (unsigned int a = 0; a < xp->resend.rd_ask_n; a++) {
+		uint32_t psn = xp->resend.rd_ask[a].psn, end = xp->resend.rd_ask[a].end;
+		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, xp->resend.rd_ask[a].idx);
 
-		if (ur_psn_before(psn, xp->comp_psn) ||
-		    !ur_psn_before(end, xp->psn) ||
+		if (ur_psn_before(psn, xp->comp.psn) ||
+		    !ur_psn_before(end, xp->req.psn) ||
 		    w->state != UR_WQE_PENDING ||
 		    w->opcode != IBV_WR_RDMA_READ ||
 		    !ur_psn_in_range(psn, w->first_psn, w->last_psn))
@@ -379,7 +379,7 @@ static void req_read_asks(struct ur_qp *qp)
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_READ_ASKS, 1);
 		ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
 	}
-	xp->rd_ask_n = 0;
+	xp->resend.rd_ask_n = 0;
 }
 
 /*
@@ -423,7 +423,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 
 	f.qpn = qp->attr.dest_qp_num;
 	f.ackreq = true;
-	xp->noack_pkts = 0;
+	xp->req.noack_pkts = 0;
 	if (wqe->opcode == IBV_WR_RDMA_READ) {
 		/*
 		 * A large READ goes out as several requests of at most
@@ -436,20 +436,20 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		 * answers a retried READ only from where its last retry
 		 * started on.
 		 */
-		end = (xp->req_pkt / UR_READ_CHUNK_PKTS + 1) *
+		end = (xp->req.pkt / UR_READ_CHUNK_PKTS + 1) *
 		      UR_READ_CHUNK_PKTS;
 		end = UR_MIN(wqe->npkts, end);
-		while (xp->req_pkt < end &&
+		while (xp->req.pkt < end &&
 		       ur_comp_rd_placed(xp, ur_psn_add(wqe->first_psn,
-							(int32_t)xp->req_pkt)))
-			xp->req_pkt++;
+							(int32_t)xp->req.pkt)))
+			xp->req.pkt++;
 		/* all placed: nothing to ask, but counted as a request
 		 * (the completer ends it when its cursor passes) */
-		if (xp->req_pkt < end)
-			req_read_request(qp, wqe, xp->req_pkt, end);
-		xp->rd_outstanding++;
-		xp->psn = ur_psn_add(wqe->first_psn, (int32_t)end);
-		xp->req_pkt = end;
+		if (xp->req.pkt < end)
+			req_read_request(qp, wqe, xp->req.pkt, end);
+		xp->req.rd_outstanding++;
+		xp->req.psn = ur_psn_add(wqe->first_psn, (int32_t)end);
+		xp->req.pkt = end;
 		if (end == wqe->npkts)
 			wqe_sent(qp, wqe);
 		return;
@@ -470,7 +470,7 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			f.atmeth.swap_add = wqe->atomic.compare_add;
 		}
 	}
-	f.psn = xp->psn;
+	f.psn = xp->req.psn;
 	req_xrc(qp, wqe, &f);
 	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       paylen)) {
@@ -478,8 +478,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return;
 	}
 	ur_qcnt_tx(xp->qcnt.req, paylen);
-	xp->rd_outstanding++;
-	xp->psn = ur_psn_inc(wqe->last_psn);
+	xp->req.rd_outstanding++;
+	xp->req.psn = ur_psn_inc(wqe->last_psn);
 	wqe_sent(qp, wqe);
 }
 
@@ -489,14 +489,14 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 {
 	struct ur_qp_xport *xp = qp->xp;
 
-	if (xp->req_entered)
+	if (xp->req.entered)
 		return true;
-	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
+	if ((wqe->send_flags & IBV_SEND_FENCE) && xp->req.rd_outstanding)
 		return false;
-	if (!xp->req_pkt) {
+	if (!xp->req.pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
-		wqe->first_psn = xp->psn;
-		wqe->last_psn = ur_psn_add(xp->psn, (int32_t)wqe->npkts - 1);
+		wqe->first_psn = xp->req.psn;
+		wqe->last_psn = ur_psn_add(xp->req.psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
 		/* an atomic's result is 8 bytes: any other buffer is a
 		 * length error, found before its key is (mlx5 says
@@ -517,7 +517,7 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		}
 	}
 	wqe->state = UR_WQE_PENDING;
-	xp->req_entered = true;
+	xp->req.entered = true;
 	return true;
 }
 
@@ -551,7 +551,7 @@ static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	struct ur_qp_xport *xp = qp->xp;
 
 	wqe->npkts = 0;
-	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->psn, -1);
+	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->req.psn, -1);
 	wqe->sent = wqe->length;
 	wqe->state = UR_WQE_DONE;
 	ur_sq_advance(qp);
@@ -572,7 +572,7 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	w[0] = wqe;
 	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
 	       i != sq->producer &&
-	       i - sq->consumer >= xp->sq_high - sq->consumer) {
+	       i - sq->consumer >= xp->req.sq_high - sq->consumer) {
 		struct ur_send_wqe *x = ur_wq_slot(sq, i++);
 
 		if (x->opcode != IBV_WR_RDMA_WRITE || !x->length ||
@@ -594,8 +594,8 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	enum ibv_wc_status st;
 	bool rd_atomic;
 
-	if (qp->sq.cursor - qp->sq.consumer >= xp->sq_high - qp->sq.consumer &&
-	    !xp->req_entered && !xp->req_pkt)
+	if (qp->sq.cursor - qp->sq.consumer >= xp->req.sq_high - qp->sq.consumer &&
+	    !xp->req.entered && !xp->req.pkt)
 		wqe->state = UR_WQE_POSTED;	/* a fresh slot */
 	if (wqe->state == UR_WQE_DONE) {
 		/*
@@ -609,13 +609,13 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		 * ACKed and never executed, or requests out of sequence).
 		 */
 		if (ur_qp_reliable(qp) && !req_is_local(qp, wqe) &&
-		    ur_psn_in_range(xp->psn, wqe->first_psn, wqe->last_psn))
-			xp->psn = ur_psn_inc(wqe->last_psn);
+		    ur_psn_in_range(xp->req.psn, wqe->first_psn, wqe->last_psn))
+			xp->req.psn = ur_psn_inc(wqe->last_psn);
 		ur_sq_advance(qp);
 		return true;
 	}
 	if (wqe->state == UR_WQE_ERROR) {
-		xp->req_halted = true;
+		xp->req.halted = true;
 		ur_sq_advance(qp);
 		return false;
 	}
@@ -625,7 +625,7 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		if (wqe->opcode == IBV_WR_LOCAL_INV &&
 		    qp->sq.consumer != qp->sq.cursor)
 			return false;	/* waits for every prior WQE */
-		if ((wqe->send_flags & IBV_SEND_FENCE) && xp->rd_outstanding)
+		if ((wqe->send_flags & IBV_SEND_FENCE) && xp->req.rd_outstanding)
 			return false;
 		st = req_local_op(qp, wqe);
 		if (st != IBV_WC_SUCCESS) {
@@ -638,9 +638,9 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (qp->type == IBV_QPT_UD) {
 		req_ud(qp, wqe);
-		return !xp->req_halted;
+		return !xp->req.halted;
 	}
-	if (!xp->req_entered && qp->state != IBV_QPS_RTS)
+	if (!xp->req.entered && qp->state != IBV_QPS_RTS)
 		return false;	/* SQD: nothing new starts */
 	rd_atomic = info && (info->flags & UR_WR_RESPONSE);
 	if (!info || (!rd_atomic &&
@@ -651,9 +651,9 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	if (!req_enter(qp, wqe, info->flags & UR_WR_SCATTER))
 		return false;
-	if (!xp->req_pkt && req_direct(qp, wqe))
+	if (!xp->req.pkt && req_direct(qp, wqe))
 		return true;
-	if (ur_qp_reliable(qp) && window_full(xp, xp->psn)) {
+	if (ur_qp_reliable(qp) && window_full(xp, xp->req.psn)) {
 		req_blocked(xp);
 		return false;
 	}
@@ -664,7 +664,7 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	 * many for replay and overwrites the oldest (rxe too), so one more
 	 * could make a retried request unanswerable.
 	 */
-	if (rd_atomic && xp->rd_outstanding >=
+	if (rd_atomic && xp->req.rd_outstanding >=
 	    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u)) {
 		req_blocked(xp);
 		return false;
@@ -673,18 +673,18 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		req_read_atomic(qp, wqe);
 	else
 		req_send_write_pkt(qp, wqe);
-	return !xp->req_halted;
+	return !xp->req.halted;
 }
 
 /* Karn: time one PSN of new data; a retransmission cancels the sample. */
 static void rtt_start(struct ur_qp_xport *xp, uint32_t sent_from)
 {
-	if (xp->rtt_on || xp->psn == sent_from ||
-	    !ur_psn_after(xp->psn, xp->psn_max))
+	if (xp->rto.rtt_on || xp->req.psn == sent_from ||
+	    !ur_psn_after(xp->req.psn, xp->req.psn_max))
 		return;
-	xp->rtt_on = true;
-	xp->rtt_psn = ur_psn_add(xp->psn, -1);
-	xp->rtt_t0 = ur_now_ns();
+	xp->rto.rtt_on = true;
+	xp->rto.rtt_psn = ur_psn_add(xp->req.psn, -1);
+	xp->rto.rtt_t0 = ur_now_ns();
 }
 
 void ur_req_run(struct ur_qp *qp)
@@ -703,10 +703,10 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
-	if (xp->rnr_wait)
+	if (xp->comp.rnr_wait)
 		return;
-	if (xp->need_retry) {
-		xp->need_retry = false;
+	if (xp->req.need_retry) {
+		xp->req.need_retry = false;
 		ur_req_rewind(qp);
 	}
 	/*
@@ -715,18 +715,18 @@ void ur_req_run(struct ur_qp *qp)
 	 * verb holds it as a writer; then the progress thread runs us soon.
 	 */
 	if (pthread_rwlock_tryrdlock(&dev->obj_lock)) {
-		ur_timer_arm(xp, &xp->kick_deadline, ur_now_ns());
+		ur_timer_arm(xp, &xp->tmr.kick_deadline, ur_now_ns());
 		return;
 	}
-	if (xp->need_resend) {
-		xp->need_resend = false;
+	if (xp->resend.need) {
+		xp->resend.need = false;
 		if (!req_resend_one(qp))
 			ur_req_rewind(qp);
 	}
-	if (xp->rd_ask_n)
+	if (xp->resend.rd_ask_n)
 		req_read_asks(qp);
-	psn0 = xp->psn;
-	while (!xp->req_halted && qp->sq.cursor != qp->sq.producer &&
+	psn0 = xp->req.psn;
+	while (!xp->req.halted && qp->sq.cursor != qp->sq.producer &&
 	       budget--) {
 		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
 
@@ -735,11 +735,11 @@ void ur_req_run(struct ur_qp *qp)
 	}
 	ur_txb_flush(&xp->txb);
 	pthread_rwlock_unlock(&dev->obj_lock);
-	xp->probe_one = false;
+	xp->rto.probe_one = false;
 	if (ur_qp_reliable(qp)) {
 		rtt_start(xp, psn0);
-		if (ur_psn_after(xp->psn, xp->psn_max))
-			xp->psn_max = xp->psn;
+		if (ur_psn_after(xp->req.psn, xp->req.psn_max))
+			xp->req.psn_max = xp->req.psn;
 		ur_cc_arm_rto(qp, false);
 	}
 }
@@ -752,10 +752,10 @@ void ur_req_rewind(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_wq *sq = &qp->sq;
 	struct ur_send_wqe *head = NULL;
-	uint32_t i, end = xp->sq_high;
+	uint32_t i, end = xp->req.sq_high;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	if (xp->req_entered && sq->cursor == end)
+	if (xp->req.entered && sq->cursor == end)
 		end++;
 	for (i = sq->consumer; i != end; i++) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, i);
@@ -769,21 +769,21 @@ void ur_req_rewind(struct ur_qp *qp)
 		}
 	}
 	sq->cursor = sq->consumer;
-	xp->psn = xp->comp_psn;
-	xp->req_pkt = 0;
-	xp->req_entered = false;
-	xp->req_halted = false;
-	xp->rd_outstanding = 0;
-	xp->noack_pkts = 0;
-	xp->retry_psn = xp->comp_psn;
-	xp->recover_psn = xp->psn_max;
-	xp->rtt_on = false;
-	xp->need_resend = false;
-	xp->resend_active = false;
-	xp->rd_ask_n = 0;	/* what they ask for is asked again */
-	if (head && ur_psn_in_range(xp->comp_psn, head->first_psn,
+	xp->req.psn = xp->comp.psn;
+	xp->req.pkt = 0;
+	xp->req.entered = false;
+	xp->req.halted = false;
+	xp->req.rd_outstanding = 0;
+	xp->req.noack_pkts = 0;
+	xp->comp.retry_psn = xp->comp.psn;
+	xp->comp.recover_psn = xp->req.psn_max;
+	xp->rto.rtt_on = false;
+	xp->resend.need = false;
+	xp->resend.active = false;
+	xp->resend.rd_ask_n = 0;	/* what they ask for is asked again */
+	if (head && ur_psn_in_range(xp->comp.psn, head->first_psn,
 				    head->last_psn))
-		xp->req_pkt = (xp->comp_psn - head->first_psn) & UR_PSN_MASK;
+		xp->req.pkt = (xp->comp.psn - head->first_psn) & UR_PSN_MASK;
 	ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
 	ur_qcnt(xp->qcnt.req, UR_QSTAT_RETRANSMITS, 1);
 }

@@ -57,9 +57,9 @@ void ur_engine_sq_kick(struct ur_qp *qp)
 
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (xp && xp->nic->lazy_doorbell && ur_qp_reliable(qp) &&
-	    qp->state == IBV_QPS_RTS && xp->psn != xp->comp_psn &&
-	    !xp->need_retry && !xp->rnr_wait &&
-	    atomic_load_explicit(&xp->rto_deadline, memory_order_relaxed))
+	    qp->state == IBV_QPS_RTS && xp->req.psn != xp->comp.psn &&
+	    !xp->req.need_retry && !xp->comp.rnr_wait &&
+	    atomic_load_explicit(&xp->tmr.rto_deadline, memory_order_relaxed))
 		return;
 	ur_send_step(qp);
 }

@@ -84,14 +84,14 @@ void ur_timers_fini(struct ur_timers *t)
 
 static uint64_t key_of(const struct ur_qp_xport *xp)
 {
-	return atomic_load_explicit(&xp->tmr_key, memory_order_relaxed);
+	return atomic_load_explicit(&xp->tmr.key, memory_order_relaxed);
 }
 
 static void heap_set(struct ur_timers *t, unsigned int i,
 		     struct ur_qp_xport *xp)
 {
 	t->heap[i] = xp;
-	xp->tmr_pos = i + 1;
+	xp->tmr.pos = i + 1;
 }
 
 static void sift_up(struct ur_timers *t, unsigned int i)
@@ -132,19 +132,19 @@ static void sift_down(struct ur_timers *t, unsigned int i)
 
 static void heap_remove(struct ur_timers *t, struct ur_qp_xport *xp)
 {
-	unsigned int i = xp->tmr_pos - 1;
+	unsigned int i = xp->tmr.pos - 1;
 	struct ur_qp_xport *moved;
 
 	UR_ASSERT_HELD(&t->lock);
 	/* seq_cst: pairs with the key check in ur_timer_arm() */
-	atomic_store(&xp->tmr_key, 0);
-	xp->tmr_pos = 0;
+	atomic_store(&xp->tmr.key, 0);
+	xp->tmr.pos = 0;
 	if (--t->n == i)
 		return;
 	moved = t->heap[t->n];
 	heap_set(t, i, moved);
 	sift_down(t, i);
-	sift_up(t, moved->tmr_pos - 1);
+	sift_up(t, moved->tmr.pos - 1);
 }
 
 /* The QP fires no later than when; a new earliest deadline makes the
@@ -157,16 +157,16 @@ static void heap_place(struct ur_nic *nic, struct ur_qp_xport *xp,
 	uint64_t old_next = t->n ? key_of(t->heap[0]) : 0;
 
 	UR_ASSERT_HELD(&nic->timers.lock);
-	if (xp->tmr_pos) {
+	if (xp->tmr.pos) {
 		if (when >= key_of(xp))
 			return;
-		atomic_store_explicit(&xp->tmr_key, when, memory_order_relaxed);
-		sift_up(t, xp->tmr_pos - 1);
+		atomic_store_explicit(&xp->tmr.key, when, memory_order_relaxed);
+		sift_up(t, xp->tmr.pos - 1);
 	} else {
 		/* ur_timer_attach() reserved the room */
-		atomic_store_explicit(&xp->tmr_key, when, memory_order_relaxed);
+		atomic_store_explicit(&xp->tmr.key, when, memory_order_relaxed);
 		t->heap[t->n] = xp;
-		xp->tmr_pos = ++t->n;
+		xp->tmr.pos = ++t->n;
 		sift_up(t, t->n - 1);
 	}
 	if (key_of(t->heap[0]) != old_next) {
@@ -197,8 +197,8 @@ int ur_timer_attach(struct ur_qp_xport *xp)
 	}
 	if (!rc) {
 		t->users++;
-		xp->tmr_pos = 0;
-		atomic_init(&xp->tmr_key, 0);
+		xp->tmr.pos = 0;
+		atomic_init(&xp->tmr.key, 0);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return rc;
@@ -209,7 +209,7 @@ void ur_timer_detach(struct ur_qp_xport *xp)
 	struct ur_timers *t = &xp->nic->timers;
 
 	pthread_mutex_lock(&t->lock);
-	if (xp->tmr_pos)
+	if (xp->tmr.pos)
 		heap_remove(t, xp);
 	t->users--;
 	atomic_store(&t->next, t->n ? key_of(t->heap[0]) : 0);
@@ -228,7 +228,7 @@ void ur_timer_arm(struct ur_qp_xport *xp, _Atomic uint64_t *slot,
 	 * slot, or this sees its cleared key and puts the QP back itself.
 	 */
 	atomic_store(slot, when);
-	key = atomic_load(&xp->tmr_key);
+	key = atomic_load(&xp->tmr.key);
 	if (key && key <= when)
 		return;
 	pthread_mutex_lock(&t->lock);
@@ -264,9 +264,9 @@ static uint64_t earlier(uint64_t a, uint64_t b)
 
 void ur_timer_rearm(struct ur_qp_xport *xp, bool wake)
 {
-	uint64_t d = earlier(atomic_load(&xp->rto_deadline),
-			     earlier(atomic_load(&xp->rnr_deadline),
-				     atomic_load(&xp->kick_deadline)));
+	uint64_t d = earlier(atomic_load(&xp->tmr.rto_deadline),
+			     earlier(atomic_load(&xp->tmr.rnr_deadline),
+				     atomic_load(&xp->tmr.kick_deadline)));
 
 	if (!d)
 		return;

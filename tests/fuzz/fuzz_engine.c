@@ -1746,7 +1746,7 @@ static void op_inject(void)
 	 * tracked READ reads or writes */
 	if (op != UR_OPC_RC_ACK)
 		w.rd.valid = false;
-	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp_psn;
+	base = ur_op_is_request(op) ? xp->resp.epsn : xp->comp.psn;
 	memset(&f, 0, sizeof(f));
 	f.opcode = op;
 	f.se = flags & 1;

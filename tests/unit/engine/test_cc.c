@@ -30,7 +30,7 @@ static int setup(void **state)
 	t->xp.qp = &t->qp;
 	pthread_mutex_init(&t->qp.sq_lock, NULL);
 	pthread_mutex_lock(&t->qp.sq_lock);
-	t->xp.comp_psn = t->xp.psn = t->xp.psn_max = 0xfffff0; /* wraps */
+	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max = 0xfffff0; /* wraps */
 	ur_cc_reset(&t->xp);
 	*state = t;
 	return 0;
@@ -49,13 +49,13 @@ static int teardown(void **state)
 /* n PSNs sent; the requester's psn_max moves, as ur_req_run() does */
 static void sent(struct ur_qp_xport *xp, uint32_t n)
 {
-	xp->psn = xp->psn_max = ur_psn_add(xp->psn_max, (int32_t)n);
+	xp->req.psn = xp->req.psn_max = ur_psn_add(xp->req.psn_max, (int32_t)n);
 }
 
 /* n PSNs acknowledged, as the completer reports them */
 static void acked(struct ur_qp_xport *xp, uint32_t n)
 {
-	xp->comp_psn = ur_psn_add(xp->comp_psn, (int32_t)n);
+	xp->comp.psn = ur_psn_add(xp->comp.psn, (int32_t)n);
 	ur_cc_acked(xp, n);
 }
 
@@ -63,8 +63,8 @@ static void acked(struct ur_qp_xport *xp, uint32_t n)
  * remembers what it had sent (ur_req_rewind()) */
 static void rewind_to_comp(struct ur_qp_xport *xp)
 {
-	xp->psn = xp->comp_psn;
-	xp->recover_psn = xp->psn_max;
+	xp->req.psn = xp->comp.psn;
+	xp->comp.recover_psn = xp->req.psn_max;
 }
 
 /* A new connection starts small and doubles per window of ACKs: its first
@@ -99,8 +99,8 @@ static void test_one_decrease_per_episode(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 64;
-	xp->ssthresh = UR_WINDOW_PSNS;
+	xp->cc.cwnd = 64;
+	xp->cc.ssthresh = UR_WINDOW_PSNS;
 	sent(xp, 64);
 	ur_cc_loss(xp, UR_CC_NAK);			/* NAK at comp_psn */
 	assert_int_equal(ur_cc_window(xp), 32);
@@ -130,8 +130,8 @@ static void test_resend_takes_a_sixteenth(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 64;
-	xp->ssthresh = UR_WINDOW_PSNS;
+	xp->cc.cwnd = 64;
+	xp->cc.ssthresh = UR_WINDOW_PSNS;
 	sent(xp, 64);
 	ur_cc_loss(xp, UR_CC_RESEND);
 	assert_int_equal(ur_cc_window(xp), 60);
@@ -156,7 +156,7 @@ static void test_timeout_restarts(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 100;
+	xp->cc.cwnd = 100;
 	sent(xp, 100);
 	ur_cc_loss(xp, UR_CC_NAK);
 	assert_int_equal(ur_cc_window(xp), 50);
@@ -174,11 +174,11 @@ static void test_growth_per_ack_bounded(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 8;
+	xp->cc.cwnd = 8;
 	sent(xp, 400);
 	acked(xp, 400);
 	assert_int_equal(ur_cc_window(xp), 16);
-	xp->ssthresh = 16;
+	xp->cc.ssthresh = 16;
 	sent(xp, 400);
 	acked(xp, 400);
 	assert_int_equal(ur_cc_window(xp), 17);
@@ -202,7 +202,7 @@ static void test_rare_loss_takes_an_eighth(void **state)
 	unsigned int i;
 	uint32_t w;
 
-	xp->cwnd = xp->ssthresh = 64;
+	xp->cc.cwnd = xp->cc.ssthresh = 64;
 	for (i = 0; i <= UR_CC_RARE_LOSS_WINDOWS; i++) {
 		sent(xp, 63);
 		acked(xp, 63);
@@ -236,23 +236,23 @@ static void test_spurious_timeout_undone(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 64;
+	xp->cc.cwnd = 64;
 	sent(xp, 40);
 	ur_cc_loss(xp, UR_CC_TIMEOUT);
 	assert_int_equal(ur_cc_window(xp), UR_CWND_MIN);
 	rewind_to_comp(xp);
-	xp->psn = ur_psn_add(xp->psn, UR_CWND_MIN);	/* resent 4 */
+	xp->req.psn = ur_psn_add(xp->req.psn, UR_CWND_MIN);	/* resent 4 */
 	acked(xp, 40);				/* all 40: skip ahead */
 	assert_true(ur_cc_window(xp) >= 64);
-	assert_int_equal(xp->ssthresh, UR_WINDOW_PSNS);
+	assert_int_equal(xp->cc.ssthresh, UR_WINDOW_PSNS);
 
 	/* the same with a NAK inside the episode: a loss for certain */
-	xp->cwnd = 64;
+	xp->cc.cwnd = 64;
 	sent(xp, 40);
 	ur_cc_loss(xp, UR_CC_PROBE);
 	assert_int_equal(ur_cc_window(xp), 20);
 	rewind_to_comp(xp);
-	xp->psn = ur_psn_add(xp->psn, 20);
+	xp->req.psn = ur_psn_add(xp->req.psn, 20);
 	ur_cc_loss(xp, UR_CC_NAK);
 	acked(xp, 40);
 	assert_true(ur_cc_window(xp) <= 21);
@@ -264,7 +264,7 @@ static void test_floor(void **state)
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 	unsigned int i;
 
-	xp->cwnd = UR_CWND_MIN + 1;
+	xp->cc.cwnd = UR_CWND_MIN + 1;
 	for (i = 0; i < 5; i++) {
 		sent(xp, 2);
 		ur_cc_loss(xp, UR_CC_NAK);
@@ -283,8 +283,8 @@ static void test_cnp_cut_once_per_interval(void **state)
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 	uint64_t t = 1000000000ull;
 
-	xp->cwnd = 64;
-	xp->ssthresh = 64;
+	xp->cc.cwnd = 64;
+	xp->cc.ssthresh = 64;
 	sent(xp, 64);
 	assert_true(ur_cc_cnp(xp, t));
 	assert_int_equal(ur_cc_window(xp), 32);
@@ -317,8 +317,8 @@ static void test_cnp_recovery(void **state)
 	uint32_t want = 50, w;
 	unsigned int i;
 
-	xp->cwnd = 100;
-	xp->ssthresh = 100;
+	xp->cc.cwnd = 100;
+	xp->cc.ssthresh = 100;
 	assert_true(ur_cc_cnp(xp, 1000000000ull));
 	assert_int_equal(ur_cc_window(xp), 50);
 	for (i = 0; i < UR_CC_CNP_RECOVERY_STEPS; i++) {
@@ -333,7 +333,7 @@ static void test_cnp_recovery(void **state)
 	sent(xp, w);
 	acked(xp, w);
 	assert_int_equal(ur_cc_window(xp), 100);	/* +1 per window now */
-	assert_true(xp->cc_alpha < UR_CC_ALPHA_ONE);
+	assert_true(xp->cc.alpha < UR_CC_ALPHA_ONE);
 	w = ur_cc_window(xp);
 	assert_true(ur_cc_cnp(xp, 2000000000ull));
 	assert_true(ur_cc_window(xp) > w / 2);
@@ -345,8 +345,8 @@ static void test_cnp_recovery_ends_at_loss(void **state)
 {
 	struct ur_qp_xport *xp = &((struct t_cc *)*state)->xp;
 
-	xp->cwnd = 100;
-	xp->ssthresh = 100;
+	xp->cc.cwnd = 100;
+	xp->cc.ssthresh = 100;
 	assert_true(ur_cc_cnp(xp, 1000000000ull));
 	sent(xp, 50);
 	acked(xp, 50);
@@ -354,7 +354,7 @@ static void test_cnp_recovery_ends_at_loss(void **state)
 	sent(xp, 75);
 	ur_cc_loss(xp, UR_CC_NAK);
 	assert_int_equal(ur_cc_window(xp), 37);
-	assert_int_equal(xp->cc_cnp_steps, 0);
+	assert_int_equal(xp->cc.cnp_steps, 0);
 }
 
 int main(void)

@@ -138,8 +138,8 @@ static void dump(struct t_pair *p)
 	unsigned int i;
 
 	fprintf(stderr, "req psn %u comp %u max %u rd %u cwnd %u; "
-		"resp epsn %u nak %d msg %d\n", xa->psn, xa->comp_psn,
-		xa->psn_max, xa->rd_outstanding, xa->cwnd, xb->resp.epsn,
+		"resp epsn %u nak %d msg %d\n", xa->req.psn, xa->comp.psn,
+		xa->req.psn_max, xa->req.rd_outstanding, xa->cc.cwnd, xb->resp.epsn,
 		xb->resp.nak_sent, xb->resp.msg);
 	for (i = 0; i < UR_NUM_RES; i++)
 		if (xb->resp.res[i].type)
@@ -447,7 +447,7 @@ static void test_gap_run_goes_back(void **state)
 	write_with_losses(p, 3, 4);
 	assert_int_equal(stat(&p->a, UR_STAT_RESENDS) - one0, 1);
 	assert_true(stat(&p->a, UR_STAT_RETRANSMITS) - gbn0 >= 2);
-	assert_true(p->a.qp->xp->peer_drops);
+	assert_true(p->a.qp->xp->resend.peer_drops);
 }
 
 /*
@@ -589,7 +589,7 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 	if (write) {
 		/* every request out at once, as after a long stream; after
 		 * the losses the requester stops inside the second READ */
-		p->a.qp->xp->cwnd = UR_WINDOW_PSNS;
+		p->a.qp->xp->cc.cwnd = UR_WINDOW_PSNS;
 	}
 	for (i = 0; i < nreads + write; i++) {
 		struct ur_send_wqe *w = wqe_new(&p->a, i < nreads ?

@@ -83,7 +83,7 @@ static void test_regress_modify_excluded_by_rx_lock(void **state)
 	assert_int_equal(state_of(p->s[1].qp), IBV_QPS_RTS);
 	pthread_mutex_lock(rx_lock);
 	assert_int_equal(qp1->xp->resp.epsn, j.o.psn[0]);
-	assert_int_equal(qp1->xp->psn, j.o.psn[1]);
+	assert_int_equal(qp1->xp->req.psn, j.o.psn[1]);
 	pthread_mutex_unlock(rx_lock);
 	/* and it works */
 	assert_int_equal(te_post_recv(&p->s[1], 1, 0, 64), 0);

@@ -69,8 +69,8 @@ static int teardown(void **state)
 
 static _Atomic uint64_t *slot_of(struct ur_qp_xport *xp, unsigned int k)
 {
-	return k == 0 ? &xp->rto_deadline :
-	       k == 1 ? &xp->rnr_deadline : &xp->kick_deadline;
+	return k == 0 ? &xp->tmr.rto_deadline :
+	       k == 1 ? &xp->tmr.rnr_deadline : &xp->tmr.kick_deadline;
 }
 
 static uint64_t earliest(struct ur_qp_xport *xp)
@@ -179,9 +179,9 @@ static void test_timer_model(void **state)
 				ur_timer_disarm(slot_of(&t->xp[i], k));
 			else if (rand() % 20 == 0) {
 				ur_timer_detach(&t->xp[i]);
-				atomic_store(&t->xp[i].rto_deadline, 0);
-				atomic_store(&t->xp[i].rnr_deadline, 0);
-				atomic_store(&t->xp[i].kick_deadline, 0);
+				atomic_store(&t->xp[i].tmr.rto_deadline, 0);
+				atomic_store(&t->xp[i].tmr.rnr_deadline, 0);
+				atomic_store(&t->xp[i].tmr.kick_deadline, 0);
 				t->attached[i] = false;
 			}
 		}
@@ -200,8 +200,8 @@ static void test_timer_only_due(void **state)
 	unsigned int i;
 
 	for (i = 0; i < NQP; i++)
-		ur_timer_arm(&t->xp[i], &t->xp[i].rto_deadline, 1000000 + i);
-	ur_timer_arm(&t->xp[7], &t->xp[7].kick_deadline, 10);
+		ur_timer_arm(&t->xp[i], &t->xp[i].tmr.rto_deadline, 1000000 + i);
+	ur_timer_arm(&t->xp[7], &t->xp[7].tmr.kick_deadline, 10);
 	assert_int_equal(ur_timer_next(&t->nic), 10);
 	assert_int_equal(expire(t, 100), 1);
 	assert_int_equal(ur_timer_next(&t->nic), 1000000);
@@ -209,10 +209,10 @@ static void test_timer_only_due(void **state)
 	assert_int_equal(ur_timer_next(&t->nic), 1000000 + 100);
 	/* a deadline moved later keeps the old key: the QP pops early,
 	 * with nothing due, and goes back with its real deadline */
-	ur_timer_arm(&t->xp[500], &t->xp[500].rto_deadline, 5000000);
+	ur_timer_arm(&t->xp[500], &t->xp[500].tmr.rto_deadline, 5000000);
 	assert_int_equal(expire(t, 1000000 + 500), 401);
-	assert_int_equal(atomic_load(&t->xp[500].rto_deadline), 5000000);
-	assert_true(t->xp[500].tmr_pos != 0);
+	assert_int_equal(atomic_load(&t->xp[500].tmr.rto_deadline), 5000000);
+	assert_true(t->xp[500].tmr.pos != 0);
 }
 
 /*
@@ -271,22 +271,22 @@ static void test_regress_arm_wakes_thread_only_by_deadline(void **state)
 
 	/* awake: it reads the heap before it sleeps */
 	atomic_store(&t->nic.sleep_until, 0);
-	ur_timer_arm(&t->xp[0], &t->xp[0].rto_deadline, now + 3000000000ull);
+	ur_timer_arm(&t->xp[0], &t->xp[0].tmr.rto_deadline, now + 3000000000ull);
 	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep until before the new deadline: it looks again by then */
 	atomic_store(&t->nic.sleep_until, now + 1000000000ull);
-	ur_timer_arm(&t->xp[1], &t->xp[1].rto_deadline, now + 2000000000ull);
+	ur_timer_arm(&t->xp[1], &t->xp[1].tmr.rto_deadline, now + 2000000000ull);
 	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep for longer (or with no timeout): woken by the deadline */
 	atomic_store(&t->nic.sleep_until, UINT64_MAX);
 	when = now + 500000000ull;
-	ur_timer_arm(&t->xp[2], &t->xp[2].rto_deadline, when);
+	ur_timer_arm(&t->xp[2], &t->xp[2].tmr.rto_deadline, when);
 	assert_timerfd_at(t, when);
 	assert_false(woken_now(t));
 	/* a deadline that is not the earliest changes nothing */
-	ur_timer_arm(&t->xp[3], &t->xp[3].rto_deadline, when + 1000);
+	ur_timer_arm(&t->xp[3], &t->xp[3].tmr.rto_deadline, when + 1000);
 	assert_timerfd_at(t, when);
 	assert_int_equal(atomic_load(&t->nic.cnt.stat[UR_STAT_TIMER_WAKEUPS]),
 			 1);
