@@ -7,7 +7,9 @@
  *
  * A thread domain is the application's promise that the objects of a
  * parent domain naming it are used by one thread at a time. We accept the
- * promise and keep our locks (nothing relies on it yet).
+ * promise and keep our locks: the application's threads are not the only
+ * ones that take a QP's send lock, the NIC's progress thread does too
+ * (docs/features.md, "Thread and parent domains", has the measurement).
  *
  * A parent domain (man ibv_alloc_parent_domain) is an ibv_pd that stands
  * for its PD in every protection check (ur_pd_prot) and may carry

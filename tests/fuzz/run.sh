@@ -4,7 +4,7 @@
 # one for a bounded time.
 # Usage: tests/fuzz/run.sh [wire|engine] [seconds] [libFuzzer args...]
 #   wire:   the packet parser and codec, seeded from the repository's
-#           captures (tests/data/pcaps)
+#           captures (tests/data/pcaps) and tests/fuzz/corpus/wire
 #   engine: live QPs driven by packets and verbs calls (fuzz_engine.c),
 #           seeded from tests/fuzz/corpus/engine
 # Seconds default to 60. New inputs go to <build>/corpus/<target> (the
@@ -35,7 +35,8 @@ mkdir -p "$corpus" "$artifacts"
 seeds=()
 if [[ $target == wire ]]; then
 	"$build/tests/fuzz/fuzz_seed" "$corpus" "$repo"/tests/data/pcaps/*.pcap
-else
+fi
+if [[ -d $repo/tests/fuzz/corpus/$target ]]; then
 	seeds=("$repo/tests/fuzz/corpus/$target")
 fi
 # libFuzzer exits 77 on a crash by default, which the test script reads as

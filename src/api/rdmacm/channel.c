@@ -7,6 +7,7 @@
  * and their counts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,28 +139,87 @@ UR_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 /*
  * Programs such as rping destroy the channel while their event thread may
- * be about to call rdma_get_cm_event on it again. The last few destroyed
- * channels therefore stay allocated with their fd open and silent: such a
- * late call blocks, as it would have had it come a moment earlier, instead
- * of reading freed memory or a reused fd.
+ * be about to call rdma_get_cm_event on it again, or sleeps in it. So a
+ * destroyed channel's memory is never freed: such a late call blocks, as
+ * it would have had it come a moment earlier (or gets EAGAIN on a
+ * non-blocking fd), and never reads freed memory or another channel's
+ * events. The last RETIRED_CHANNELS destroyed keep their own fd, silent,
+ * for a late poll() on it; an older one has its fd closed and its number
+ * pointed at one shared fd that never signals (one blocking, one not, as
+ * the channel's was), so that a process that makes channels without end
+ * keeps a few dozen bytes per channel but no fd. A channel whose fd a
+ * thread is waiting on keeps it until that thread is gone, since the
+ * thread read the number before it slept.
  */
 #define RETIRED_CHANNELS 16
 
+static struct cma_chan *retired[RETIRED_CHANNELS];	/* cma.lock */
+static unsigned int retired_next;
+static struct ur_list buried = { &buried, &buried };	/* fd shared */
+static struct ur_list sleeping = { &sleeping, &sleeping }; /* fd kept */
+static int silent_fd[2] = { -1, -1 };	/* blocking, O_NONBLOCK */
+
+/* The shared silent fd of a channel whose fd had these flags; -1 if
+ * none can be opened (the channel then keeps its own). cma.lock. */
+static int silent_fd_for(int fl)
+{
+	int nb = fl >= 0 && (fl & O_NONBLOCK);
+
+	if (silent_fd[nb] < 0) {
+		int fd = ur_evcount_open();
+
+		if (fd >= 0 && nb && fcntl(fd, F_SETFL, O_NONBLOCK)) {
+			close(fd);
+			fd = -1;
+		}
+		silent_fd[nb] = fd;
+	}
+	return silent_fd[nb];
+}
+
+/* A destroyed channel out of the retired ring. cma.lock. */
+static void chan_bury(struct cma_chan *c)
+{
+	int fd;
+
+	if (c->waiters) {
+		ur_list_add_tail(&sleeping, &c->retired);
+		return;
+	}
+	fd = silent_fd_for(fcntl(c->ch.fd, F_GETFL));
+	if (fd < 0) {
+		ur_list_add_tail(&sleeping, &c->retired);
+		return;
+	}
+	close(c->ch.fd);
+	c->ch.fd = fd;
+	ur_list_add_tail(&buried, &c->retired);
+}
+
 UR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	static struct cma_chan *retired[RETIRED_CHANNELS];
-	static unsigned int next;
+	struct ur_list *pos, *tmp;
 	struct cma_chan *old;
 
 	if (!channel)
 		return;
 	pthread_mutex_lock(&cma.lock);
-	old = retired[next];
-	retired[next] = to_cma_chan(channel);
-	next = (next + 1) % RETIRED_CHANNELS;
-	pthread_mutex_unlock(&cma.lock);
+	/* those a sleeper kept from being buried: is it gone now? */
+	ur_list_for_each_safe(pos, tmp, &sleeping) {
+		struct cma_chan *c = ur_list_entry(pos, struct cma_chan,
+						   retired);
+
+		if (!c->waiters) {
+			ur_list_del(&c->retired);
+			chan_bury(c);
+		}
+	}
+	old = retired[retired_next];
+	retired[retired_next] = to_cma_chan(channel);
+	retired_next = (retired_next + 1) % RETIRED_CHANNELS;
 	if (old)
-		cma_chan_free(old);
+		chan_bury(old);
+	pthread_mutex_unlock(&cma.lock);
 }
 
 UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
@@ -167,19 +227,23 @@ UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 {
 	struct cma_chan *c;
 	struct cma_event *e;
-	int ret;
+	int ret, fd;
 
 	if (!channel || !event)
 		return cma_err(EINVAL);
 	c = to_cma_chan(channel);
-	for (;;) {
-		pthread_mutex_lock(&cma.lock);
-		if (!ur_list_empty(&c->events))
-			break;
+	pthread_mutex_lock(&cma.lock);
+	while (ur_list_empty(&c->events)) {
+		fd = c->ch.fd;
+		c->waiters++;
 		pthread_mutex_unlock(&cma.lock);
-		ret = ur_evcount_wait(c->ch.fd);
-		if (ret && ret != -EINTR)
+		ret = ur_evcount_wait(fd);
+		pthread_mutex_lock(&cma.lock);
+		c->waiters--;
+		if (ret && ret != -EINTR) {
+			pthread_mutex_unlock(&cma.lock);
 			return cma_err(-ret);	/* EAGAIN on a non-blocking fd */
+		}
 	}
 	e = ur_list_first(&c->events, struct cma_event, node);
 	ur_list_del(&e->node);

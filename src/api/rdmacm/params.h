@@ -27,8 +27,13 @@
 
 /* A REQ to a loopback address nobody has published yet waits this long
  * for a listener that is about to appear (msg.c, cma_send_req), looking
- * again every UR_CM_RV_POLL_NS. */
-#define UR_CM_RV_WAIT_NS (500ULL * 1000000)
+ * again every UR_CM_RV_POLL_NS. A server and a client started together
+ * on a loaded machine (two CPU hogs, six rping pairs at once) had the
+ * server listen up to 0.56 s after the client's rdma_connect (27 of 60
+ * clients waited at all; with a 0.5 s wait, 7 of 60 were refused): 2 s
+ * is about 4 times that, and what a client of a port nobody listens on
+ * waits for its REJECTED. */
+#define UR_CM_RV_WAIT_NS (2000ULL * 1000000)
 #define UR_CM_RV_POLL_NS (20ULL * 1000000)
 
 /* At exit, the last DREQs get this long to be answered (struct

@@ -94,6 +94,10 @@ struct cma_chan {
 	struct rdma_event_channel ch;	/* fd: eventfd, one count per queued event */
 	struct ur_list events;		/* struct cma_event, oldest first */
 	bool internal;			/* a synchronous id's own channel */
+	/* cma.lock: threads in rdma_get_cm_event's wait, which read the fd
+	 * before they slept; a destroyed channel keeps its fd while any */
+	unsigned int waiters;
+	struct ur_list retired;		/* cma.lock: in the list of the dead */
 };
 
 struct cma_event {

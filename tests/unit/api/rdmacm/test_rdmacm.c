@@ -7,7 +7,8 @@
  *    O_NONBLOCK gives EAGAIN, events carry the id, listen id and param;
  *  - a peer that dies after receiving our REQ gives UNREACHABLE
  *    (-ETIMEDOUT) within the CM timeout, never a hang;
- *  - no listener: REJECTED with reason 8 (invalid service ID);
+ *  - no listener: REJECTED with reason 8 (invalid service ID); a
+ *    listener that appears 1.2 s after the connect gets the REQ;
  *  - rdma_reject with private data: REJECTED, reason 28, the bytes arrive;
  *  - accept: both ids ESTABLISHED with the private data of REQ and REP,
  *    the QPs in RTS with each side's SQ PSN the other's RQ PSN, a SEND
@@ -16,6 +17,8 @@
  *    destination of two IP families: EINVAL, as the kernel answers;
  *  - rdma_destroy_id dropping an event that a thread blocked in
  *    rdma_get_cm_event is waking up for: neither hangs;
+ *  - rdma_get_cm_event on a channel destroyed long ago returns no event
+ *    and reads no freed memory;
  *  - 2000 connect/disconnect cycles leave no file descriptor and no
  *    allocated memory behind.
  */
@@ -272,6 +275,47 @@ static void test_no_listener(void **state)
 	rdma_ack_cm_event(ev);
 	rdma_destroy_qp(cl);
 	assert_int_equal(rdma_destroy_id(cl), 0);
+}
+
+/*
+ * Regression: a REQ to a loopback address and port that nobody has
+ * published yet waited 0.5 s for a listener, then was REJECTED (reason
+ * 8). A server and a client started together on a loaded machine (CI,
+ * e2e pairs with a CPU hog beside them) had the server listen up to
+ * 0.6 s after the client's rdma_connect, and about 1 client in 10 was
+ * refused. Here the listener appears 1.2 s after the connect: the REQ
+ * must reach it (our REJ with private data comes back, not reason 8).
+ */
+#define LATE_LISTENER_MS 1200
+
+static void test_regress_listener_after_connect(void **state)
+{
+	uint16_t p = port(), want = p;
+	struct rdma_cm_id *cl = resolved(p), *l;
+	struct rdma_cm_event *ev;
+
+	make_qp(cl);
+	assert_int_equal(rdma_connect(cl, NULL), 0);
+	usleep(LATE_LISTENER_MS * 1000);
+	l = listener(&p);
+	if (p != want) {	/* another process holds it: not this test */
+		rdma_destroy_qp(cl);
+		assert_int_equal(rdma_destroy_id(cl), 0);
+		assert_int_equal(rdma_destroy_id(l), 0);
+		skip();
+	}
+	ev = expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, l);
+	assert_int_equal(rdma_reject(ev->id, "later", 6), 0);
+	rdma_ack_cm_event(ev);
+	ev = expect(RDMA_CM_EVENT_REJECTED);
+	assert_ptr_equal(ev->id, cl);
+	assert_int_equal(ev->status, 28);	/* ours, not "no listener" */
+	assert_string_equal(ev->param.conn.private_data, "later");
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(cl);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
 }
 
 static void test_reject_private_data(void **state)
@@ -625,6 +669,98 @@ static void test_regress_destroy_races_get_event(void **state)
 	rdma_destroy_event_channel(race_ch);
 }
 
+/*
+ * Regression: a destroyed channel stayed allocated only until 16 more
+ * were destroyed; a late rdma_get_cm_event on it after that read freed
+ * memory (ASan: heap-use-after-free; else, once the memory held a new
+ * channel, it took that channel's events). Two late readers: one asleep
+ * in the call when its channel goes and woken by a signal after 40 more
+ * channels went, one calling only then, on a channel whose fd it made
+ * non-blocking. Neither may return an event, the first keeps sleeping,
+ * the second gets EAGAIN; the live channel keeps its event.
+ */
+#define LATE_CHANNELS 40
+
+static atomic_int late_returned;
+
+static void late_wake(int sig)
+{
+	(void)sig;
+}
+
+static void *late_reader(void *arg)
+{
+	struct rdma_event_channel *c = arg;
+	struct rdma_cm_event *ev;
+
+	rdma_get_cm_event(c, &ev);	/* must never return */
+	atomic_store(&late_returned, 1);
+	return NULL;
+}
+
+/* A channel with an id made and destroyed on it, its fd non-blocking. */
+static struct rdma_event_channel *used_channel(void)
+{
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+
+	assert_non_null(c);
+	assert_int_equal(fcntl(c->fd, F_SETFL,
+			       fcntl(c->fd, F_GETFL) | O_NONBLOCK), 0);
+	assert_int_equal(rdma_create_id(c, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	return c;
+}
+
+static void test_regress_late_get_event_old_channel(void **state)
+{
+	struct sockaddr_storage a = lo_addr(port());
+	struct rdma_event_channel *asleep, *late, *live;
+	struct sigaction sa = { .sa_handler = late_wake };
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct pollfd pfd;
+	pthread_t t;
+	int i;
+
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	alarm(40);	/* a late call that blocks: killed, not a hang */
+	asleep = rdma_create_event_channel();
+	assert_non_null(asleep);
+	assert_int_equal(pthread_create(&t, NULL, late_reader, asleep), 0);
+	usleep(50000);
+	rdma_destroy_event_channel(asleep);
+	late = used_channel();
+	rdma_destroy_event_channel(late);
+	for (i = 0; i < LATE_CHANNELS; i++)
+		rdma_destroy_event_channel(used_channel());
+
+	/* a live channel with an event waiting, likely in freed memory */
+	live = used_channel();
+	assert_int_equal(rdma_create_id(live, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a,
+					   2000), 0);
+	pfd = (struct pollfd){ .fd = live->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, EV_TIMEOUT_MS), 1);
+
+	/* the sleeper wakes (EINTR), finds its channel gone, sleeps again */
+	pthread_kill(t, SIGUSR1);
+	usleep(100000);
+	assert_int_equal(atomic_load(&late_returned), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(late, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+
+	assert_int_equal(rdma_get_cm_event(live, &ev), 0);
+	assert_ptr_equal(ev->id, id);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(live);
+	alarm(0);
+	pthread_detach(t);	/* asleep until the process ends */
+}
+
 /* Bytes the process has allocated with malloc (0 where a sanitizer
  * replaces malloc: its leak checker covers that build). */
 static size_t heap_in_use(void)
@@ -671,8 +807,10 @@ int main(void)
 		cmocka_unit_test(test_regress_family_mismatch),
 		cmocka_unit_test(test_family_mismatch_corners),
 		cmocka_unit_test(test_regress_destroy_races_get_event),
+		cmocka_unit_test(test_regress_late_get_event_old_channel),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_listener),
+		cmocka_unit_test(test_regress_listener_after_connect),
 		cmocka_unit_test(test_reject_private_data),
 		cmocka_unit_test(test_connect_send_disconnect),
 		cmocka_unit_test(test_regress_ipv6_loopback),
