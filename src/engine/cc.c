@@ -267,8 +267,8 @@ void ur_cc_pace_start(struct ur_qp_xport *xp)
 		if (add >= (unsigned __int128)(burst + pkt))
 			xp->cc.pace_credit = (int64_t)burst;
 		else
-			xp->cc.pace_credit = UR_MIN(xp->cc.pace_credit + (int64_t)add,
-						 (int64_t)burst);
+			xp->cc.pace_credit = UR_MIN(
+			    xp->cc.pace_credit + (int64_t)add, (int64_t)burst);
 	}
 	xp->cc.pace_ns = now;
 	xp->cc.pace_rate = rate;
@@ -310,8 +310,9 @@ bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes)
  */
 static uint64_t probe_interval(const struct ur_qp_xport *xp)
 {
-	uint64_t ns = xp->rto.srtt_ns ? UR_MAX(3 * xp->rto.srtt_ns, UR_PROBE_MIN_NS) :
-				    UR_PROBE_INIT_NS;
+	uint64_t ns = xp->rto.srtt_ns
+			  ? UR_MAX(3 * xp->rto.srtt_ns, UR_PROBE_MIN_NS)
+			  : UR_PROBE_INIT_NS;
 
 	return ns << UR_MIN(xp->rto.probe_backoff, UR_PROBE_MAX_BACKOFF);
 }

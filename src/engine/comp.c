@@ -101,7 +101,8 @@ static enum ur_comp_state comp_get_wqe(struct ur_comp_ctx *c)
 {
 	bool ack = c->pkt->opcode == UR_OPC_RC_ACK;
 
-	if (ur_psn_diff(c->pkt->psn, ack ? c->xp->req.psn_max : c->xp->req.psn) >= 0)
+	if (ur_psn_diff(c->pkt->psn,
+			ack ? c->xp->req.psn_max : c->xp->req.psn) >= 0)
 		return UR_COMP_DONE;	/* a PSN never sent */
 	c->idx = c->qp->sq.consumer;
 	return UR_COMP_CHECK_PSN;
@@ -324,7 +325,8 @@ void ur_comp_advanced(struct ur_comp_ctx *c)
 	if (xp->rto.rtt_on && ur_psn_after(xp->comp.psn, xp->rto.rtt_psn)) {
 		uint64_t rtt = ur_now_ns() - xp->rto.rtt_t0;
 
-		xp->rto.srtt_ns = xp->rto.srtt_ns ? (7 * xp->rto.srtt_ns + rtt) / 8 : rtt;
+		xp->rto.srtt_ns =
+		    xp->rto.srtt_ns ? (7 * xp->rto.srtt_ns + rtt) / 8 : rtt;
 		xp->rto.rtt_on = false;
 		xp->rto.probe_backoff = 0;
 	}
@@ -347,7 +349,8 @@ static bool comp_selective(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
-	if (xp->resend.peer_drops && ++xp->resend.drops_naks >= UR_RESEND_RETRY_NAKS)
+	if (xp->resend.peer_drops &&
+	    ++xp->resend.drops_naks >= UR_RESEND_RETRY_NAKS)
 		xp->resend.peer_drops = false;
 	return !xp->resend.peer_drops && c->syn == UR_AETH_NAK_PSN_SEQ &&
 	       !wqe_is_rd_atomic(c->wqe) &&
@@ -395,7 +398,8 @@ static enum ur_comp_state comp_retry(struct ur_comp_ctx *c)
 {
 	struct ur_qp_xport *xp = c->xp;
 
-	if (xp->comp.rnr_wait || (xp->comp.retry_psn == xp->comp.psn && xp->req.need_retry))
+	if (xp->comp.rnr_wait ||
+	    (xp->comp.retry_psn == xp->comp.psn && xp->req.need_retry))
 		return UR_COMP_DONE;
 	if (c->gap && ur_psn_before(xp->comp.psn, xp->comp.recover_psn))
 		return UR_COMP_DONE;
@@ -444,7 +448,7 @@ static enum ur_comp_state comp_rnr(struct ur_comp_ctx *c)
 	xp->comp.rnr_wait = true;
 	xp->req.need_retry = true;
 	ur_timer_disarm(&xp->tmr.rto_deadline);
-	xp->rto.iba_deadline = 0;	/* the responder answered: not a timeout */
+	xp->rto.iba_deadline = 0; /* the responder answered: not a timeout */
 	ur_timer_arm(xp, &xp->tmr.rnr_deadline,
 		     ur_now_ns() + 1000ull * rnr_usec[c->syn & 0x1f]);
 	return UR_COMP_DONE;

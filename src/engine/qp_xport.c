@@ -169,7 +169,8 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 			xp->resp.nak_sent = false;
 		}
 		if (attr_mask & IBV_QP_SQ_PSN) {
-			xp->req.psn = xp->comp.psn = qp->attr.sq_psn & UR_PSN_MASK;
+			xp->req.psn = xp->comp.psn =
+			    qp->attr.sq_psn & UR_PSN_MASK;
 			xp->comp.retry_psn = xp->comp.psn;
 			xp->req.psn_max = xp->comp.recover_psn = xp->comp.psn;
 			xp->cc.recover_psn = xp->comp.psn;

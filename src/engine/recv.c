@@ -66,7 +66,8 @@ static bool rx_in_sequence(struct ur_qp *qp, const struct ur_pkt *pkt)
 		return pkt->psn == xp->resp.epsn;
 	pthread_mutex_lock(&qp->sq_lock);
 	ok = xp->req.psn != xp->comp.psn &&
-	     ur_psn_in_range(pkt->psn, xp->comp.psn, ur_psn_add(xp->req.psn, -1));
+	     ur_psn_in_range(pkt->psn, xp->comp.psn,
+			     ur_psn_add(xp->req.psn, -1));
 	pthread_mutex_unlock(&qp->sq_lock);
 	return ok;
 }

@@ -284,9 +284,9 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	bool last = xp->req.pkt + 1 == wqe->npkts;
 	/* the last packet the window lets out asks for an ACK too: if the
 	 * packets after it never come, nothing else would */
-	bool ackreq = ur_qp_reliable(qp) &&
-		      want_ackreq(xp, last || window_full(xp,
-							  ur_psn_inc(xp->req.psn)));
+	bool ackreq =
+	    ur_qp_reliable(qp) &&
+	    want_ackreq(xp, last || window_full(xp, ur_psn_inc(xp->req.psn)));
 
 	if (req_write_pkt(qp, wqe, xp->req.pkt, xp->req.psn, ackreq)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
@@ -366,8 +366,10 @@ static void req_read_asks(struct ur_qp *qp)
 	struct ur_qp_xport *xp = qp->xp;
 
 	for (unsigned int a = 0; a < xp->resend.rd_ask_n; a++) {
-		uint32_t psn = xp->resend.rd_ask[a].psn, end = xp->resend.rd_ask[a].end;
-		struct ur_send_wqe *w = ur_wq_slot(&qp->sq, xp->resend.rd_ask[a].idx);
+		uint32_t psn = xp->resend.rd_ask[a].psn,
+			 end = xp->resend.rd_ask[a].end;
+		struct ur_send_wqe *w =
+		    ur_wq_slot(&qp->sq, xp->resend.rd_ask[a].idx);
 
 		if (ur_psn_before(psn, xp->comp.psn) ||
 		    !ur_psn_before(end, xp->req.psn) ||
@@ -498,7 +500,8 @@ static bool req_enter(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	if (!xp->req.pkt) {
 		wqe->npkts = wqe_npkts(xp, wqe);
 		wqe->first_psn = xp->req.psn;
-		wqe->last_psn = ur_psn_add(xp->req.psn, (int32_t)wqe->npkts - 1);
+		wqe->last_psn =
+		    ur_psn_add(xp->req.psn, (int32_t)wqe->npkts - 1);
 		wqe->sent = 0;
 		/* an atomic's result is 8 bytes: any other buffer is a
 		 * length error, found before its key is (mlx5 says
@@ -613,7 +616,8 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	enum ibv_wc_status st;
 	bool rd_atomic;
 
-	if (qp->sq.cursor - qp->sq.consumer >= xp->req.sq_high - qp->sq.consumer &&
+	if (qp->sq.cursor - qp->sq.consumer >=
+		xp->req.sq_high - qp->sq.consumer &&
 	    !xp->req.entered && !xp->req.pkt)
 		wqe->state = UR_WQE_POSTED;	/* a fresh slot */
 	if (wqe->state == UR_WQE_DONE) {
@@ -644,7 +648,8 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		if (wqe->opcode == IBV_WR_LOCAL_INV &&
 		    qp->sq.consumer != qp->sq.cursor)
 			return false;	/* waits for every prior WQE */
-		if ((wqe->send_flags & IBV_SEND_FENCE) && xp->req.rd_outstanding)
+		if ((wqe->send_flags & IBV_SEND_FENCE) &&
+		    xp->req.rd_outstanding)
 			return false;
 		st = req_local_op(qp, wqe);
 		if (st != IBV_WC_SUCCESS) {

@@ -36,7 +36,8 @@ static int setup(void **state)
 	assert_int_equal(ur_timer_attach(&t->xp), 0);
 	pthread_mutex_init(&t->qp.sq_lock, NULL);
 	pthread_mutex_lock(&t->qp.sq_lock);
-	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max = 0xfffff0; /* wraps */
+	t->xp.comp.psn = t->xp.req.psn = t->xp.req.psn_max =
+	    0xfffff0; /* wraps */
 	ur_cc_reset(&t->xp);
 	*state = t;
 	return 0;
@@ -517,7 +518,7 @@ static void test_pace_slow_rate(void **state)
 	xp->cc.cwnd = UR_CWND_MIN;
 	xp->cc.ssthresh = UR_CWND_MIN;
 	ur_cc_pace_start(xp);
-	assert_true(xp->cc.pace_rate < 1000000);	/* a packet takes > 4 ms */
+	assert_true(xp->cc.pace_rate < 1000000); /* a packet takes > 4 ms */
 	/* a cap of two packets, and one more into debt */
 	assert_int_equal(paced_burst(xp, pkt), 3);
 	wait = atomic_load(&xp->tmr.kick_deadline) - xp->cc.pace_ns;

@@ -137,9 +137,11 @@ static void dump(struct t_pair *p)
 	struct ur_qp_xport *xa = p->a.qp->xp, *xb = p->b.qp->xp;
 	unsigned int i;
 
-	fprintf(stderr, "req psn %u comp %u max %u rd %u cwnd %u; "
-		"resp epsn %u nak %d msg %d\n", xa->req.psn, xa->comp.psn,
-		xa->req.psn_max, xa->req.rd_outstanding, xa->cc.cwnd, xb->resp.epsn,
+	fprintf(stderr,
+		"req psn %u comp %u max %u rd %u cwnd %u; "
+		"resp epsn %u nak %d msg %d\n",
+		xa->req.psn, xa->comp.psn, xa->req.psn_max,
+		xa->req.rd_outstanding, xa->cc.cwnd, xb->resp.epsn,
 		xb->resp.nak_sent, xb->resp.msg);
 	for (i = 0; i < UR_NUM_RES; i++)
 		if (xb->resp.res[i].type)

@@ -200,7 +200,8 @@ static void test_timer_only_due(void **state)
 	unsigned int i;
 
 	for (i = 0; i < NQP; i++)
-		ur_timer_arm(&t->xp[i], &t->xp[i].tmr.rto_deadline, 1000000 + i);
+		ur_timer_arm(&t->xp[i], &t->xp[i].tmr.rto_deadline,
+			     1000000 + i);
 	ur_timer_arm(&t->xp[7], &t->xp[7].tmr.kick_deadline, 10);
 	assert_int_equal(ur_timer_next(&t->nic), 10);
 	assert_int_equal(expire(t, 100), 1);
@@ -271,12 +272,14 @@ static void test_regress_arm_wakes_thread_only_by_deadline(void **state)
 
 	/* awake: it reads the heap before it sleeps */
 	atomic_store(&t->nic.sleep_until, 0);
-	ur_timer_arm(&t->xp[0], &t->xp[0].tmr.rto_deadline, now + 3000000000ull);
+	ur_timer_arm(&t->xp[0], &t->xp[0].tmr.rto_deadline,
+		     now + 3000000000ull);
 	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep until before the new deadline: it looks again by then */
 	atomic_store(&t->nic.sleep_until, now + 1000000000ull);
-	ur_timer_arm(&t->xp[1], &t->xp[1].tmr.rto_deadline, now + 2000000000ull);
+	ur_timer_arm(&t->xp[1], &t->xp[1].tmr.rto_deadline,
+		     now + 2000000000ull);
 	assert_timerfd_at(t, 0);
 	assert_false(woken_now(t));
 	/* asleep for longer (or with no timeout): woken by the deadline */
