@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Congestion window and retransmission timing of an RC requester: how
- * many PSNs may be unacknowledged (ur_cc_window), how a loss shrinks the
+ * many PSNs may be unacknowledged (ur_cc_window, ur_cc_window_full) and
+ * which packets ask for an ACK (ur_cc_want_ackreq), how a loss shrinks the
  * window and ACKs grow it back, and when the retransmit deadline (the QP's
  * timeout and the recovery probe) fires. The requester reads the window;
  * the completer reports ACKs and losses. All under qp->sq_lock.
@@ -93,6 +94,48 @@ uint32_t ur_cc_window(const struct ur_qp_xport *xp)
 		w = UR_MIN(w, share);
 	}
 	return w;
+}
+
+/*
+ * While one packet is resent alone (comp_selective()), the window counts
+ * from where the requester was when the NAK came: the responder keeps
+ * what was sent before, which has left the network as surely as what it
+ * acknowledged (TCP's SACKed packets, without the SACK).
+ */
+bool ur_cc_window_full(const struct ur_qp_xport *xp, uint32_t psn)
+{
+	uint32_t base = xp->comp.psn;
+	int32_t out;
+
+	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
+		return true;	/* what the responder can keep */
+	if (xp->resend.active && xp->resend.ok &&
+	    ur_psn_after(xp->resend.base, base))
+		base = xp->resend.base;
+	out = ur_psn_diff(psn, base);
+	/* READ responses placed past a lost one have arrived (comp_read.c);
+	 * after a go-back-N, once the requests for them are sent again */
+	if (base == xp->comp.psn && !ur_psn_before(psn, xp->comp.rd_high))
+		out -= (int32_t)xp->comp.rd_seen_n;
+	return out >= (int32_t)ur_cc_window(xp);
+}
+
+/*
+ * AckReq on the last packet of a message, on the last one the window lets
+ * out, and every UR_ACKREQ_EVERY packets, or every half window when the
+ * window is smaller: with a small window (after a loss) one lost ACK or
+ * one lost tail packet would otherwise stall the QP until the probe.
+ */
+bool ur_cc_want_ackreq(struct ur_qp_xport *xp, bool last)
+{
+	uint32_t every = UR_MAX(UR_MIN(ur_cc_window(xp) / 2, UR_ACKREQ_EVERY),
+				1u);
+
+	if (last || ++xp->req.noack_pkts >= every) {
+		xp->req.noack_pkts = 0;
+		return true;
+	}
+	return false;
 }
 
 void ur_cc_loss(struct ur_qp_xport *xp, enum ur_cc_signal sig)

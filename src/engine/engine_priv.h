@@ -552,6 +552,10 @@ void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,
 /* cc.c: window and retransmit deadline (sq_lock held). */
 void ur_cc_reset(struct ur_qp_xport *xp);	/* a new connection */
 uint32_t ur_cc_window(const struct ur_qp_xport *xp);
+/* Whether sending PSN psn would overrun the window; whether the next
+ * packet (the last of its message: last) asks for an ACK. */
+bool ur_cc_window_full(const struct ur_qp_xport *xp, uint32_t psn);
+bool ur_cc_want_ackreq(struct ur_qp_xport *xp, bool last);
 /* What found a loss: a NAK or a gap in the responses, a recovery probe
  * that found nothing moving, the QP's timeout. */
 enum ur_cc_signal {

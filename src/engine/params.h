@@ -61,7 +61,7 @@
 #define UR_READ_CHUNK_PKTS 64
 /* READ responses placed past a lost one are marked by PSN in a ring this
  * long (comp_read.c), a power of two: the window keeps requests within two
- * windows of the oldest missing response (req.c, window_full()), and a
+ * windows of the oldest missing response (cc.c, ur_cc_window_full()), and a
  * response further ahead makes the completer go back N instead. */
 #define UR_RD_SEEN_PSNS (2 * UR_WINDOW_PSNS)
 /* The window of a new connection, grown by slow start: a first burst of

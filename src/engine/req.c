@@ -193,48 +193,6 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 	return idx == n - 1 ? UR_POS_LAST : UR_POS_MIDDLE;
 }
 
-/*
- * While one packet is resent alone (comp_selective()), the window counts
- * from where the requester was when the NAK came: the responder keeps
- * what was sent before, which has left the network as surely as what it
- * acknowledged (TCP's SACKed packets, without the SACK).
- */
-static bool window_full(const struct ur_qp_xport *xp, uint32_t psn)
-{
-	uint32_t base = xp->comp.psn;
-	int32_t out;
-
-	if (ur_psn_diff(psn, base) >= UR_REORDER_PSNS - 1)
-		return true;	/* what the responder can keep */
-	if (xp->resend.active && xp->resend.ok &&
-	    ur_psn_after(xp->resend.base, base))
-		base = xp->resend.base;
-	out = ur_psn_diff(psn, base);
-	/* READ responses placed past a lost one have arrived (comp_read.c);
-	 * after a go-back-N, once the requests for them are sent again */
-	if (base == xp->comp.psn && !ur_psn_before(psn, xp->comp.rd_high))
-		out -= (int32_t)xp->comp.rd_seen_n;
-	return out >= (int32_t)ur_cc_window(xp);
-}
-
-/*
- * AckReq on the last packet of a message, on the last one the window lets
- * out, and every UR_ACKREQ_EVERY packets, or every half window when the
- * window is smaller: with a small window (after a loss) one lost ACK or
- * one lost tail packet would otherwise stall the QP until the probe.
- */
-static bool want_ackreq(struct ur_qp_xport *xp, bool last)
-{
-	uint32_t every = UR_MAX(UR_MIN(ur_cc_window(xp) / 2, UR_ACKREQ_EVERY),
-				1u);
-
-	if (last || ++xp->req.noack_pkts >= every) {
-		xp->req.noack_pkts = 0;
-		return true;
-	}
-	return false;
-}
-
 /* Packet pkt of a SEND/WRITE on RC/UC, with PSN psn, into the batch:
  * 0, or -EFAULT when its local memory failed (unmapped, or a key). */
 static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
@@ -284,9 +242,8 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	bool last = xp->req.pkt + 1 == wqe->npkts;
 	/* the last packet the window lets out asks for an ACK too: if the
 	 * packets after it never come, nothing else would */
-	bool ackreq =
-	    ur_qp_reliable(qp) &&
-	    want_ackreq(xp, last || window_full(xp, ur_psn_inc(xp->req.psn)));
+	bool full = ur_cc_window_full(xp, ur_psn_inc(xp->req.psn));
+	bool ackreq = ur_qp_reliable(qp) && ur_cc_want_ackreq(xp, last || full);
 
 	if (req_write_pkt(qp, wqe, xp->req.pkt, xp->req.psn, ackreq)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
@@ -677,7 +634,7 @@ static bool req_step(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return false;
 	if (!xp->req.pkt && req_direct(qp, wqe))
 		return true;
-	if (ur_qp_reliable(qp) && window_full(xp, xp->req.psn)) {
+	if (ur_qp_reliable(qp) && ur_cc_window_full(xp, xp->req.psn)) {
 		req_blocked(xp);
 		return false;
 	}

@@ -444,6 +444,7 @@ static inline uint32_t ur_wq_count(const struct ur_wq *wq)
  * with fd -1 is a domain of its own (obj/xrcd.c).
  */
 struct ur_xrc_domain;
+struct ur_xrc_host;		/* obj/xrc_host.c: a domain's host registry */
 
 struct ur_xrcd {
 	struct ibv_xrcd ibxrcd;
@@ -468,6 +469,7 @@ struct ur_srq {
 	uint32_t srq_num;		/* IBV_SRQT_XRC: 24 bits, in dev->srqns */
 	int64_t xrc_host_slot;		/* its record in the domain's host
 					 * registry (xrc_host.c), or -1 */
+	struct ur_xrc_host *xrc_host;	/* that registry, with a record */
 	atomic_int usecnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };

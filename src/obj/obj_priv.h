@@ -195,8 +195,6 @@ int ur_xrcd_close(struct ur_xrcd *xrcd);
 int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		      void *srq_context, struct ibv_srq_attr *attr,
 		      struct ur_srq **out);
-/* An XRC SRQ being destroyed gives its number back to the host registry. */
-void ur_srq_xrc_release_num(struct ur_srq *srq);
 
 /* An ibv_open_qp handle: an ibv_qp standing for an XRC_RECV QP. */
 struct ur_qp_open {

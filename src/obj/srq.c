@@ -90,7 +90,11 @@ int ur_srq_destroy(struct ur_srq *srq)
 		ur_u32_map_remove(&dev->srqns, srq->srq_num);
 	pthread_rwlock_unlock(&dev->obj_lock);
 	if (srq->xrcd) {
-		ur_srq_xrc_release_num(srq);
+		/* its number's record in the host registry (xrcd.c) */
+		if (srq->xrc_host_slot >= 0)
+			ur_xrc_host_srq_release(srq->xrc_host,
+						(uint32_t)srq->xrc_host_slot);
+		srq->xrc_host_slot = -1;
 		atomic_fetch_sub(&srq->xrcd->usecnt, 1);
 		atomic_fetch_sub(&srq->xrc_cq->usecnt, 1);
 	}

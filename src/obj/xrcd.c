@@ -201,8 +201,10 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		pthread_rwlock_unlock(&dev->obj_lock);
 		if (host && err)
 			ur_xrc_host_srq_release(host, slot);
-		else if (host)
+		else if (host) {
 			srq->xrc_host_slot = slot;
+			srq->xrc_host = host;
+		}
 		if (err != -EEXIST)
 			break;
 	}
@@ -217,14 +219,6 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 	atomic_fetch_add(&cq->usecnt, 1);
 	*out = srq;
 	return 0;
-}
-
-void ur_srq_xrc_release_num(struct ur_srq *srq)
-{
-	if (srq->xrc_host_slot >= 0)
-		ur_xrc_host_srq_release(srq->xrcd->dom->host,
-					(uint32_t)srq->xrc_host_slot);
-	srq->xrc_host_slot = -1;
 }
 
 bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn)
