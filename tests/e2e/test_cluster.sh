@@ -4,8 +4,9 @@
 # exit 2; not root: exit 1), then, as root, three hosts behind a bridge
 # with tbf at 1 Gbit/s and a 48 KB queue on every link: a 2-to-1 incast
 # of examples/rendezvous (every byte checked by its receivers) under 1 %
-# loss at the receiving host (the drop counters prove it), a 2-to-1
-# incast of ib_write_bw (every run's exit status), a 4-rank MPI job over
+# loss at the receiving host (the drop counters prove it), a 4-to-1
+# incast of ib_write_bw on five hosts (every run's exit status), a
+# 4-rank MPI job over
 # UCX (every byte checked; mpi/ring.c), what each program finds in its
 # environment and its host, a failure stopping the other
 # programs with its status, --timeout, SIGTERM, and the leftovers of a
@@ -144,16 +145,17 @@ else
 	e2e_skip incast_rendezvous "no $rv (build the examples)"
 fi
 
-# perftest's incast through 48 KB queues: two ib_write_bw servers on host
-# 2, a client on each of hosts 0 and 1, each run's exit status (the
-# cluster's)
+# perftest's 4-to-1 incast through 48 KB queues: four ib_write_bw
+# servers on host 4, a client on each of hosts 0 to 3, each run's exit
+# status (the cluster's) and every client's report
 if command -v ib_write_bw >/dev/null; then
 	port=$(e2e_port)
 	bw="ib_write_bw -d uroce0 -x 0 -F -s 65536 -n 300 --report_gbits"
-	if run incast_perftest 0 "${shaping[@]}" --queue 48000 \
-		--host 2 "$bw -p $port" --host 2 "$bw -p $((port + 1))" \
-		--host 0,1 "sleep 1; $bw -p \$(($port + UROCE_CLUSTER_HOST)) 10.77.0.3"; then
-		if (($(grep -lE '^ *65536 +300 ' "$E2E_TMP"/incast_perftest/h[01].0.log | wc -l) == 2)); then
+	if run incast_perftest 0 -n 5 --rate 1gbit --timeout 60 --queue 48000 \
+		--host 4 "$bw -p $port" --host 4 "$bw -p $((port + 1))" \
+		--host 4 "$bw -p $((port + 2))" --host 4 "$bw -p $((port + 3))" \
+		--host 0-3 "sleep 1; $bw -p \$(($port + UROCE_CLUSTER_HOST)) 10.77.0.5"; then
+		if (($(grep -lE '^ *65536 +300 ' "$E2E_TMP"/incast_perftest/h[0-3].0.log | wc -l) == 4)); then
 			e2e_pass incast_perftest
 		else
 			e2e_fail incast_perftest "$(tail -n 5 "$E2E_TMP"/incast_perftest/*.log)"
