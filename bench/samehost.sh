@@ -244,29 +244,34 @@ if has(perftest):
                        for c in cols),
             f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
     print()
-names = {"rs_rstream": "rstream -T b, 1 MB: Gb/s",
-         "rs_rstream_cpu": "rstream: CPU s (both)",
-         "rs_rstream_ctxsw": "rstream: context switches",
-         "rs_iperf3": "iperf3 400 MB: Gb/s",
-         "rs_iperf3_cpu": "iperf3: CPU s (both)",
-         "rs_iperf3_ctxsw": "iperf3: context switches"}
-if has(names):
-    print("| median of %s rounds | uroce (default) | uroce rings | kernel TCP | default / TCP |" % sys.argv[2])
-    print("|---|---|---|---|---|")
+def named_table(first, titles, names, cols, ratio_title):
+    """the rows of names over the columns cols, and the ratio of the first
+    column to the last; nothing if none of them ran"""
+    if not has(names):
+        return False
+    print("| median of %s rounds%s | %s | %s |" % (
+        sys.argv[2], first, " | ".join(titles), ratio_title))
+    print("|---" * (len(cols) + 2) + "|")
     for row in names:
         print("| %s | %s | %s |" % (
-            names[row], " | ".join(f(med(row, c)) for c in ["auto", "rings", "tcp"]),
-            f(ratio(row, "auto", "tcp"))))
+            names[row], " | ".join(f(med(row, c)) for c in cols),
+            f(ratio(row, cols[0], cols[-1]))))
+    return True
+if named_table("", ["uroce (default)", "uroce rings", "kernel TCP"],
+               {"rs_rstream": "rstream -T b, 1 MB: Gb/s",
+                "rs_rstream_cpu": "rstream: CPU s (both)",
+                "rs_rstream_ctxsw": "rstream: context switches",
+                "rs_iperf3": "iperf3 400 MB: Gb/s",
+                "rs_iperf3_cpu": "iperf3: CPU s (both)",
+                "rs_iperf3_ctxsw": "iperf3: context switches"},
+               ["auto", "rings", "tcp"], "default / TCP"):
     print()
-names = {"mpi_lat_8": "8 B one-way latency, µs",
-         "mpi_bw_64k": "64 KiB, 16 in flight: GB/s",
-         "mpi_bw_1m": "1 MiB, 16 in flight: GB/s"}
-if has(names):
-    print("| median of %s rounds, Open MPI 2 ranks | UCX rc_verbs on uroce (default) | the same, UROCE_LINK=udp | vader (shared memory) | default / vader |" % sys.argv[2])
-    print("|---|---|---|---|---|")
-    for row in names:
-        print("| %s | %s | %s |" % (
-            names[row], " | ".join(f(med(row, c)) for c in ["auto", "udp", "vader"]),
-            f(ratio(row, "auto", "vader"))))
+named_table(", Open MPI 2 ranks",
+            ["UCX rc_verbs on uroce (default)", "the same, UROCE_LINK=udp",
+             "vader (shared memory)"],
+            {"mpi_lat_8": "8 B one-way latency, µs",
+             "mpi_bw_64k": "64 KiB, 16 in flight: GB/s",
+             "mpi_bw_1m": "1 MiB, 16 in flight: GB/s"},
+            ["auto", "udp", "vader"], "default / vader")
 EOF
 echo "raw outputs: $out" >&2
