@@ -38,6 +38,17 @@
 
 static bool refused;	/* UR_TEST_NO_XMEM: copies are refused */
 
+/* How many of n bytes at p are not 0: what landed where nothing may. */
+static size_t nonzero_bytes(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i, nz = 0;
+
+	for (i = 0; i < n; i++)
+		nz += b[i] != 0;
+	return nz;
+}
+
 /* ------------------------------------------------------------------ */
 /* Counters, from the device tree (refreshed every 50 ms)              */
 /* ------------------------------------------------------------------ */
@@ -154,7 +165,6 @@ static void test_write_behind_rnr_send_waits(void **state)
 	struct te_side *a, *b;
 	struct ibv_sge s1, s2;
 	struct ibv_send_wr wr[2], *bad;
-	unsigned int i, nz = 0;
 
 	(void)state;
 	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
@@ -181,9 +191,7 @@ static void test_write_behind_rnr_send_waits(void **state)
 	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
 	/* the SEND is NAKed (RNR) and retried meanwhile */
 	usleep(30000);
-	for (i = 0; i < 4096; i++)
-		nz += b->buf[8192 + i] != 0;
-	assert_int_equal(nz, 0);
+	assert_int_equal(nonzero_bytes(b->buf + 8192, 4096), 0);
 	assert_int_equal(te_post_recv(b, 10, 0, 64), 0);
 	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
 	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
@@ -289,7 +297,6 @@ static void test_write_behind_rnr_write_imm_waits(void **state)
 	struct te_side *a, *b;
 	struct ibv_sge s[2];
 	struct ibv_send_wr wr[2], *bad;
-	unsigned int i, nz = 0;
 
 	(void)state;
 	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
@@ -308,9 +315,7 @@ static void test_write_behind_rnr_write_imm_waits(void **state)
 	wr[0].next = &wr[1];
 	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
 	usleep(30000);
-	for (i = 0; i < 4096; i++)
-		nz += b->buf[8192 + i] != 0;
-	assert_int_equal(nz, 0);
+	assert_int_equal(nonzero_bytes(b->buf + 8192, 4096), 0);
 	assert_int_equal(te_post_recv(b, 10, 60000, 16), 0);
 	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
 	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
@@ -333,7 +338,7 @@ static void test_batch_local_range_checked(void **state)
 	struct ibv_send_wr wr[3], *bad;
 	struct ibv_sge sge[3];
 	struct ibv_wc wc;
-	unsigned int i, nz = 0;
+	unsigned int i;
 
 	for (i = 0; i < 3; i++) {
 		sge[i] = (struct ibv_sge){ (uintptr_t)a->buf + 1024 * i, 512,
@@ -358,9 +363,7 @@ static void test_batch_local_range_checked(void **state)
 	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
 	expect_wc(a->scq, 32, IBV_WC_WR_FLUSH_ERR);
 	assert_memory_equal(b->buf, a->buf, 512);
-	for (i = 1024; i < TE_BUF; i++)
-		nz += b->buf[i] != 0;
-	assert_int_equal(nz, 0);
+	assert_int_equal(nonzero_bytes(b->buf + 1024, TE_BUF - 1024), 0);
 }
 
 /* An MR of another PD than the target QP's: the responder's answer,
@@ -450,7 +453,7 @@ static void test_dereg_races_writes(void **state)
 		pthread_t th;
 		uint8_t *m;
 		struct ibv_mr *mr2;
-		unsigned int want = 2 + (unsigned int)(rand() % 8), i;
+		unsigned int want = 2 + (unsigned int)(rand() % 8);
 
 		assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
 		assert_int_equal(te_pair_connect(&p, NULL), 0);
@@ -481,8 +484,7 @@ static void test_dereg_races_writes(void **state)
 		/* from here on the memory is the application's again */
 		memset(m, 0, RACE_LEN);
 		usleep(2000);
-		for (i = 0, nz = 0; i < RACE_LEN; i++)
-			nz += m[i] != 0;
+		nz = nonzero_bytes(m, RACE_LEN);
 		atomic_store(&r.stop, true);
 		pthread_join(th, NULL);
 		assert_int_equal(nz, 0);
