@@ -5,7 +5,10 @@
 # --mca pml ucx restricted to uroce's transports (UCX_TLS=rc_verbs,ud_verbs,
 # UCX_NET_DEVICES=uroce0:1), under `uroce run`. UROCE_STATS shows that both
 # ranks moved their packets over uroce (and is written at exit: MPI ranks
-# do not close their devices). About 30 s.
+# do not close their devices). Then 8 ranks on this host pass 1 B .. 4 MiB
+# around a ring and all-reduce (mpi/ring.c, every byte checked): many
+# processes share the same-host link, and every rank's large messages go
+# by the single-copy path. About 40 s.
 set -u
 . "$(dirname "$0")/lib.sh"
 e2e_libdir "${1:-}"
@@ -46,5 +49,30 @@ if [[ $n == 2 ]]; then
 else
 	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_traffic_on_uroce ($n ranks)"
 	cat "$stats" 2>/dev/null | head -20
+fi
+
+# many processes on one host: 8 ranks, 8 devices, 16 RC connections
+mpicc -O2 -o "$E2E_TMP/ring" "$HERE/mpi/ring.c" || {
+	echo "FAIL: mpicc ring"; exit 1
+}
+rm -f "$stats"
+UROCE_STATS=$stats timeout 180 "$U" run -- mpirun "${root[@]}" \
+	--oversubscribe -np 8 --mca pml ucx --mca btl self --mca osc ^ucx \
+	-x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1 \
+	"$E2E_TMP/ring" >"$out" 2>&1
+rc=$?
+# 12 sizes x 5 rounds to the next rank, 8 ranks (ring.c)
+if ((rc == 0)) && grep -qx "ring ok 8 480 223696200" "$out"; then
+	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_ring_8_ranks"
+else
+	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_ring_8_ranks (rc=$rc)"
+	tail -n 30 "$out"
+fi
+# every rank's rendezvous data went by one copy between the processes
+n=$(awk '$1 == "direct_bytes" && $2 >= 4194304 {n++} END {print n + 0}' "$stats" 2>/dev/null)
+if [[ $n == 8 ]]; then
+	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_ring_8_ranks_single_copy"
+else
+	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_ring_8_ranks_single_copy ($n ranks)"
 fi
 e2e_summary
