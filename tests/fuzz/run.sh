@@ -41,7 +41,21 @@ if [[ -d $repo/tests/fuzz/corpus/$target ]]; then
 fi
 # libFuzzer exits 77 on a crash by default, which the test script reads as
 # a skip: a finding must be a failure
+started=$(mktemp)
+rc=0
 "$build/tests/fuzz/fuzz_$target" -max_total_time="$secs" -timeout=10 \
 	-rss_limit_mb=2048 -print_final_stats=1 -error_exitcode=1 \
 	-timeout_exitcode=1 \
-	-artifact_prefix="$artifacts/" "$@" "$corpus" "${seeds[@]}"
+	-artifact_prefix="$artifacts/" "$@" "$corpus" "${seeds[@]}" || rc=$?
+# A finding on a CI machine is gone with the machine: its input goes to
+# the log's last lines, to be saved with `base64 -d` and replayed with
+# `fuzz_<target> <file>` (then kept in tests/fuzz/corpus/<target>)
+if ((rc)); then
+	find "$artifacts" -type f -newer "$started" | while read -r f; do
+		echo "finding $(basename "$f") as base64:"
+		base64 -w 0 "$f"
+		echo
+	done
+fi
+rm -f "$started"
+exit $rc
