@@ -20,8 +20,11 @@
 # of both processes (GNU time); then Open MPI, 2 ranks, bench/mpi's
 # ping-pong (8 B one-way latency, 64 KiB and 1 MiB bandwidth) over UCX
 # rc_verbs on uroce (default and UROCE_LINK=udp) and over Open MPI's own
-# shared memory (pml ob1, btl vader). BENCH_ONLY (a comma list of
-# perftest, rsockets, mpi) runs only those parts. Prints markdown tables of medians and
+# shared memory (pml ob1, btl vader); then Open MPI with 2, 4 and 8 ranks
+# streaming around a ring (bench/mpi/mpi_ring_bw.c: the bytes all ranks
+# received together, 64 KiB and 1 MiB) over UCX rc_verbs on uroce and
+# over vader. BENCH_ONLY (a comma list of perftest, rsockets, mpi,
+# mpiscale) runs only those parts. Prints markdown tables of medians and
 # same-round ratios (medians of the per-round ratios); raw outputs stay in
 # the directory printed at the end. Every program runs under a timeout; a
 # failed run is left out and shown as "fail".
@@ -143,7 +146,8 @@ print("%.3f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_se
 # Open MPI's two ranks run as root only when told they may
 mpi_root=()
 (($(id -u) == 0)) && mpi_root=(--allow-run-as-root)
-mpicc -O2 -o "$out/mpi_pingpong" "$here/mpi/mpi_pingpong.c" ||
+mpicc -O2 -o "$out/mpi_pingpong" "$here/mpi/mpi_pingpong.c" &&
+	mpicc -O2 -o "$out/mpi_ring_bw" "$here/mpi/mpi_ring_bw.c" ||
 	{ echo "mpicc failed" >&2; exit 2; }
 
 # mpi MODE: "lat bw64k bw1m" of one 2-rank run (MODE: vader, or the
@@ -167,7 +171,26 @@ mpi() {
 		   else print l, a, m }' "$f"
 }
 
-only=,${BENCH_ONLY:-perftest,rsockets,mpi},
+# mpiscale NP MODE: "bw64k bw1m" of one ring of NP ranks (MODE: vader,
+# or "" for UCX rc_verbs over uroce by default)
+mpiscale() {
+	local f=$out/raw/mpiscale.$1.${2:-auto}.$RANDOM
+	if [[ $2 == vader ]]; then
+		timeout 120 mpirun "${mpi_root[@]}" --oversubscribe -np "$1" \
+			--mca pml ob1 --mca btl self,vader "$out/mpi_ring_bw" \
+			>"$f" 2>&1
+	else
+		env UROCE_LIBDIR="$b/lib" timeout 120 \
+			"$repo/tools/uroce" run -- mpirun "${mpi_root[@]}" \
+			--oversubscribe -np "$1" --mca pml ucx --mca btl self \
+			--mca osc ^ucx -x UCX_TLS=rc_verbs,ud_verbs \
+			-x UCX_NET_DEVICES=uroce0:1 "$out/mpi_ring_bw" >"$f" 2>&1
+	fi
+	awk '$1 == "ring_bw_64k" { a = $2 } $1 == "ring_bw_1m" { m = $2 }
+	     END { if (a == "" || m == "") print "fail fail"; else print a, m }' "$f"
+}
+
+only=,${BENCH_ONLY:-perftest,rsockets,mpi,mpiscale},
 part() { [[ $only == *",$1,"* ]]; }
 
 for ((r = 1; r <= reps; r++)); do
@@ -179,6 +202,15 @@ for ((r = 1; r <= reps; r++)); do
 			echo "$r mpi_bw_64k $m $a"
 			echo "$r mpi_bw_1m $m $mm"
 		} >>"$res"
+	done
+	part mpiscale && for np in 2 4 8; do
+		for m in auto vader; do
+			read -r a mm <<<"$(mpiscale $np "${m#auto}")"
+			{
+				echo "$r ring_64k_np$np $m $a"
+				echo "$r ring_1m_np$np $m $mm"
+			} >>"$res"
+		done
 	done
 	part rsockets && for t in rstream iperf3; do
 		for m in auto rings tcp; do
@@ -273,5 +305,13 @@ named_table(", Open MPI 2 ranks",
              "mpi_bw_64k": "64 KiB, 16 in flight: GB/s",
              "mpi_bw_1m": "1 MiB, 16 in flight: GB/s"},
             ["auto", "udp", "vader"], "default / vader")
+if has(["ring_64k_np2"]):
+    print()
+named_table(", Open MPI ring, all ranks' GB/s",
+            ["UCX rc_verbs on uroce (default)", "vader (shared memory)"],
+            dict(("ring_%s_np%d" % (s, n), "%s, %d ranks" % (t, n))
+                 for s, t in (("64k", "64 KiB"), ("1m", "1 MiB"))
+                 for n in (2, 4, 8)),
+            ["auto", "vader"], "default / vader")
 EOF
 echo "raw outputs: $out" >&2
