@@ -847,6 +847,7 @@ static struct ibv_qp *rc_qp_on(struct te_side *s)
 	ia.cap.max_recv_wr = 8;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = 64;	/* UCX's put_short */
 	return ibv_create_qp(s->pd, &ia);
 }
 
@@ -898,8 +899,11 @@ static void rc_to(struct te_pair *p, struct ibv_qp *qp, uint32_t dqpn)
  * QP connected to itself), was NAKed with a remote access error. Not
  * reproduced with plain verbs at 4240ce6 on any of these allocations
  * (hugetlb pages are not configured here) with a plain, an explicit
- * on-demand or an implicit on-demand MR: this keeps every one of them
- * working, every byte there.
+ * on-demand or an implicit on-demand MR, nor with UCX's relaxed-ordering
+ * pair (reg 3: its verbs memory domain registers the buffer twice, with
+ * IBV_ACCESS_RELAXED_ORDERING and without, and a fenced put goes inline
+ * through the strict one's rkey): this keeps every one of them working,
+ * every byte there.
  */
 static void test_fresh_memory_fenced_writes(void **state)
 {
@@ -919,10 +923,10 @@ static void test_fresh_memory_fenced_writes(void **state)
 	assert_non_null(implicit);
 	for (self = 0; self < 2; self++)
 	for (how = 0; how < 5; how++)
-	for (reg = 0; reg < 3; reg++) {
+	for (reg = 0; reg < 4; reg++) {
 		struct ibv_qp *q1 = rc_qp_on(a), *q2 = self ? q1 : rc_qp_on(a);
 		uint8_t *buf = fresh_page(how);
-		struct ibv_mr *mr;
+		struct ibv_mr *mr, *strict = NULL;
 		int k;
 
 		assert_non_null(q1);
@@ -931,10 +935,21 @@ static void test_fresh_memory_fenced_writes(void **state)
 		rc_to(&p, q1, q2->qp_num);
 		if (!self)
 			rc_to(&p, q2, q1->qp_num);
-		mr = reg == 2 ? implicit :
-		     ibv_reg_mr(a->pd, buf, 64,
-				acc | (reg ? IBV_ACCESS_ON_DEMAND : 0));
+		if (reg == 2)
+			mr = implicit;
+		else if (reg == 3)
+			mr = ibv_reg_mr(a->pd, buf, 64,
+					acc | IBV_ACCESS_REMOTE_ATOMIC |
+					IBV_ACCESS_RELAXED_ORDERING);
+		else
+			mr = ibv_reg_mr(a->pd, buf, 64,
+					acc | (reg ? IBV_ACCESS_ON_DEMAND : 0));
 		assert_non_null(mr);
+		if (reg == 3) {
+			strict = ibv_reg_mr(a->pd, buf, 64,
+					    acc | IBV_ACCESS_REMOTE_ATOMIC);
+			assert_non_null(strict);
+		}
 		for (k = 0; k < 2; k++) {
 			struct ibv_sge sge = { (uintptr_t)a->buf + 64 * k, 64,
 					       a->mr->lkey };
@@ -948,7 +963,9 @@ static void test_fresh_memory_fenced_writes(void **state)
 			memset(a->buf + 64 * k, 0x30 + k + 2 * how + 10 * reg,
 			       64);
 			wr.wr.rdma.remote_addr = (uintptr_t)buf;
-			wr.wr.rdma.rkey = mr->rkey;
+			wr.wr.rdma.rkey = k && strict ? strict->rkey : mr->rkey;
+			if (strict)	/* UCX's put_short */
+				wr.send_flags |= IBV_SEND_INLINE;
 			assert_int_equal(ibv_post_send(q1, &wr, &bad), 0);
 		}
 		expect_wc(a->scq, 0, IBV_WC_SUCCESS);
@@ -956,12 +973,88 @@ static void test_fresh_memory_fenced_writes(void **state)
 		assert_memory_equal(buf, a->buf + 64, 64);
 		if (mr != implicit)
 			assert_int_equal(ibv_dereg_mr(mr), 0);
+		if (strict)
+			assert_int_equal(ibv_dereg_mr(strict), 0);
 		assert_int_equal(ibv_destroy_qp(q1), 0);
 		if (!self)
 			assert_int_equal(ibv_destroy_qp(q2), 0);
 		fresh_free(how, buf);
 	}
 	assert_int_equal(ibv_dereg_mr(implicit), 0);
+	te_pair_close(&p);
+}
+
+/*
+ * Item 8a, the same with two contexts of one device in one process (a
+ * transport library opens one per memory domain): q1 in the pair's
+ * context, q2 and the target MR in a second one of the same device.
+ */
+static void test_two_contexts_fenced_writes(void **state)
+{
+	const unsigned int acc = IBV_ACCESS_LOCAL_WRITE |
+				 IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ;
+	struct ibv_device **list;
+	struct te_side s2;
+	struct te_pair p;
+	struct te_side *a;
+	struct ibv_qp *q1, *q2;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int n, i, k;
+
+	(void)state;
+	assert_int_equal(te_pair_open(&p, IBV_QPT_RC), 0);
+	a = &p.s[0];
+	memset(&s2, 0, sizeof(s2));
+	list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]),
+			    ibv_get_device_name(a->ctx->device)))
+			s2.ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	assert_non_null(s2.ctx);
+	assert_ptr_not_equal(s2.ctx, a->ctx);
+	s2.pd = ibv_alloc_pd(s2.ctx);
+	s2.scq = s2.rcq = ibv_create_cq(s2.ctx, 16, NULL, NULL, 0);
+	assert_non_null(s2.pd);
+	assert_non_null(s2.scq);
+	q1 = rc_qp_on(a);
+	q2 = rc_qp_on(&s2);
+	assert_non_null(q1);
+	assert_non_null(q2);
+	rc_to(&p, q1, q2->qp_num);
+	rc_to(&p, q2, q1->qp_num);
+	buf = fresh_page(0);
+	assert_non_null(buf);
+	mr = ibv_reg_mr(s2.pd, buf, 64, acc | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(mr);
+	for (k = 0; k < 2; k++) {
+		struct ibv_sge sge = { (uintptr_t)a->buf + 64 * k, 64,
+				       a->mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE |
+				      (k ? IBV_SEND_FENCE : 0),
+		}, *bad;
+
+		memset(a->buf + 64 * k, 0x61 + k, 64);
+		wr.wr.rdma.remote_addr = (uintptr_t)buf;
+		wr.wr.rdma.rkey = mr->rkey;
+		assert_int_equal(ibv_post_send(q1, &wr, &bad), 0);
+	}
+	expect_wc(a->scq, 0, IBV_WC_SUCCESS);
+	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
+	assert_memory_equal(buf, a->buf + 64, 64);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_destroy_qp(q1), 0);
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	fresh_free(0, buf);
+	assert_int_equal(ibv_destroy_cq(s2.scq), 0);
+	assert_int_equal(ibv_dealloc_pd(s2.pd), 0);
+	assert_int_equal(ibv_close_device(s2.ctx), 0);
 	te_pair_close(&p);
 }
 
@@ -982,6 +1075,7 @@ int main(void)
 		cmocka_unit_test(test_regress_local_inv_other_qp),
 		cmocka_unit_test(test_regress_bind_type1_garbled_handles),
 		cmocka_unit_test(test_fresh_memory_fenced_writes),
+		cmocka_unit_test(test_two_contexts_fenced_writes),
 	};
 
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
