@@ -33,37 +33,25 @@ int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	return ur_cq_push(qp->send_cq, &wc, false);
 }
 
-static bool wqe_signaled(const struct ur_qp *qp, const struct ur_send_wqe *w)
-{
-	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
-}
-
 /*
- * Every WR is flushed, but a CQ sized for the signalled ones (and the
- * receives) must not overflow for it: a program that tears down right
- * after a burst would see IBV_EVENT_CQ_ERR where a NIC raises none
- * (issue 28). So a signalled WR always gets its flush CQE, and an
- * unsignalled one only while the CQ keeps room for the signalled ones
- * still to come; the others are flushed without one (rxe stops at the
- * first CQE that does not fit, and raises CQ_ERR; docs/deviations.md).
+ * Every outstanding WR gets its flush CQE, signalled or not, in order (the
+ * IBA's flush; mlx5 and rxe alike). One that does not fit overruns the CQ:
+ * ur_cq_push raises IBV_EVENT_CQ_ERR once, and the rest of the queue is
+ * retired without CQEs, as rxe stops at its first failed post. A consumer
+ * that may move a QP to ERR sizes its CQ for every WR it posts (UCX counts
+ * a CQ credit per WR for this); a destroy flushes nothing (verbs_qp.c).
  */
 void ur_flush_sq(struct ur_qp *qp)
 {
 	struct ur_wq *sq = &qp->sq;
-	uint32_t sig_left = 0, i;
+	bool room = true;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
-	for (i = sq->consumer; i != sq->producer; i++)
-		sig_left += wqe_signaled(qp, ur_wq_slot(sq, i));
 	while (sq->consumer != sq->producer) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
-		if (wqe_signaled(qp, w)) {
-			sig_left--;
-			ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
-		} else if (ur_cq_room(qp->send_cq) > sig_left) {
-			ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR);
-		}
+		if (room && ur_wqe_complete(qp, w, IBV_WC_WR_FLUSH_ERR))
+			room = false;
 		sq->consumer++;
 	}
 	sq->cursor = sq->consumer;
@@ -75,7 +63,8 @@ void ur_flush_sq(struct ur_qp *qp)
 	}
 }
 
-static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
+/* false: the CQ overran (the receive flush stops there, as the send's) */
+static bool flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
 {
 	struct ibv_wc wc;
 
@@ -85,8 +74,8 @@ static void flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
 	wc.opcode = IBV_WC_RECV;
 	wc.qp_num = ur_qp_num(qp);
 	/* an XRC target's CQ is known only while a request names its SRQ */
-	if (ur_qp_recv_cq(qp))
-		ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
+	return !ur_qp_recv_cq(qp) ||
+	       !ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
 }
 
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
@@ -97,6 +86,7 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 		uint8_t buf[sizeof(struct ur_recv_wqe) +
 			    UR_MAX_SGE * sizeof(struct ur_sge)];
 	} r;
+	bool room = true;
 
 	/* a non-owner reads have_rwqe racing the responder: the stores are
 	 * atomic (relaxed) for this read, which may be stale */
@@ -110,7 +100,7 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 		if (xp->resp.have_rwqe) {
 			__atomic_store_n(&xp->resp.have_rwqe, false,
 					 __ATOMIC_RELAXED);
-			flush_recv_one(qp, xp->resp.rwqe.wr_id);
+			room = flush_recv_one(qp, xp->resp.rwqe.wr_id);
 		}
 	}
 	/* an XRC target has no RQ; its XRC SRQ (the rx owner's to read)
@@ -118,7 +108,8 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 	if (qp->type == IBV_QPT_XRC_RECV || ur_qp_rq_srq(qp))
 		return;	/* SRQ WQEs belong to the other QPs too */
 	while (!ur_qp_take_recv(qp, &r.w))
-		flush_recv_one(qp, r.w.wr_id);
+		if (room)
+			room = flush_recv_one(qp, r.w.wr_id);
 }
 
 void ur_qp_error_locked(struct ur_qp *qp)

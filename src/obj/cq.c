@@ -335,16 +335,6 @@ static void channel_signal(struct ur_cq *cq)
 	pthread_mutex_unlock(&ch->lock);
 }
 
-uint32_t ur_cq_room(struct ur_cq *cq)
-{
-	uint32_t n;
-
-	pthread_spin_lock(&cq->lock);
-	n = cq->size - 1 - cq_count(cq);
-	pthread_spin_unlock(&cq->lock);
-	return n;
-}
-
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool fire = false, overflow_event = false;

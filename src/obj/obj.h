@@ -602,9 +602,6 @@ int ur_mem_check(const struct ur_mem *m, const struct ur_pd *pd,
  * drops it silently and returns 0). Takes cq->lock (spinlock) itself.
  */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
-/* How many more completions fit now (a snapshot: polls only add room,
- * other producers take it). Takes cq->lock. */
-uint32_t ur_cq_room(struct ur_cq *cq);
 
 /* RC and both XRC halves: acknowledged, retried, in order (the engine's
  * reliable-connection paths serve all three). */

@@ -580,16 +580,6 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	return rc;
 }
 
-uint32_t ur_cq_room(struct ur_cq *cq)
-{
-	uint32_t n;
-
-	pthread_spin_lock(&cq->lock);
-	n = cq->size - (cq->tail - cq->head);
-	pthread_spin_unlock(&cq->lock);
-	return n;
-}
-
 static bool cq_pop(struct ur_cq *cq, struct ibv_wc *wc)
 {
 	bool got = false;
