@@ -446,7 +446,9 @@ static void expect_send_inv_failed(struct te_pair *p,
 	struct ibv_wc wc;
 
 	expect_wc(p->s[1].rcq, 9, IBV_WC_REM_INV_REQ_ERR);
-	assert_int_equal(te_poll_none(p->s[0].scq, T_QUIET), 0);
+	/* RETRY_EXC is itself the proof that neither an ACK nor a NAK came
+	 * (either would have completed the WR first); a quiet window before
+	 * it raced the retries' end on a loaded host */
 	assert_int_equal(te_poll(p->s[0].scq, &wc, T_TMO), 1);
 	assert_int_equal(wc.wr_id, wr_id);
 	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
