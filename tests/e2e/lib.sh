@@ -117,8 +117,9 @@ e2e_pair() {
 	sp=$!
 	sleep 0.3
 	# the client retries the connect a few times while the server starts
-	# (E2E_RETRY_RE: what a refused client prints, if not the default)
-	local refused="couldn't connect|connection refused|Unable to connect"
+	# (E2E_RETRY_RE: what a refused client prints, if not the default;
+	# rping and the rdma_cm examples say REJECTED: no listener yet)
+	local refused="couldn't connect|connection refused|Unable to connect|RDMA_CM_EVENT_REJECTED"
 	refused=${E2E_RETRY_RE:-$refused}
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		e2e_timed "$tmo" "$co.stacks" "$cli" >"$co" 2>&1
