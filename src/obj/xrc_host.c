@@ -60,6 +60,7 @@ struct ur_xrc_host {
 	int qfd;			/* asks about any record's lock */
 	uint32_t member;		/* our XH_MEMBER record */
 	char path[PATH_MAX];
+	char ring_prefix[PATH_MAX];	/* xsrq-<device>-<st_dev>-<st_ino> */
 };
 
 static int xh_lock_rec(int fd, uint32_t i, short type, int cmd)
@@ -296,6 +297,9 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	pthread_mutex_init(&h->lock, NULL);
 	snprintf(h->path, sizeof(h->path), "%s/xrcd-%u-%" PRIx64 "-%" PRIx64,
 		 root, dev_index, (uint64_t)st_dev, (uint64_t)st_ino);
+	snprintf(h->ring_prefix, sizeof(h->ring_prefix),
+		 "%s/xsrq-%u-%" PRIx64 "-%" PRIx64, root, dev_index,
+		 (uint64_t)st_dev, (uint64_t)st_ino);
 	err = xh_open_locked(h);
 	if (err) {
 		pthread_mutex_destroy(&h->lock);
@@ -380,4 +384,9 @@ bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn)
 	}
 	pthread_mutex_unlock(&h->lock);
 	return found;
+}
+
+const char *ur_xrc_host_ring_prefix(const struct ur_xrc_host *h)
+{
+	return h->ring_prefix;
 }

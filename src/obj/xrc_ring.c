@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * An XRC SRQ of a file-backed domain, shared with the domain's other
+ * processes on this host: its receive WQEs and the completions other
+ * processes produce for it, in one file per SRQ next to the domain's
+ * registry (xsrq-<device>-<st_dev>-<st_ino>-<srq_num>, runtime
+ * directory). docs/design.md, "XRC domains across processes", says why
+ * delivery is done this way; in short:
+ *
+ * - The owner (the SRQ's creator) posts: each WQE is written whole into
+ *   its slot, with every SGE resolved at post time (key, PD, bounds,
+ *   LOCAL_WRITE, host address; a WQE that fails is posted marked bad and
+ *   completes with IBV_WC_LOC_PROT_ERR, as a NIC reports a bad receive
+ *   SGE), then published by a release store of `posted`.
+ * - Any member's target QP takes the oldest WQE by advancing `claimed`
+ *   (compare and swap: whichever wins owns it). The owner's own target
+ *   QPs take from the same ring, so the SRQ stays one queue; they keep
+ *   the lkeys and are checked at copy time as for a private SRQ.
+ * - Another process places the payload with process_vm_writev into the
+ *   owner's pid at the resolved addresses. The pid is proven the owner's
+ *   once per attach (a nonce read back through it) and the owner proven
+ *   alive before every copy (its open-file-description lock on the file's
+ *   first byte, which the kernel drops when it exits), so a reused pid is
+ *   never written to.
+ * - Deregistration never races a copy: a copier takes a holder slot (its
+ *   pid) before it reads `dereg` and the WQE's state; the owner's dereg
+ *   makes `dereg` odd, marks the WQEs naming the key bad, waits for the
+ *   holders to leave, then makes it even (all sequentially consistent:
+ *   either the owner waits for the copy, or the copier sees the mark).
+ *   Destroying the SRQ does the same with `gone`.
+ * - The copier's completion goes into the file's completion ring (each
+ *   WQE yields one, so it never overflows); the owner's poll_cq moves
+ *   them into the SRQ's CQ and frees the slots.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "obj/obj_priv.h"
+#include "util/log.h"
+#include "util/random.h"
+
+#define XR_MAGIC 0x75587231u	/* "uXr1" */
+#define XR_HOLDERS 8u
+#define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
+
+enum {
+	XR_POSTED = 1u,		/* holds a WQE not yet taken */
+	XR_REMOTE = 2u,		/* taken by another process: freed at drain */
+	XR_BAD = 4u,		/* an SGE does not (or no longer) resolve */
+};
+
+struct xr_sge {
+	uint64_t iova;
+	uint64_t host;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct xr_slot {
+	_Atomic uint32_t state;
+	uint32_t num_sge;
+	uint32_t length;
+	uint32_t pad;
+	uint64_t wr_id;
+	struct xr_sge sge[];
+};
+
+struct xr_cqe {
+	_Atomic uint32_t seq;		/* its position + 1, once written */
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t byte_len;
+	uint32_t imm;			/* network order, as ibv_wc's */
+	uint32_t wc_flags;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint64_t idx;			/* the WQE's claim index */
+	uint64_t pad;
+};
+
+struct xr_hdr {
+	_Atomic uint32_t magic;		/* stored last */
+	uint32_t depth;			/* slots, power of two */
+	uint32_t max_sge;
+	uint32_t stride;
+	int32_t pid;
+	uint32_t no_wake;		/* the CQ waits on a channel */
+	uint64_t pidns;
+	uint64_t nonce;			/* read back through pid */
+	uint64_t self;			/* &nonce in the owner */
+	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
+	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
+	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */
+	alignas(64) _Atomic uint64_t posted;
+	alignas(64) _Atomic uint64_t claimed;
+	alignas(64) _Atomic uint64_t cq_head;
+	alignas(64) _Atomic uint64_t cq_tail;
+};
+
+struct ur_xring {
+	struct xr_hdr *h;
+	size_t len;
+	int fd;
+	uint32_t srqn;
+	struct ur_srq *srq;		/* owner: its SRQ */
+	struct ur_xring *next;		/* owner: rings; taker: its cache */
+};
+
+/* The owners' rings of this process, for dereg and poll_cq. */
+static pthread_mutex_t xr_owned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ur_xring *xr_owned;
+
+static size_t xr_hdr_len(void)
+{
+	return (sizeof(struct xr_hdr) + 63) & ~(size_t)63;
+}
+
+static size_t xr_size(uint32_t depth, uint32_t stride)
+{
+	return xr_hdr_len() + (size_t)depth * stride +
+	       (size_t)depth * sizeof(struct xr_cqe);
+}
+
+static struct xr_slot *xr_slot(const struct ur_xring *x, uint64_t idx)
+{
+	return (struct xr_slot *)((uint8_t *)x->h + xr_hdr_len() +
+				  (size_t)(idx & (x->h->depth - 1)) *
+					  x->h->stride);
+}
+
+static struct xr_cqe *xr_cqe(const struct ur_xring *x, uint64_t pos)
+{
+	struct xr_cqe *q = (struct xr_cqe *)((uint8_t *)x->h + xr_hdr_len() +
+					     (size_t)x->h->depth *
+						     x->h->stride);
+
+	return &q[pos & (x->h->depth - 1)];
+}
+
+static uint64_t xr_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+static int xr_lock0(int fd, short type, int cmd)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+/* Whether the owner still holds its lock (asked through our own open
+ * file description, which conflicts with its); an error reads as dead. */
+static bool xr_owner_alive(const struct ur_xring *x)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	if (fcntl(x->fd, F_OFD_GETLK, &fl))
+		return false;
+	return fl.l_type != F_UNLCK;
+}
+
+static void xr_path(char *buf, size_t len, struct ur_xrc_host *host,
+		    uint32_t srqn)
+{
+	snprintf(buf, len, "%s-%x", ur_xrc_host_ring_prefix(host), srqn);
+}
+
+static void xr_unmap(struct ur_xring *x)
+{
+	if (x->h)
+		munmap(x->h, x->len);
+	if (x->fd >= 0)
+		close(x->fd);
+	free(x);
+}
+
+/* Creates the file, locked, for an SRQ whose number the registry just
+ * gave us: a file left under that name by a dead owner is replaced. */
+static int xr_create_file(const char *path, size_t len)
+{
+	struct stat st;
+	int fd, tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST) {
+			unlink(path);
+			continue;
+		}
+		if (fd < 0)
+			return -errno;
+		if (xr_lock0(fd, F_WRLCK, F_OFD_SETLK) || ftruncate(fd, len) ||
+		    fstat(fd, &st) || !st.st_nlink) {
+			close(fd);
+			continue;
+		}
+		return fd;
+	}
+	return -EAGAIN;
+}
+
+int ur_xring_create(struct ur_srq *srq)
+{
+	struct ur_cq *cq = srq->xrc_cq;
+	char path[PATH_MAX];
+	struct ur_xring *x;
+	uint32_t depth = 1, max_sge = srq->rq.max_sge;
+	uint32_t stride = (uint32_t)(sizeof(struct xr_slot) +
+				     max_sge * sizeof(struct xr_sge));
+	size_t len;
+	void *p;
+	int fd;
+
+	while (depth < srq->rq.max_wr + 1)
+		depth <<= 1;
+	len = xr_size(depth, stride);
+	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+	fd = xr_create_file(path, len);
+	if (fd < 0)
+		return fd;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	x = p == MAP_FAILED ? NULL : calloc(1, sizeof(*x));
+	if (!x) {
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		unlink(path);
+		close(fd);
+		return -ENOMEM;
+	}
+	x->h = p;
+	x->len = len;
+	x->fd = fd;
+	x->srqn = srq->srq_num;
+	x->srq = srq;
+	x->h->depth = depth;
+	x->h->max_sge = max_sge;
+	x->h->stride = stride;
+	x->h->pid = (int32_t)getpid();
+	x->h->no_wake = cq->ibcq.channel != NULL;
+	x->h->pidns = xr_pidns();
+	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
+	x->h->self = (uintptr_t)&x->h->nonce;
+	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
+	srq->xring = x;
+	atomic_fetch_add(&cq->xrings, 1);
+	pthread_mutex_lock(&xr_owned_lock);
+	x->next = xr_owned;
+	xr_owned = x;
+	pthread_mutex_unlock(&xr_owned_lock);
+	return 0;
+}
+
+/* Waits until no copier is inside (a dead one is cleared). */
+static void xr_wait_holders(struct xr_hdr *h)
+{
+	unsigned int i, tries;
+	int32_t pid;
+
+	for (i = 0; i < XR_HOLDERS; i++) {
+		for (tries = 0; (pid = atomic_load(&h->holder[i])); tries++) {
+			if ((tries % 64 == 63 && kill(pid, 0) && errno == ESRCH) ||
+			    tries > XR_WAIT_TRIES) {
+				atomic_compare_exchange_strong(&h->holder[i],
+							       &pid, 0);
+				break;
+			}
+			sched_yield();
+		}
+	}
+}
+
+void ur_xring_destroy(struct ur_srq *srq)
+{
+	struct ur_xring *x = srq->xring, **pp;
+	char path[PATH_MAX];
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&xr_owned_lock);
+	for (pp = &xr_owned; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	pthread_mutex_unlock(&xr_owned_lock);
+	ur_xring_drain(srq);
+	atomic_store(&x->h->gone, 1);
+	xr_wait_holders(x->h);
+	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+	unlink(path);
+	atomic_fetch_sub(&srq->xrc_cq->xrings, 1);
+	srq->xring = NULL;
+	xr_unmap(x);		/* and the lock: the SRQ is gone */
+}
+
+/* Resolves one SGE as the responder would check it (obj_lock held). */
+static bool xr_resolve(struct ur_srq *srq, struct xr_sge *s)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+	struct ur_mem *m;
+	uintptr_t host = 0;
+
+	if (!s->length)
+		return true;
+	m = ur_mem_lookup(dev, s->lkey);
+	if (!m || ur_mem_check(m, srq->pd, 0, s->iova, s->length,
+			       IBV_ACCESS_LOCAL_WRITE, &host))
+		return false;
+	s->host = host;
+	return true;
+}
+
+int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+	struct ur_xring *x = srq->xring;
+	struct xr_hdr *h = x->h;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	pthread_spin_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		uint64_t p = atomic_load_explicit(&h->posted,
+						  memory_order_relaxed);
+		struct xr_slot *s = xr_slot(x, p);
+		uint32_t i, len = 0, state = XR_POSTED;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > h->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		/* full: as many taken-but-not-completed ones count */
+		if (p - atomic_load(&h->claimed) >= srq->rq.max_wr ||
+		    atomic_load_explicit(&s->state, memory_order_acquire)) {
+			err = -ENOMEM;
+			break;
+		}
+		s->wr_id = wr->wr_id;
+		s->num_sge = (uint32_t)wr->num_sge;
+		for (i = 0; i < s->num_sge; i++) {
+			s->sge[i] = (struct xr_sge){
+				.iova = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+			if (!xr_resolve(srq, &s->sge[i]))
+				state |= XR_BAD;
+			len += wr->sg_list[i].length;
+		}
+		s->length = len;
+		atomic_store_explicit(&s->state, state, memory_order_release);
+		atomic_store_explicit(&h->posted, p + 1, memory_order_release);
+	}
+	pthread_spin_unlock(&srq->lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	if (err && bad)
+		*bad = wr;
+	return err;
+}
+
+/*
+ * Claims the oldest WQE: copies it out, then wins it by moving `claimed`
+ * past it (a loser's copy is discarded: the slot may be rewritten only
+ * after its winner is done with it). Returns the claim index, or -1.
+ */
+static int64_t xr_claim(struct ur_xring *x, struct ur_recv_wqe *out,
+			bool remote)
+{
+	struct xr_hdr *h = x->h;
+	uint64_t c = atomic_load(&h->claimed);
+
+	for (;;) {
+		struct xr_slot *s;
+		uint32_t i;
+
+		if (c >= atomic_load_explicit(&h->posted, memory_order_acquire))
+			return -1;
+		s = xr_slot(x, c);
+		out->wr_id = remote ? c : s->wr_id;
+		out->num_sge = s->num_sge < h->max_sge ? s->num_sge :
+							 h->max_sge;
+		out->length = s->length;
+		for (i = 0; i < out->num_sge; i++) {
+			out->sge[i].addr = remote ? s->sge[i].host :
+						    s->sge[i].iova;
+			out->sge[i].length = s->sge[i].length;
+			out->sge[i].lkey = remote ? 0 : s->sge[i].lkey;
+		}
+		if (atomic_compare_exchange_weak(&h->claimed, &c, c + 1))
+			break;
+	}
+	if (remote)
+		atomic_fetch_or(&xr_slot(x, c)->state, XR_REMOTE);
+	else
+		atomic_store_explicit(&xr_slot(x, c)->state, 0,
+				      memory_order_release);
+	return (int64_t)c;
+}
+
+/* Fires IBV_EVENT_SRQ_LIMIT_REACHED once when the queue drops below an
+ * armed limit (the owner's side: local takes and drains). */
+static void xr_limit(struct ur_srq *srq)
+{
+	struct xr_hdr *h = srq->xring->h;
+	bool fire = false;
+
+	pthread_spin_lock(&srq->lock);
+	if (srq->limit &&
+	    atomic_load(&h->posted) - atomic_load(&h->claimed) < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (fire) {
+		struct ibv_async_event ev = {
+			.element.srq = &srq->ibsrq,
+			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		ur_async_event_post(srq->ibsrq.context, &ev);
+	}
+}
+
+int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out)
+{
+	if (xr_claim(srq->xring, out, false) < 0)
+		return -EAGAIN;
+	xr_limit(srq);
+	return 0;
+}
+
+unsigned int ur_xring_drain(struct ur_srq *srq)
+{
+	struct ur_xring *x = srq->xring;
+	struct xr_hdr *h = x->h;
+	unsigned int n = 0;
+	uint64_t t;
+
+	pthread_spin_lock(&srq->lock);
+	t = atomic_load_explicit(&h->cq_tail, memory_order_relaxed);
+	for (;; t++, n++) {
+		struct xr_cqe *e = xr_cqe(x, t);
+		struct xr_slot *s;
+		struct ibv_wc wc;
+
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) !=
+		    (uint32_t)(t + 1))
+			break;
+		s = xr_slot(x, e->idx);
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = s->wr_id;
+		wc.status = e->status;
+		wc.opcode = e->opcode;
+		wc.byte_len = e->byte_len;
+		wc.imm_data = e->imm;
+		wc.wc_flags = e->wc_flags;
+		wc.qp_num = e->qp_num;
+		wc.src_qp = e->src_qp;
+		atomic_store_explicit(&s->state, 0, memory_order_release);
+		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR) */
+		ur_cq_push(srq->xrc_cq, &wc, false);
+	}
+	atomic_store_explicit(&h->cq_tail, t, memory_order_release);
+	pthread_spin_unlock(&srq->lock);
+	if (n)
+		xr_limit(srq);
+	return n;
+}
+
+void ur_xring_drain_cq(struct ur_cq *cq)
+{
+	struct ur_xring *x;
+
+	pthread_mutex_lock(&xr_owned_lock);
+	for (x = xr_owned; x; x = x->next)
+		if (x->srq->xrc_cq == cq)
+			ur_xring_drain(x->srq);
+	pthread_mutex_unlock(&xr_owned_lock);
+}
+
+void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
+{
+	struct ur_xring *x;
+
+	pthread_mutex_lock(&xr_owned_lock);
+	for (x = xr_owned; x; x = x->next) {
+		struct xr_hdr *h = x->h;
+		uint32_t i, j;
+
+		if (ur_ctx_dev(x->srq->ibsrq.context) != dev)
+			continue;
+		atomic_fetch_add(&h->dereg, 1);		/* odd */
+		for (i = 0; i < h->depth; i++) {
+			struct xr_slot *s = xr_slot(x, i);
+
+			if (!atomic_load(&s->state))
+				continue;
+			for (j = 0; j < s->num_sge && j < h->max_sge; j++)
+				if (s->sge[j].lkey == lkey && s->sge[j].length)
+					atomic_fetch_or(&s->state, XR_BAD);
+		}
+		xr_wait_holders(h);
+		atomic_fetch_add(&h->dereg, 1);		/* even */
+	}
+	pthread_mutex_unlock(&xr_owned_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* The other processes' side                                           */
+/* ------------------------------------------------------------------ */
+
+/* Whether pid is the owner: its nonce read back through the pid. */
+static int xr_verify(const struct xr_hdr *h)
+{
+	uint64_t got = 0;
+	struct iovec l = { .iov_base = &got, .iov_len = sizeof(got) };
+	struct iovec r = { .iov_base = (void *)(uintptr_t)h->self,
+			   .iov_len = sizeof(got) };
+
+	if (h->pidns != xr_pidns())
+		return -EPERM;
+	if (process_vm_readv(h->pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(got))
+		return errno == ESRCH ? -ENODEV : -EPERM;
+	return got == h->nonce ? 0 : -ENODEV;
+}
+
+static int xr_open(struct ur_xrc_host *host, uint32_t srqn,
+		   struct ur_xring **out)
+{
+	char path[PATH_MAX];
+	struct ur_xring *x;
+	struct stat st;
+	void *p;
+	int err;
+
+	xr_path(path, sizeof(path), host, srqn);
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->srqn = srqn;
+	x->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (x->fd < 0 || fstat(x->fd, &st) ||
+	    (size_t)st.st_size < xr_hdr_len()) {
+		xr_unmap(x);
+		return -ENODEV;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 x->fd, 0);
+	if (p == MAP_FAILED) {
+		xr_unmap(x);
+		return -ENOMEM;
+	}
+	x->h = p;
+	x->len = (size_t)st.st_size;
+	err = -ENODEV;
+	if (atomic_load_explicit(&x->h->magic, memory_order_acquire) ==
+		    XR_MAGIC &&
+	    x->h->depth && !(x->h->depth & (x->h->depth - 1)) &&
+	    x->h->max_sge <= UR_MAX_SGE &&
+	    x->h->stride == sizeof(struct xr_slot) +
+				    x->h->max_sge * sizeof(struct xr_sge) &&
+	    xr_size(x->h->depth, x->h->stride) == x->len &&
+	    xr_owner_alive(x))
+		err = x->h->no_wake ? -EOPNOTSUPP : xr_verify(x->h);
+	if (err) {
+		xr_unmap(x);
+		return err;
+	}
+	*out = x;
+	return 0;
+}
+
+int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
+		    uint32_t srqn, struct ur_xring **out)
+{
+	struct ur_xring **pp, *x;
+	int err;
+
+	for (pp = cache; (x = *pp); pp = &x->next) {
+		if (x->srqn != srqn)
+			continue;
+		if (!atomic_load(&x->h->gone) && xr_owner_alive(x)) {
+			*out = x;
+			return 0;
+		}
+		*pp = x->next;	/* destroyed: a new one may have the number */
+		xr_unmap(x);
+		break;
+	}
+	err = xr_open(host, srqn, &x);
+	if (err)
+		return err;
+	x->next = *cache;
+	*cache = x;
+	*out = x;
+	return 0;
+}
+
+void ur_xring_cache_free(struct ur_xring **cache)
+{
+	struct ur_xring *x;
+
+	while ((x = *cache)) {
+		*cache = x->next;
+		xr_unmap(x);
+	}
+}
+
+int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out)
+{
+	return xr_claim(x, out, true) < 0 ? -EAGAIN : 0;
+}
+
+static bool xr_enter(struct xr_hdr *h, unsigned int *slot)
+{
+	int32_t me = (int32_t)getpid();
+	unsigned int i, tries;
+
+	for (tries = 0; tries < XR_WAIT_TRIES; tries++) {
+		for (i = 0; i < XR_HOLDERS; i++) {
+			int32_t zero = 0;
+
+			if (!atomic_compare_exchange_strong(&h->holder[i],
+							    &zero, me))
+				continue;
+			if (!(atomic_load(&h->dereg) & 1)) {
+				*slot = i;
+				return true;
+			}
+			atomic_store(&h->holder[i], 0);
+			break;
+		}
+		sched_yield();
+	}
+	return false;
+}
+
+int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
+		  uint32_t off, const void *src, uint32_t len)
+{
+	struct iovec local = { .iov_base = (void *)src, .iov_len = len };
+	struct iovec remote[UR_MAX_SGE];
+	struct xr_hdr *h = x->h;
+	unsigned int n = 0, i, slot;
+	uint32_t left = len;
+	ssize_t done;
+	int err = 0;
+
+	if ((uint64_t)off + len > w->length)
+		return -EMSGSIZE;
+	if (!len)
+		return 0;
+	for (i = 0; i < w->num_sge && left; i++) {
+		uint32_t l = w->sge[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		remote[n].iov_base = (void *)(uintptr_t)(w->sge[i].addr + off);
+		remote[n].iov_len = l - off < left ? l - off : left;
+		left -= (uint32_t)remote[n].iov_len;
+		off = 0;
+		n++;
+	}
+	if (!xr_enter(h, &slot))
+		return -EBUSY;
+	if (atomic_load(&h->gone) || !xr_owner_alive(x))
+		err = -ENODEV;
+	else if (atomic_load(&xr_slot(x, w->wr_id)->state) & XR_BAD)
+		err = -EACCES;
+	if (!err) {
+		done = process_vm_writev(h->pid, &local, 1, remote, n, 0);
+		if (done != (ssize_t)len)
+			err = done < 0 && errno == ESRCH ? -ENODEV : -EFAULT;
+	}
+	atomic_store(&h->holder[slot], 0);
+	return err;
+}
+
+void ur_xring_complete(struct ur_xring *x, uint64_t idx,
+		       const struct ibv_wc *wc)
+{
+	struct xr_hdr *h = x->h;
+	uint64_t p = atomic_fetch_add(&h->cq_head, 1);
+	struct xr_cqe *e = xr_cqe(x, p);
+
+	e->status = wc->status;
+	e->opcode = wc->opcode;
+	e->byte_len = wc->byte_len;
+	e->imm = wc->imm_data;
+	e->wc_flags = wc->wc_flags;
+	e->qp_num = wc->qp_num;
+	e->src_qp = wc->src_qp;
+	e->idx = idx;
+	atomic_store_explicit(&e->seq, (uint32_t)(p + 1), memory_order_release);
+}
