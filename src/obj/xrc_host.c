@@ -245,6 +245,39 @@ static int xh_open_locked(struct ur_xrc_host *h)
 	return -EAGAIN;
 }
 
+/*
+ * A shared XRC SRQ's file (xrc_ring.c) whose owner died without
+ * destroying it: no one holds the lock on its first byte. Its creator
+ * locks it right after creating it and creates it again if it was
+ * removed in between.
+ */
+static void xh_sweep_ring(const char *root, const char *name)
+{
+	char path[PATH_MAX];
+	struct ur_xrc_host t = { .fd = -1 };
+	struct stat a, b;
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	if (snprintf(path, sizeof(path), "%s/%s", root, name) >=
+	    (int)sizeof(path))
+		return;
+	t.qfd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (t.qfd < 0)
+		return;
+
+	/* ... and only that file: a new owner may have replaced it */
+	if (!fcntl(t.qfd, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK &&
+	    !fstat(t.qfd, &a) && !stat(path, &b) && a.st_ino == b.st_ino &&
+	    a.st_dev == b.st_dev)
+		unlink(path);
+	xh_close(&t);
+}
+
 /* Removes root's registry files that no live process holds a record in. */
 static void xh_sweep(const char *root)
 {
@@ -258,6 +291,10 @@ static void xh_sweep(const char *root)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
+		if (!strncmp(e->d_name, "xsrq-", 5)) {
+			xh_sweep_ring(root, e->d_name);
+			continue;
+		}
 		if (strncmp(e->d_name, "xrcd-", 5) ||
 		    snprintf(t.path, sizeof(t.path), "%s/%s", root,
 			     e->d_name) >= (int)sizeof(t.path))

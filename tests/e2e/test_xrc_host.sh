@@ -112,6 +112,11 @@ xsrq_two_clients() {
 		wait "$pid" 2>/dev/null
 		rcs+=($?)
 	done
+	# each SRQ's shared file goes with it
+	if find "$ROOT" -maxdepth 1 -name 'xsrq-*' 2>/dev/null | grep -q .; then
+		ok=0
+		echo "  shared SRQ files left: $(ls "$ROOT")"
+	fi
 	for i in 0 1 2; do
 		((rcs[i] == 0)) || ok=0
 	done
