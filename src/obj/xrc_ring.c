@@ -38,125 +38,15 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdalign.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
-#include "obj/obj_priv.h"
+#include "obj/xrc_ring.h"
 #include "util/log.h"
 #include "util/random.h"
-
-#define XR_MAGIC 0x75587231u	/* "uXr1" */
-#define XR_HOLDERS 8u
-#define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
-
-enum {
-	XR_POSTED = 1u,		/* holds a WQE not yet taken */
-	XR_REMOTE = 2u,		/* taken by another process: freed at drain */
-	XR_BAD = 4u,		/* an SGE does not (or no longer) resolve */
-};
-
-struct xr_sge {
-	uint64_t iova;
-	uint64_t host;
-	uint32_t length;
-	uint32_t lkey;
-};
-
-struct xr_slot {
-	_Atomic uint32_t state;
-	uint32_t num_sge;
-	uint32_t length;
-	uint32_t pad;
-	uint64_t wr_id;
-	struct xr_sge sge[];
-};
-
-struct xr_cqe {
-	_Atomic uint32_t seq;		/* its position + 1, once written */
-	uint32_t status;
-	uint32_t opcode;
-	uint32_t byte_len;
-	uint32_t imm;			/* network order, as ibv_wc's */
-	uint32_t wc_flags;
-	uint32_t qp_num;
-	uint32_t src_qp;
-	uint64_t idx;			/* the WQE's claim index */
-	uint64_t pad;
-};
-
-struct xr_hdr {
-	_Atomic uint32_t magic;		/* stored last */
-	uint32_t depth;			/* slots, power of two */
-	uint32_t max_sge;
-	uint32_t stride;
-	int32_t pid;
-	uint32_t no_wake;		/* the CQ waits on a channel */
-	uint64_t pidns;
-	uint64_t nonce;			/* read back through pid */
-	uint64_t self;			/* &nonce in the owner */
-	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
-	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
-	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */
-	alignas(64) _Atomic uint64_t posted;
-	alignas(64) _Atomic uint64_t claimed;
-	alignas(64) _Atomic uint64_t cq_head;
-	alignas(64) _Atomic uint64_t cq_tail;
-};
-
-struct ur_xring {
-	struct xr_hdr *h;
-	size_t len;
-	int fd;
-	uint32_t srqn;
-	struct ur_srq *srq;		/* owner: its SRQ */
-	struct ur_xring *next;		/* owner: rings; taker: its cache */
-};
 
 /* The owners' rings of this process, for dereg and poll_cq. */
 static pthread_mutex_t xr_owned_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ur_xring *xr_owned;
-
-static size_t xr_hdr_len(void)
-{
-	return (sizeof(struct xr_hdr) + 63) & ~(size_t)63;
-}
-
-static size_t xr_size(uint32_t depth, uint32_t stride)
-{
-	return xr_hdr_len() + (size_t)depth * stride +
-	       (size_t)depth * sizeof(struct xr_cqe);
-}
-
-static struct xr_slot *xr_slot(const struct ur_xring *x, uint64_t idx)
-{
-	return (struct xr_slot *)((uint8_t *)x->h + xr_hdr_len() +
-				  (size_t)(idx & (x->h->depth - 1)) *
-					  x->h->stride);
-}
-
-static struct xr_cqe *xr_cqe(const struct ur_xring *x, uint64_t pos)
-{
-	struct xr_cqe *q = (struct xr_cqe *)((uint8_t *)x->h + xr_hdr_len() +
-					     (size_t)x->h->depth *
-						     x->h->stride);
-
-	return &q[pos & (x->h->depth - 1)];
-}
-
-static uint64_t xr_pidns(void)
-{
-	struct stat st;
-
-	return stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
-}
 
 static int xr_lock0(int fd, short type, int cmd)
 {
@@ -168,37 +58,6 @@ static int xr_lock0(int fd, short type, int cmd)
 	};
 
 	return fcntl(fd, cmd, &fl) ? -errno : 0;
-}
-
-/* Whether the owner still holds its lock (asked through our own open
- * file description, which conflicts with its); an error reads as dead. */
-static bool xr_owner_alive(const struct ur_xring *x)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-		.l_start = 0,
-		.l_len = 1,
-	};
-
-	if (fcntl(x->fd, F_OFD_GETLK, &fl))
-		return false;
-	return fl.l_type != F_UNLCK;
-}
-
-static void xr_path(char *buf, size_t len, struct ur_xrc_host *host,
-		    uint32_t srqn)
-{
-	snprintf(buf, len, "%s-%x", ur_xrc_host_ring_prefix(host), srqn);
-}
-
-static void xr_unmap(struct ur_xring *x)
-{
-	if (x->h)
-		munmap(x->h, x->len);
-	if (x->fd >= 0)
-		close(x->fd);
-	free(x);
 }
 
 /* Creates the file, locked, for an SRQ whose number the registry just
@@ -386,45 +245,6 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 	return err;
 }
 
-/*
- * Claims the oldest WQE: copies it out, then wins it by moving `claimed`
- * past it (a loser's copy is discarded: the slot may be rewritten only
- * after its winner is done with it). Returns the claim index, or -1.
- */
-static int64_t xr_claim(struct ur_xring *x, struct ur_recv_wqe *out,
-			bool remote)
-{
-	struct xr_hdr *h = x->h;
-	uint64_t c = atomic_load(&h->claimed);
-
-	for (;;) {
-		struct xr_slot *s;
-		uint32_t i;
-
-		if (c >= atomic_load_explicit(&h->posted, memory_order_acquire))
-			return -1;
-		s = xr_slot(x, c);
-		out->wr_id = remote ? c : s->wr_id;
-		out->num_sge = s->num_sge < h->max_sge ? s->num_sge :
-							 h->max_sge;
-		out->length = s->length;
-		for (i = 0; i < out->num_sge; i++) {
-			out->sge[i].addr = remote ? s->sge[i].host :
-						    s->sge[i].iova;
-			out->sge[i].length = s->sge[i].length;
-			out->sge[i].lkey = remote ? 0 : s->sge[i].lkey;
-		}
-		if (atomic_compare_exchange_weak(&h->claimed, &c, c + 1))
-			break;
-	}
-	if (remote)
-		atomic_fetch_or(&xr_slot(x, c)->state, XR_REMOTE);
-	else
-		atomic_store_explicit(&xr_slot(x, c)->state, 0,
-				      memory_order_release);
-	return (int64_t)c;
-}
-
 /* Fires IBV_EVENT_SRQ_LIMIT_REACHED once when the queue drops below an
  * armed limit (the owner's side: local takes and drains). */
 static void xr_limit(struct ur_srq *srq)
@@ -451,7 +271,7 @@ static void xr_limit(struct ur_srq *srq)
 
 int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out)
 {
-	if (xr_claim(srq->xring, out, false) < 0)
+	if (ur_xring_claim(srq->xring, out, false) < 0)
 		return -EAGAIN;
 	xr_limit(srq);
 	return 0;
@@ -533,193 +353,3 @@ void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
 	pthread_mutex_unlock(&xr_owned_lock);
 }
 
-/* ------------------------------------------------------------------ */
-/* The other processes' side                                           */
-/* ------------------------------------------------------------------ */
-
-/* Whether pid is the owner: its nonce read back through the pid. */
-static int xr_verify(const struct xr_hdr *h)
-{
-	uint64_t got = 0;
-	struct iovec l = { .iov_base = &got, .iov_len = sizeof(got) };
-	struct iovec r = { .iov_base = (void *)(uintptr_t)h->self,
-			   .iov_len = sizeof(got) };
-
-	if (h->pidns != xr_pidns())
-		return -EPERM;
-	if (process_vm_readv(h->pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(got))
-		return errno == ESRCH ? -ENODEV : -EPERM;
-	return got == h->nonce ? 0 : -ENODEV;
-}
-
-static int xr_open(struct ur_xrc_host *host, uint32_t srqn,
-		   struct ur_xring **out)
-{
-	char path[PATH_MAX];
-	struct ur_xring *x;
-	struct stat st;
-	void *p;
-	int err;
-
-	xr_path(path, sizeof(path), host, srqn);
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	x->srqn = srqn;
-	x->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (x->fd < 0 || fstat(x->fd, &st) ||
-	    (size_t)st.st_size < xr_hdr_len()) {
-		xr_unmap(x);
-		return -ENODEV;
-	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 x->fd, 0);
-	if (p == MAP_FAILED) {
-		xr_unmap(x);
-		return -ENOMEM;
-	}
-	x->h = p;
-	x->len = (size_t)st.st_size;
-	err = -ENODEV;
-	if (atomic_load_explicit(&x->h->magic, memory_order_acquire) ==
-		    XR_MAGIC &&
-	    x->h->depth && !(x->h->depth & (x->h->depth - 1)) &&
-	    x->h->max_sge <= UR_MAX_SGE &&
-	    x->h->stride == sizeof(struct xr_slot) +
-				    x->h->max_sge * sizeof(struct xr_sge) &&
-	    xr_size(x->h->depth, x->h->stride) == x->len &&
-	    xr_owner_alive(x))
-		err = x->h->no_wake ? -EOPNOTSUPP : xr_verify(x->h);
-	if (err) {
-		xr_unmap(x);
-		return err;
-	}
-	*out = x;
-	return 0;
-}
-
-int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
-		    uint32_t srqn, struct ur_xring **out)
-{
-	struct ur_xring **pp, *x;
-	int err;
-
-	for (pp = cache; (x = *pp); pp = &x->next) {
-		if (x->srqn != srqn)
-			continue;
-		if (!atomic_load(&x->h->gone) && xr_owner_alive(x)) {
-			*out = x;
-			return 0;
-		}
-		*pp = x->next;	/* destroyed: a new one may have the number */
-		xr_unmap(x);
-		break;
-	}
-	err = xr_open(host, srqn, &x);
-	if (err)
-		return err;
-	x->next = *cache;
-	*cache = x;
-	*out = x;
-	return 0;
-}
-
-void ur_xring_cache_free(struct ur_xring **cache)
-{
-	struct ur_xring *x;
-
-	while ((x = *cache)) {
-		*cache = x->next;
-		xr_unmap(x);
-	}
-}
-
-int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out)
-{
-	return xr_claim(x, out, true) < 0 ? -EAGAIN : 0;
-}
-
-static bool xr_enter(struct xr_hdr *h, unsigned int *slot)
-{
-	int32_t me = (int32_t)getpid();
-	unsigned int i, tries;
-
-	for (tries = 0; tries < XR_WAIT_TRIES; tries++) {
-		for (i = 0; i < XR_HOLDERS; i++) {
-			int32_t zero = 0;
-
-			if (!atomic_compare_exchange_strong(&h->holder[i],
-							    &zero, me))
-				continue;
-			if (!(atomic_load(&h->dereg) & 1)) {
-				*slot = i;
-				return true;
-			}
-			atomic_store(&h->holder[i], 0);
-			break;
-		}
-		sched_yield();
-	}
-	return false;
-}
-
-int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
-		  uint32_t off, const void *src, uint32_t len)
-{
-	struct iovec local = { .iov_base = (void *)src, .iov_len = len };
-	struct iovec remote[UR_MAX_SGE];
-	struct xr_hdr *h = x->h;
-	unsigned int n = 0, i, slot;
-	uint32_t left = len;
-	ssize_t done;
-	int err = 0;
-
-	if ((uint64_t)off + len > w->length)
-		return -EMSGSIZE;
-	if (!len)
-		return 0;
-	for (i = 0; i < w->num_sge && left; i++) {
-		uint32_t l = w->sge[i].length;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		remote[n].iov_base = (void *)(uintptr_t)(w->sge[i].addr + off);
-		remote[n].iov_len = l - off < left ? l - off : left;
-		left -= (uint32_t)remote[n].iov_len;
-		off = 0;
-		n++;
-	}
-	if (!xr_enter(h, &slot))
-		return -EBUSY;
-	if (atomic_load(&h->gone) || !xr_owner_alive(x))
-		err = -ENODEV;
-	else if (atomic_load(&xr_slot(x, w->wr_id)->state) & XR_BAD)
-		err = -EACCES;
-	if (!err) {
-		done = process_vm_writev(h->pid, &local, 1, remote, n, 0);
-		if (done != (ssize_t)len)
-			err = done < 0 && errno == ESRCH ? -ENODEV : -EFAULT;
-	}
-	atomic_store(&h->holder[slot], 0);
-	return err;
-}
-
-void ur_xring_complete(struct ur_xring *x, uint64_t idx,
-		       const struct ibv_wc *wc)
-{
-	struct xr_hdr *h = x->h;
-	uint64_t p = atomic_fetch_add(&h->cq_head, 1);
-	struct xr_cqe *e = xr_cqe(x, p);
-
-	e->status = wc->status;
-	e->opcode = wc->opcode;
-	e->byte_len = wc->byte_len;
-	e->imm = wc->imm_data;
-	e->wc_flags = wc->wc_flags;
-	e->qp_num = wc->qp_num;
-	e->src_qp = wc->src_qp;
-	e->idx = idx;
-	atomic_store_explicit(&e->seq, (uint32_t)(p + 1), memory_order_release);
-}
