@@ -72,7 +72,7 @@ static const char *xrc_why(int err)
 	case -EPERM:
 		return "its memory cannot be written from this process (process_vm_writev refused)";
 	case -EOPNOTSUPP:
-		return "its CQ waits on a completion channel, which another process cannot wake";
+		return "its CQ waits on a completion channel and its process has no thread to take the completions";
 	case 0:
 		return "only SENDs are delivered into another process's SRQ";
 	default:

@@ -678,7 +678,8 @@ bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn);
  * Another process's XRC SRQ of xrcd's domain (xrc_ring.c), for an XRC
  * target QP's request naming srqn: 0 and *out, or -ENODEV (no such SRQ,
  * or its owner is gone), -EPERM (the owner's memory cannot be written
- * from here), -EOPNOTSUPP (its CQ waits on a channel). The rx owner's,
+ * from here), -EOPNOTSUPP (its CQ waits on a channel and its process
+ * has no thread to move the completions). The rx owner's,
  * with dev->obj_lock held for reading.
  */
 struct ur_xring;

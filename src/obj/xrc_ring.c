@@ -30,7 +30,10 @@
  *   Destroying the SRQ does the same with `gone`.
  * - The copier's completion goes into the file's completion ring (each
  *   WQE yields one, so it never overflows); the owner's poll_cq moves
- *   them into the SRQ's CQ and frees the slots.
+ *   them into the SRQ's CQ and frees the slots. A CQ with a completion
+ *   channel is waited on instead: the owner's waker thread, which the
+ *   copier wakes through a futex in the file, moves them (and so fires
+ *   the channel's event).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -85,6 +88,23 @@ static int xr_create_file(const char *path, size_t len)
 	return -EAGAIN;
 }
 
+static void *xr_waker(void *arg)
+{
+	struct ur_xring *x = arg;
+	struct xr_hdr *h = x->h;
+
+	while (!atomic_load(&x->stop)) {
+		uint32_t seq = atomic_load(&h->wake_seq);
+
+		ur_xring_drain(x->srq);
+		atomic_store(&h->sleeping, 1);
+		if (atomic_load(&h->wake_seq) == seq && !atomic_load(&x->stop))
+			xr_futex_wait(&h->wake_seq, seq);
+		atomic_store(&h->sleeping, 0);
+	}
+	return NULL;
+}
+
 int ur_xring_create(struct ur_srq *srq)
 {
 	struct ur_cq *cq = srq->xrc_cq;
@@ -122,12 +142,19 @@ int ur_xring_create(struct ur_srq *srq)
 	x->h->max_sge = max_sge;
 	x->h->stride = stride;
 	x->h->pid = (int32_t)getpid();
-	x->h->no_wake = cq->ibcq.channel != NULL;
+
 	x->h->pidns = xr_pidns();
 	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
 	x->h->self = (uintptr_t)&x->h->nonce;
-	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
 	srq->xring = x;
+	/* a CQ with a channel is waited on, not polled: a thread of ours
+	 * moves the other processes' completions (and fires the event) */
+	if (cq->ibcq.channel) {
+		atomic_init(&x->stop, false);
+		x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
+		x->h->no_wake = !x->has_waker;
+	}
+	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
 	atomic_fetch_add(&cq->xrings, 1);
 	pthread_mutex_lock(&xr_owned_lock);
 	x->next = xr_owned;
@@ -169,6 +196,12 @@ void ur_xring_destroy(struct ur_srq *srq)
 			break;
 		}
 	pthread_mutex_unlock(&xr_owned_lock);
+	if (x->has_waker) {
+		atomic_store(&x->stop, true);
+		atomic_fetch_add(&x->h->wake_seq, 1);
+		xr_futex_wake(&x->h->wake_seq);
+		pthread_join(x->waker, NULL);
+	}
 	ur_xring_drain(srq);
 	atomic_store(&x->h->gone, 1);
 	xr_wait_holders(x->h);

@@ -7,12 +7,16 @@
 #ifndef UR_OBJ_XRC_RING_H
 #define UR_OBJ_XRC_RING_H
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "obj/obj_priv.h"
@@ -62,13 +66,16 @@ struct xr_hdr {
 	uint32_t max_sge;
 	uint32_t stride;
 	int32_t pid;
-	uint32_t no_wake;		/* the CQ waits on a channel */
+	uint32_t no_wake;		/* its CQ waits on a channel and no
+					 * thread of the owner's drains */
 	uint64_t pidns;
 	uint64_t nonce;			/* read back through pid */
 	uint64_t self;			/* &nonce in the owner */
 	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
 	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
 	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */
+	_Atomic uint32_t wake_seq;	/* futex: completions handed back */
+	_Atomic uint32_t sleeping;	/* the owner's waker waits on it */
 	alignas(64) _Atomic uint64_t posted;
 	alignas(64) _Atomic uint64_t claimed;
 	alignas(64) _Atomic uint64_t cq_head;
@@ -82,6 +89,9 @@ struct ur_xring {
 	uint32_t srqn;
 	struct ur_srq *srq;		/* owner: its SRQ */
 	struct ur_xring *next;		/* owner: rings; taker: its cache */
+	pthread_t waker;		/* owner, CQ with a channel: drains */
+	bool has_waker;
+	atomic_bool stop;		/* the waker's end */
 };
 
 static inline size_t xr_hdr_len(void)
@@ -131,6 +141,19 @@ static inline void xr_unmap(struct ur_xring *x)
 	if (x->fd >= 0)
 		close(x->fd);
 	free(x);
+}
+
+/* The futex the owner's waker sleeps on (a shared mapping: not private). */
+static inline void xr_futex_wait(_Atomic uint32_t *w, uint32_t val)
+{
+	struct timespec ts = { .tv_sec = 1 };
+
+	syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static inline void xr_futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
 /* Claims the oldest WQE into out (xrc_ring_take.c): its claim index, or

@@ -251,4 +251,9 @@ void ur_xring_complete(struct ur_xring *x, uint64_t idx,
 	e->src_qp = wc->src_qp;
 	e->idx = idx;
 	atomic_store_explicit(&e->seq, (uint32_t)(p + 1), memory_order_release);
+	/* the owner's waker, if it sleeps: it either sees the new count
+	 * before it sleeps or is seen sleeping here (both seq_cst) */
+	atomic_fetch_add(&h->wake_seq, 1);
+	if (atomic_load(&h->sleeping))
+		xr_futex_wake(&h->wake_seq);
 }

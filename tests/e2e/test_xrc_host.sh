@@ -9,7 +9,8 @@
 #    the server sends each client's messages through both clients' XRC_RECV
 #    QPs, so each client's QP receives requests for the other client's SRQ
 #    (obj/xrc_ring.c): all three must print success and exit 0, with no
-#    warning that a request for another process's SRQ was refused.
+#    warning that a request for another process's SRQ was refused; and
+#    again with -e (each process waits on a completion channel).
 set -u
 . "$(dirname "$0")/lib.sh"
 e2e_libdir "${1:-}"
@@ -88,13 +89,15 @@ perftest_two_pairs() {
 	fi
 }
 
+# xsrq_two_clients NAME [OPTION...]: the three processes with OPTIONs
 xsrq_two_clients() {
-	local name=xsrq_pingpong_2clients o=$E2E_TMP/xs p i t pid
+	local name=$1 o=$E2E_TMP/$1 p i t pid
+	shift
 	local refused="created by another process"
 	local pids=() rcs=() ok=1
 	selected $name || return
 	p=$(e2e_port)
-	local cmd="ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 20 -s 4096 -m 1024"
+	local cmd="ibv_xsrq_pingpong -d uroce0 -g 0 -p $p -n 20 -s 4096 -m 1024 $*"
 	env $pre E2E_KILL_TAG=$name $cmd -c 2 >"$o.srv" 2>&1 &
 	pids+=($!)
 	listening "$p"
@@ -138,5 +141,8 @@ xsrq_two_clients() {
 
 perftest_two_pairs
 # (bash's notices of the programs it killed on stderr: not wanted)
-xsrq_two_clients 2>/dev/null
+xsrq_two_clients xsrq_pingpong_2clients 2>/dev/null
+# completions waited for on a channel: the SRQ's process has a thread
+# that takes the other processes' completions (and fires the event)
+xsrq_two_clients xsrq_pingpong_2clients_events -e 2>/dev/null
 e2e_summary

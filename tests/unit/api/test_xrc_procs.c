@@ -6,7 +6,9 @@
  * and its XRC_SEND QP sends, through its own XRC_RECV QP, messages for
  * A's SRQ: one to several packets long, one empty, half with an
  * immediate. A polls its CQ (no thread of A's is woken: its poll_cq
- * picks the completions up) and checks that each WQE completes exactly
+ * picks the completions up), or in a second child waits on the CQ's
+ * completion channel (its waker thread moves the completions and fires
+ * the event), and checks that each WQE completes exactly
  * once, with B's target QP and sender QP, the length and immediate sent,
  * and every byte of its buffers (the message, and nothing past it).
  * Then A exits, and a SEND for its SRQ gets a remote access error: a
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -74,13 +77,38 @@ static bool slot_ok(const uint8_t *b, unsigned int n)
 	return true;
 }
 
+/* The next completion of q: by polling, or (ch) by waiting on its
+ * channel, armed before each poll so that none is missed. */
+static int next_wc(struct ibv_cq *q, struct ibv_comp_channel *ch,
+		   struct ibv_wc *wc)
+{
+	struct pollfd pfd;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (!ch)
+		return ibv_poll_cq(q, 1, wc);
+	if (ibv_req_notify_cq(q, 0))
+		return -1;
+	if (ibv_poll_cq(q, 1, wc) == 1)
+		return 1;
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	if (poll(&pfd, 1, 1000) != 1 || ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+		return 0;
+	ibv_ack_cq_events(ev_cq, 1);
+	return ibv_poll_cq(q, 1, wc);
+}
+
 /* A: the SRQ's owner. Exit status 0 when every check passed. */
-static int owner(int up, int down)
+static int owner(int up, int down, bool channel)
 {
 	struct ibv_device **l = ibv_get_device_list(NULL);
 	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_comp_channel *ch = c && channel ?
+					      ibv_create_comp_channel(c) : NULL;
 	struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
-	struct ibv_cq *q = p ? ibv_create_cq(c, 64, NULL, NULL, 0) : NULL;
+	struct ibv_cq *q = p && (ch || !channel) ?
+				   ibv_create_cq(c, 64, NULL, ch, 0) : NULL;
 	struct ibv_xrcd *x = q ? xrcd_open(c, O_CREAT) : NULL;
 	uint8_t *buf = malloc((size_t)NMSG * SLOT);
 	bool seen[NMSG] = { false };
@@ -127,7 +155,7 @@ static int owner(int up, int down)
 	while (got < NMSG && now_ms() < end) {
 		struct ibv_wc wc;
 
-		if (ibv_poll_cq(q, 1, &wc) != 1)
+		if (next_wc(q, ch, &wc) != 1)
 			continue;
 		n = (unsigned int)(wc.wr_id - 500);
 		if (n >= NMSG || seen[n] || wc.status != IBV_WC_SUCCESS ||
@@ -182,7 +210,7 @@ static void send_msg(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *src,
 	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
 }
 
-static void test_other_process_srq(void **state)
+static void other_process_srq(void **state)
 {
 	struct ibv_qp_init_attr_ex ra = {
 		.qp_type = IBV_QPT_XRC_RECV,
@@ -254,11 +282,45 @@ static int rm_one(const char *path, const struct stat *sb, int flag,
 	return remove(path);
 }
 
+static void test_owner_polls(void **state)
+{
+	other_process_srq(state);
+}
+
+static void test_owner_waits_on_channel(void **state)
+{
+	other_process_srq(state);
+}
+
+/* Forks an owner (before this process opens the device: each process
+ * is its own NIC) into arg: pid, its pipe up, its pipe down. */
+static int fork_owner(int arg[3], bool channel)
+{
+	int u[2], d[2];
+	pid_t pid;
+
+	if (pipe(u) || pipe(d))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(u[0]);
+		close(d[1]);
+		_exit(owner(u[1], d[0], channel));
+	}
+	close(u[1]);
+	close(d[0]);
+	arg[0] = pid;
+	arg[1] = u[0];
+	arg[2] = d[1];
+	return 0;
+}
+
 int main(void)
 {
 	char path[64] = "/tmp/ur-xrcp-XXXXXX";
-	int u[2], d[2], st, rc, arg[3];
-	pid_t pid;
+	int polled[3], waited[3], st, rc, i;
 
 	if (ptrace_scope() >= 2) {
 		printf("skip: ptrace_scope >= 2 refuses process_vm_writev\n");
@@ -266,35 +328,30 @@ int main(void)
 	}
 	snprintf(rundir, sizeof(rundir), "/tmp/ur-xrcp-run-XXXXXX");
 	domain_fd = mkstemp(path);
-	if (!mkdtemp(rundir) || domain_fd < 0 || pipe(u) || pipe(d))
+	if (!mkdtemp(rundir) || domain_fd < 0)
 		return 1;
 	unlink(path);
 	setenv("XDG_RUNTIME_DIR", rundir, 1);
-	/* before either opens the device: each process is its own NIC */
-	pid = fork();
-	if (pid < 0)
+	if (fork_owner(polled, false) || fork_owner(waited, true))
 		return 1;
-	if (!pid) {
-		close(u[0]);
-		close(d[1]);
-		_exit(owner(u[1], d[0]));
-	}
-	close(u[1]);
-	close(d[0]);
-	arg[0] = pid;
-	arg[1] = u[0];
-	arg[2] = d[1];
 	{
 		const struct CMUnitTest tests[] = {
-			cmocka_unit_test_prestate(test_other_process_srq,
-						  arg),
+			cmocka_unit_test_prestate(test_owner_polls, polled),
+			/* the owner waits on a completion channel: its waker
+			 * thread moves the completions and fires the event */
+			cmocka_unit_test_prestate(
+				test_owner_waits_on_channel, waited),
 		};
 
 		rc = cmocka_run_group_tests(tests, setup, teardown);
 	}
-	if (waitpid(pid, &st, WNOHANG) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
+	for (i = 0; i < 2; i++) {
+		pid_t pid = i ? waited[0] : polled[0];
+
+		if (waitpid(pid, &st, WNOHANG) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
 	}
 	nftw(rundir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return rc;
