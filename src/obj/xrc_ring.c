@@ -142,7 +142,6 @@ int ur_xring_create(struct ur_srq *srq)
 	x->h->max_sge = max_sge;
 	x->h->stride = stride;
 	x->h->pid = (int32_t)getpid();
-
 	x->h->pidns = xr_pidns();
 	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
 	x->h->self = (uintptr_t)&x->h->nonce;
