@@ -228,12 +228,57 @@ static bool xr_resolve(struct ur_srq *srq, struct xr_sge *s)
 	return true;
 }
 
+/*
+ * Whether the WQE in slot idx was taken by a process that died before it
+ * handed back its completion (srq->lock held, as the drain holds it): its
+ * slot would stay taken, and the ring stuck there, for ever. A pid reused
+ * since reads as alive: the slot stays taken, nothing is overwritten.
+ */
+static bool xr_orphan(struct ur_xring *x, uint64_t idx)
+{
+	struct xr_slot *s = xr_slot(x, idx);
+	struct xr_hdr *h = x->h;
+	uint64_t t, head = atomic_load(&h->cq_head);
+
+	if (!(atomic_load(&s->state) & XR_REMOTE) || s->taker <= 0 ||
+	    !kill(s->taker, 0) || errno != ESRCH)
+		return false;
+	for (t = atomic_load(&h->cq_tail); t != head; t++) {
+		struct xr_cqe *e = xr_cqe(x, t);
+
+		if (atomic_load(&e->seq) == (uint32_t)(t + 1) &&
+		    !((e->idx ^ idx) & (h->depth - 1)))
+			return false;	/* its completion is there */
+	}
+	return true;
+}
+
+/* Their WQEs complete flushed, as a NIC flushes the WQE a destroyed
+ * target QP held. */
+static void xr_flush_reaped(struct ur_srq *srq, const uint64_t *wr_id,
+			    unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct ibv_wc wc = {
+			.wr_id = wr_id[i],
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+		};
+
+		ur_cq_push(srq->xrc_cq, &wc, false);
+	}
+}
+
 int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad)
 {
 	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
 	struct ur_xring *x = srq->xring;
 	struct xr_hdr *h = x->h;
+	uint64_t reaped[XR_REAP_MAX];
+	unsigned int nreaped = 0;
 	int err = 0;
 
 	pthread_rwlock_rdlock(&dev->obj_lock);
@@ -243,6 +288,11 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 						  memory_order_relaxed);
 		struct xr_slot *s = xr_slot(x, p);
 		uint32_t i, len = 0, state = XR_POSTED;
+
+		if (nreaped < XR_REAP_MAX && xr_orphan(x, p)) {
+			reaped[nreaped++] = s->wr_id;
+			atomic_store(&s->state, 0);
+		}
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > h->max_sge) {
 			err = -EINVAL;
@@ -272,6 +322,7 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 	}
 	pthread_spin_unlock(&srq->lock);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	xr_flush_reaped(srq, reaped, nreaped);
 	if (err && bad)
 		*bad = wr;
 	return err;

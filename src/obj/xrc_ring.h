@@ -24,6 +24,7 @@
 #define XR_MAGIC 0x75587231u	/* "uXr1" */
 #define XR_HOLDERS 8u
 #define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
+#define XR_REAP_MAX 16u		/* dead takers' WQEs flushed per post */
 
 enum {
 	XR_POSTED = 1u,		/* holds a WQE not yet taken */
@@ -42,7 +43,7 @@ struct xr_slot {
 	_Atomic uint32_t state;
 	uint32_t num_sge;
 	uint32_t length;
-	uint32_t pad;
+	int32_t taker;			/* XR_REMOTE: the pid that took it */
 	uint64_t wr_id;
 	struct xr_sge sge[];
 };

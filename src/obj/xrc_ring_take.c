@@ -58,8 +58,10 @@ int64_t ur_xring_claim(struct ur_xring *x, struct ur_recv_wqe *out,
 		if (atomic_compare_exchange_weak(&h->claimed, &c, c + 1))
 			break;
 	}
-	if (remote)
+	if (remote) {
+		xr_slot(x, c)->taker = (int32_t)getpid();
 		atomic_fetch_or(&xr_slot(x, c)->state, XR_REMOTE);
+	}
 	else
 		atomic_store_explicit(&xr_slot(x, c)->state, 0,
 				      memory_order_release);

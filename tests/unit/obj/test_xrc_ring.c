@@ -10,7 +10,8 @@
  * (an RNR NAK for the responder). Also: a WQE whose MR the owner
  * deregistered (after or before it was taken) fails with -EACCES and
  * writes nothing; an owner that died is gone for a taker that attached
- * before (its next copy) and after (no attach).
+ * before (its next copy) and after (no attach); a WQE whose taker died
+ * before completing it is flushed when the ring comes round to it.
  *
  * The child is the owner so that the writes go to a descendant, which
  * Yama's ptrace_scope 1 allows; where process_vm_writev is refused all
@@ -416,12 +417,105 @@ out:
 		skip();
 }
 
+/* The taker of test_dead_taker: takes the oldest WQE and dies with it. */
+static int taker_dies(int fd, int up, int down)
+{
+	union {
+		struct ur_recv_wqe w;
+		uint8_t b[sizeof(struct ur_recv_wqe) +
+			  UR_MAX_SGE * sizeof(struct ur_sge)];
+	} u;
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_xring *r;
+	struct ur_xrcd *x;
+	uint32_t srqn;
+	int err;
+
+	alarm(30);
+	if (read(down, &srqn, 4) != 4 || open_xrcd(ctx, fd, 0, &x))
+		return 2;
+	err = ur_xrcd_ring(x, srqn, &r);
+	if (err == -EPERM)
+		return 77;	/* the parent's memory is not ours to read */
+	if (err || ur_xring_take(r, &u.w) || u.w.wr_id != 0)
+		return 3;
+	return 0;	/* a crash: its WQE taken, no completion */
+}
+
+/*
+ * A WQE taken by a process that died before completing it: when the ring
+ * comes round to its slot the owner flushes it (IBV_WC_WR_FLUSH_ERR, once)
+ * and posts there, instead of finding the SRQ full for ever.
+ */
+static void test_dead_taker(void **state)
+{
+	union {
+		struct ur_recv_wqe w;
+		uint8_t b[sizeof(struct ur_recv_wqe) +
+			  UR_MAX_SGE * sizeof(struct ur_sge)];
+	} u;
+	int fd = domain_file(), up, down, st;
+	struct ibv_srq_attr sa;
+	struct ibv_wc wc[4];
+	struct owner o;
+	uint32_t depth, k;
+	pid_t pid;
+
+	(void)state;
+	pid = spawn(fd, taker_dies, &up, &down);
+	assert_int_equal(owner_setup(&o, fd, 2), 0);
+	assert_int_equal(write(down, &o.srq->srq_num, 4), 4);
+	st = child_status(pid);
+	if (st == 77)
+		goto out;
+	assert_int_equal(st, 0);
+	/* the ring's slots: a power of two above max_wr, as granted */
+	ur_srq_query(o.srq, &sa);
+	depth = 1;
+	while (depth < sa.max_wr + 1)
+		depth <<= 1;
+	/* the owner's own target takes the others, and it reposts, until
+	 * the ring is back at the dead taker's slot */
+	for (k = 2; k <= depth; k++) {
+		struct ibv_sge sg = { (uintptr_t)o.buf, 8, o.mr->ibmr.lkey };
+		struct ibv_recv_wr wr = { .wr_id = 1000 + k, .sg_list = &sg,
+					  .num_sge = 1 }, *bad;
+
+		assert_int_equal(ur_srq_take(o.srq, &u.w), 0);
+		assert_int_equal(u.w.wr_id, 1000 + k - 1);
+		assert_int_equal(ur_srq_post(o.srq, &wr, &bad), 0);
+		assert_int_equal(ur_cq_poll(o.cq, 4, wc), k == depth ? 1 : 0);
+	}
+	assert_int_equal(wc[0].wr_id, 1000);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(wc[0].opcode, IBV_WC_RECV);
+	/* the WQE posted into that slot is the next one taken */
+	assert_int_equal(ur_srq_take(o.srq, &u.w), 0);
+	assert_int_equal(u.w.wr_id, 1000 + depth);
+	assert_int_equal(ur_srq_take(o.srq, &u.w), -EAGAIN);
+	ur_xring_drain_cq(o.cq);
+	assert_int_equal(ur_cq_poll(o.cq, 4, wc), 0);
+out:
+	close(up);
+	close(down);
+	assert_int_equal(ur_srq_destroy(o.srq), 0);
+	assert_int_equal(ur_mr_dereg(o.mr), 0);
+	assert_int_equal(ur_cq_destroy(o.cq), 0);
+	assert_int_equal(ur_xrcd_close(o.x), 0);
+	free(o.buf);
+	ut_ctx_free(o.ctx);
+	close(fd);
+	if (st == 77)
+		skip();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_delivery),
 		cmocka_unit_test(test_dereg),
 		cmocka_unit_test(test_dead_owner),
+		cmocka_unit_test(test_dead_taker),
 	};
 	int rc;
 
