@@ -502,6 +502,7 @@ out:
 	assert_int_equal(ur_mr_dereg(o.mr), 0);
 	assert_int_equal(ur_cq_destroy(o.cq), 0);
 	assert_int_equal(ur_xrcd_close(o.x), 0);
+	assert_int_equal(ur_pd_free(o.pd), 0);
 	free(o.buf);
 	ut_ctx_free(o.ctx);
 	close(fd);
