@@ -48,7 +48,8 @@
 #include "util/random.h"
 
 /* The owners' rings of this process, for dereg and poll_cq. */
-static pthread_mutex_t xr_owned_lock = PTHREAD_MUTEX_INITIALIZER;
+/* (read: poll_cq walks it; write: create, destroy, deregistration) */
+static pthread_rwlock_t xr_owned_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct ur_xring *xr_owned;
 
 static int xr_lock0(int fd, short type, int cmd)
@@ -155,10 +156,10 @@ int ur_xring_create(struct ur_srq *srq)
 	}
 	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
 	atomic_fetch_add(&cq->xrings, 1);
-	pthread_mutex_lock(&xr_owned_lock);
+	pthread_rwlock_wrlock(&xr_owned_lock);
 	x->next = xr_owned;
 	xr_owned = x;
-	pthread_mutex_unlock(&xr_owned_lock);
+	pthread_rwlock_unlock(&xr_owned_lock);
 	return 0;
 }
 
@@ -188,13 +189,13 @@ void ur_xring_destroy(struct ur_srq *srq)
 
 	if (!x)
 		return;
-	pthread_mutex_lock(&xr_owned_lock);
+	pthread_rwlock_wrlock(&xr_owned_lock);
 	for (pp = &xr_owned; *pp; pp = &(*pp)->next)
 		if (*pp == x) {
 			*pp = x->next;
 			break;
 		}
-	pthread_mutex_unlock(&xr_owned_lock);
+	pthread_rwlock_unlock(&xr_owned_lock);
 	if (x->has_waker) {
 		atomic_store(&x->stop, true);
 		atomic_fetch_add(&x->h->wake_seq, 1);
@@ -367,6 +368,10 @@ unsigned int ur_xring_drain(struct ur_srq *srq)
 	unsigned int n = 0;
 	uint64_t t;
 
+	/* nothing handed back: poll_cq asks at every call */
+	if (atomic_load_explicit(&h->cq_head, memory_order_acquire) ==
+	    atomic_load_explicit(&h->cq_tail, memory_order_relaxed))
+		return 0;
 	pthread_spin_lock(&srq->lock);
 	t = atomic_load_explicit(&h->cq_tail, memory_order_relaxed);
 	for (;; t++, n++) {
@@ -402,18 +407,20 @@ void ur_xring_drain_cq(struct ur_cq *cq)
 {
 	struct ur_xring *x;
 
-	pthread_mutex_lock(&xr_owned_lock);
+	pthread_rwlock_rdlock(&xr_owned_lock);
 	for (x = xr_owned; x; x = x->next)
 		if (x->srq->xrc_cq == cq)
 			ur_xring_drain(x->srq);
-	pthread_mutex_unlock(&xr_owned_lock);
+	pthread_rwlock_unlock(&xr_owned_lock);
 }
 
 void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
 {
 	struct ur_xring *x;
 
-	pthread_mutex_lock(&xr_owned_lock);
+	/* as a writer: one deregistration at a time keeps `dereg` odd for
+	 * the whole of each */
+	pthread_rwlock_wrlock(&xr_owned_lock);
 	for (x = xr_owned; x; x = x->next) {
 		struct xr_hdr *h = x->h;
 		uint32_t i, j;
@@ -433,6 +440,6 @@ void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
 		xr_wait_holders(h);
 		atomic_fetch_add(&h->dereg, 1);		/* even */
 	}
-	pthread_mutex_unlock(&xr_owned_lock);
+	pthread_rwlock_unlock(&xr_owned_lock);
 }
 
