@@ -337,8 +337,12 @@ static enum ur_resp_state resp_exec_send(struct ur_resp_ctx *c)
 		if (rc)
 			goto err;
 	}
-	rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, off, pkt->payload,
-			     pkt->paylen);
+	if (c->qp->xrc_ring)	/* into another process's XRC SRQ */
+		rc = ur_xring_copy(c->qp->xrc_ring, w, off, pkt->payload,
+				   pkt->paylen);
+	else
+		rc = ur_recv_copy_in(c->qp, w->sge, w->num_sge, off,
+				     pkt->payload, pkt->paylen);
 	if (rc)
 		goto err;
 	r->msg_len += pkt->paylen;
@@ -391,6 +395,25 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	return UR_RESP_ACKNOWLEDGE;
 }
 
+/*
+ * The completion of a message placed into another process's XRC SRQ
+ * goes to that process's completion ring (obj/xrc_ring.c), after the
+ * ACK and every completion held before it: the owner may see it at once.
+ */
+static enum ur_resp_state resp_complete_elsewhere(struct ur_resp_ctx *c,
+						  const struct ibv_wc *wc)
+{
+	struct ur_resp_state_qp *r = c->r;
+
+	if (c->pkt->ackreq && !c->inv_failed)
+		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
+				  c->pkt->psn);
+	ur_resp_flush(c->xp->nic);
+	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
+	ur_xring_complete(c->qp->xrc_ring, r->rwqe.wr_id, wc);
+	return UR_RESP_DONE;
+}
+
 static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 {
 	const struct ur_pkt *pkt = c->pkt;
@@ -427,6 +450,8 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 		wc.src_qp = c->qp->attr.dest_qp_num;
 	}
 	r->msg_len = 0;
+	if (c->qp->xrc_ring)
+		return resp_complete_elsewhere(c, &wc);
 	/*
 	 * The ACK is on the wire before the CQE is visible, as a NIC does
 	 * it: an application that polls this completion and exits at once

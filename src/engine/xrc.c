@@ -14,11 +14,17 @@
  * SRQ cannot go away while the request is handled.
  *
  * An SRQ of the same file-backed domain created by another process of
- * this host exists for the IBA, but its receive WQEs, memory and CQ are
- * in that process: delivering there is not implemented (docs/design.md,
- * XRC), so the request gets the same answer, with a warning that names
- * the cause once per process.
+ * this host lends its receive WQEs from a file both map (obj/xrc_ring.c):
+ * this process keeps the transport (PSN, ACK, NAK, RNR, duplicates) and
+ * places SENDs into the owner's memory, and the completion goes to the
+ * owner's completion ring. What needs the owner's keys is not done from
+ * here (an RDMA WRITE, READ or atomic naming such an SRQ, a SEND with
+ * Invalidate): it gets the answer for no SRQ, as does a request for an
+ * SRQ whose owner is gone or whose memory this process may not write,
+ * with a warning naming the cause once per process.
  */
+#include <errno.h>
+
 #include "engine/resp_priv.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
@@ -40,7 +46,8 @@ static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 	ur_resp_qp_error(&c, IBV_EVENT_QP_ACCESS_ERR);
 }
 
-static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt)
+static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt,
+			       const char *why)
 {
 	static atomic_bool warned;
 	uint32_t srqn = ur_xrceth_srqn(pkt->xrceth);
@@ -49,23 +56,53 @@ static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt)
 	    !ur_xrcd_srq_on_host(qp->xrcd, srqn) ||
 	    atomic_exchange(&warned, true))
 		return;
-	ur_warn("XRC: QP %#x received a request for SRQ %#x of its domain, created by another process: receiving into another process's SRQ is not supported (NAK remote access error)",
-		qp->ibqp_ex.qp_base.qp_num, srqn);
+	ur_warn("XRC: QP %#x received a request for SRQ %#x of its domain, created by another process: %s (NAK remote access error)",
+		qp->ibqp_ex.qp_base.qp_num, srqn, why);
+}
+
+/* What a SEND needs of another process's SRQ: its WQEs and its CQ. */
+static bool xrc_op_elsewhere_ok(const struct ur_pkt *pkt)
+{
+	return ur_op_is_send(pkt->opcode) && !pkt->ieth;
+}
+
+static const char *xrc_why(int err)
+{
+	switch (err) {
+	case -EPERM:
+		return "its memory cannot be written from this process (process_vm_writev refused)";
+	case -EOPNOTSUPP:
+		return "its CQ waits on a completion channel and its process has no thread to take the completions";
+	case 0:
+		return "only SENDs are delivered into another process's SRQ";
+	default:
+		return "the SRQ or its process is gone";
+	}
 }
 
 void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		    const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
+	uint32_t srqn = ur_xrceth_srqn(pkt->xrceth);
+	struct ur_xring *ring = NULL;
 	struct ur_srq *srq;
+	int err;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
-	srq = ur_srq_lookup_xrc(qp->dev, ur_xrceth_srqn(pkt->xrceth));
-	if (!srq || !ur_xrcd_same_domain(srq->xrcd, qp->xrcd)) {
-		xrc_warn_elsewhere(qp, pkt);
+	srq = ur_srq_lookup_xrc(qp->dev, srqn);
+	if (srq && ur_xrcd_same_domain(srq->xrcd, qp->xrcd)) {
+		qp->xrc_srq = srq;
+		ur_resp_rx(qp, pkt, d, flow);
+		qp->xrc_srq = NULL;
+		return;
+	}
+	err = srq ? -ENODEV : ur_xrcd_ring(qp->xrcd, srqn, &ring);
+	if (err || !xrc_op_elsewhere_ok(pkt)) {
+		xrc_warn_elsewhere(qp, pkt, xrc_why(err));
 		xrc_bad_srq(qp, pkt, d, flow);
 		return;
 	}
-	qp->xrc_srq = srq;
+	qp->xrc_ring = ring;
 	ur_resp_rx(qp, pkt, d, flow);
-	qp->xrc_srq = NULL;
+	qp->xrc_ring = NULL;
 }

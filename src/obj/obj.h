@@ -305,6 +305,8 @@ struct ur_cq {
 	bool ignore_overrun;		/* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN */
 	struct ur_pd *parent;		/* IBV_CQ_INIT_ATTR_MASK_PD, or NULL */
 	bool custom_ring;		/* ring from parent->alloc */
+	atomic_uint xrings;		/* shared XRC SRQs completing here:
+					 * poll_cq drains them (xrc_ring.c) */
 };
 
 static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)
@@ -470,6 +472,9 @@ struct ur_srq {
 	int64_t xrc_host_slot;		/* its record in the domain's host
 					 * registry (xrc_host.c), or -1 */
 	struct ur_xrc_host *xrc_host;	/* that registry, with a record */
+	struct ur_xring *xring;		/* its WQEs shared with the domain's
+					 * other processes (xrc_ring.c), or
+					 * NULL: a private queue in rq */
 	atomic_int usecnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event (ibsrq.mutex) */
 };
@@ -526,6 +531,9 @@ struct ur_qp {
 	 * around each request by the receive path's owner (engine/xrc.c) */
 	struct ur_xrcd *xrcd;
 	struct ur_srq *xrc_srq;
+	struct ur_xring *xrc_ring;	/* XRC_RECV: another process's SRQ the
+					 * request names (rx owner, like
+					 * xrc_srq), or NULL */
 	/* XRC_RECV (dev->obj_lock W): handles ibv_open_qp gave out, and
 	 * whether the creator's handle was destroyed while they lived (the
 	 * QP then lives until the last of them is, as the kernel's shared
@@ -662,6 +670,29 @@ struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn);
  * waits: false when another thread or process holds the registry.
  */
 bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn);
+
+/*
+ * Another process's XRC SRQ of xrcd's domain (xrc_ring.c), for an XRC
+ * target QP's request naming srqn: 0 and *out, or -ENODEV (no such SRQ,
+ * or its owner is gone), -EPERM (the owner's memory cannot be written
+ * from here), -EOPNOTSUPP (its CQ waits on a channel and its process
+ * has no thread to move the completions). The rx owner's,
+ * with dev->obj_lock held for reading.
+ */
+struct ur_xring;
+int ur_xrcd_ring(const struct ur_xrcd *xrcd, uint32_t srqn,
+		 struct ur_xring **out);
+/* Takes its oldest WQE into out: wr_id is the claim index, addr the host
+ * address in the owner. 0 or -EAGAIN (empty). */
+int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out);
+/* Writes len bytes at offset off of a WQE taken from x into the owner:
+ * 0, -EMSGSIZE, -EACCES (its MR was deregistered or never resolved),
+ * -ENODEV (the owner or the SRQ is gone), -EFAULT, -EBUSY. */
+int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
+		  uint32_t off, const void *src, uint32_t len);
+/* Hands the completion of the WQE claimed as idx to the owner. */
+void ur_xring_complete(struct ur_xring *x, uint64_t idx,
+		       const struct ibv_wc *wc);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

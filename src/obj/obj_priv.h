@@ -241,6 +241,33 @@ void ur_xrc_host_srq_release(struct ur_xrc_host *h, uint32_t slot);
 /* Whether any live member (this process included) holds srqn; false
  * also when the registry is busy (it never waits). */
 bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn);
+/* The path prefix of the domain's shared SRQ files (xrc_ring.c). */
+const char *ur_xrc_host_ring_prefix(const struct ur_xrc_host *h);
+
+/* ------------------------------------------------------------------ */
+/* xrc_ring.c: an XRC SRQ shared with the domain's other processes */
+/* ------------------------------------------------------------------ */
+
+/* The owner's side: the file of srq (srq->xrc_host, srq->srq_num, its
+ * CQ set), published; srq->xring. -errno: the SRQ stays private. */
+int ur_xring_create(struct ur_srq *srq);
+/* Moves the completions waiting, withdraws the file: no copy is inside
+ * after it returns. */
+void ur_xring_destroy(struct ur_srq *srq);
+int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad);
+int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out);
+/* Moves the other processes' completions into the SRQ's CQ: how many. */
+unsigned int ur_xring_drain(struct ur_srq *srq);
+/* Every shared SRQ completing into cq (poll_cq; cq->lock not held). */
+void ur_xring_drain_cq(struct ur_cq *cq);
+/* lkey of dev is being deregistered: the WQEs naming it fail from now
+ * on, and no copy into it is inside when this returns. */
+void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey);
+/* The other processes' side: a domain's cache of their SRQs. */
+int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
+		    uint32_t srqn, struct ur_xring **out);
+void ur_xring_cache_free(struct ur_xring **cache);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */

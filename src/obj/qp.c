@@ -419,6 +419,8 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 
 	if (ur_qp_rq_srq(qp))
 		return ur_srq_take(ur_qp_rq_srq(qp), out);
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return qp->xrc_ring ? ur_xring_take(qp->xrc_ring, out) : -EAGAIN;
 	pthread_spin_lock(&qp->rq_lock);
 	if (rq->producer == rq->consumer) {
 		uint32_t posted = rq->producer;

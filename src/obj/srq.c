@@ -89,6 +89,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 	if (srq->xrcd)
 		ur_u32_map_remove(&dev->srqns, srq->srq_num);
 	pthread_rwlock_unlock(&dev->obj_lock);
+	ur_xring_destroy(srq);	/* no other process's copy inside */
 	if (srq->xrcd) {
 		/* its number's record in the host registry (xrcd.c) */
 		if (srq->xrc_host_slot >= 0)
@@ -138,6 +139,9 @@ int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
 	if ((mask & IBV_SRQ_MAX_WR) &&
 	    (!attr->max_wr || attr->max_wr > UR_MAX_SRQ_WR))
 		return -EINVAL;
+	/* a shared XRC SRQ's ring is sized once, in other processes' maps */
+	if ((mask & IBV_SRQ_MAX_WR) && srq->xring)
+		return -EINVAL;
 	if (mask & IBV_SRQ_MAX_WR) {
 		if (srq_wq_alloc(srq->parent, &nwq, attr->max_wr,
 				 srq->rq.max_sge))
@@ -177,6 +181,8 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 	struct ur_wq *wq = &srq->rq;
 	int err = 0;
 
+	if (srq->xring)
+		return ur_xring_post(srq, wr, bad);
 	pthread_spin_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		struct ur_recv_wqe *w;
@@ -214,6 +220,8 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 	struct ur_recv_wqe *w;
 	bool fire = false;
 
+	if (srq->xring)
+		return ur_xring_take_local(srq, out);
 	pthread_spin_lock(&srq->lock);
 	if (wq->producer == wq->consumer) {
 		pthread_spin_unlock(&srq->lock);

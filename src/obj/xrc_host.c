@@ -60,6 +60,7 @@ struct ur_xrc_host {
 	int qfd;			/* asks about any record's lock */
 	uint32_t member;		/* our XH_MEMBER record */
 	char path[PATH_MAX];
+	char ring_prefix[PATH_MAX];	/* xsrq-<device>-<st_dev>-<st_ino> */
 };
 
 static int xh_lock_rec(int fd, uint32_t i, short type, int cmd)
@@ -244,6 +245,39 @@ static int xh_open_locked(struct ur_xrc_host *h)
 	return -EAGAIN;
 }
 
+/*
+ * A shared XRC SRQ's file (xrc_ring.c) whose owner died without
+ * destroying it: no one holds the lock on its first byte. Its creator
+ * locks it right after creating it and creates it again if it was
+ * removed in between.
+ */
+static void xh_sweep_ring(const char *root, const char *name)
+{
+	char path[PATH_MAX];
+	struct ur_xrc_host t = { .fd = -1 };
+	struct stat a, b;
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	if (snprintf(path, sizeof(path), "%s/%s", root, name) >=
+	    (int)sizeof(path))
+		return;
+	t.qfd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (t.qfd < 0)
+		return;
+
+	/* ... and only that file: a new owner may have replaced it */
+	if (!fcntl(t.qfd, F_OFD_GETLK, &fl) && fl.l_type == F_UNLCK &&
+	    !fstat(t.qfd, &a) && !stat(path, &b) && a.st_ino == b.st_ino &&
+	    a.st_dev == b.st_dev)
+		unlink(path);
+	xh_close(&t);
+}
+
 /* Removes root's registry files that no live process holds a record in. */
 static void xh_sweep(const char *root)
 {
@@ -257,6 +291,10 @@ static void xh_sweep(const char *root)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
+		if (!strncmp(e->d_name, "xsrq-", 5)) {
+			xh_sweep_ring(root, e->d_name);
+			continue;
+		}
 		if (strncmp(e->d_name, "xrcd-", 5) ||
 		    snprintf(t.path, sizeof(t.path), "%s/%s", root,
 			     e->d_name) >= (int)sizeof(t.path))
@@ -296,6 +334,9 @@ int ur_xrc_host_join(unsigned int dev_index, dev_t st_dev, ino_t st_ino,
 	pthread_mutex_init(&h->lock, NULL);
 	snprintf(h->path, sizeof(h->path), "%s/xrcd-%u-%" PRIx64 "-%" PRIx64,
 		 root, dev_index, (uint64_t)st_dev, (uint64_t)st_ino);
+	snprintf(h->ring_prefix, sizeof(h->ring_prefix),
+		 "%s/xsrq-%u-%" PRIx64 "-%" PRIx64, root, dev_index,
+		 (uint64_t)st_dev, (uint64_t)st_ino);
 	err = xh_open_locked(h);
 	if (err) {
 		pthread_mutex_destroy(&h->lock);
@@ -380,4 +421,9 @@ bool ur_xrc_host_srq_exists(struct ur_xrc_host *h, uint32_t srqn)
 	}
 	pthread_mutex_unlock(&h->lock);
 	return found;
+}
+
+const char *ur_xrc_host_ring_prefix(const struct ur_xrc_host *h)
+{
+	return h->ring_prefix;
 }

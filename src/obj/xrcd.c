@@ -38,6 +38,8 @@ struct ur_xrc_domain {
 	bool file;			/* opened on a file, not fd -1 */
 	struct ur_xrc_host *host;	/* its host registry; NULL if private
 					 * or the registry was unusable */
+	struct ur_xring *rings;		/* other processes' SRQs met (the rx
+					 * owner's, xrc_ring.c) */
 	int refcnt;			/* XRCDs naming it (domains_lock) */
 };
 
@@ -147,6 +149,7 @@ int ur_xrcd_close(struct ur_xrcd *xrcd)
 	if (!--d->refcnt) {
 		if (d->file)
 			ur_list_del(&d->node);
+		ur_xring_cache_free(&d->rings);
 		ur_xrc_host_leave(d->host);
 		free(d);
 	}
@@ -215,6 +218,14 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 		ur_srq_destroy(srq);
 		return err;
 	}
+	/* its WQEs where the domain's other processes take them too;
+	 * without the file it stays this process's alone */
+	if (host) {
+		err = ur_xring_create(srq);
+		if (err)
+			ur_warn("XRC SRQ %#x: not shared with the domain's other processes (%s)",
+				srq->srq_num, strerror(-err));
+	}
 	atomic_fetch_add(&xrcd->usecnt, 1);
 	atomic_fetch_add(&cq->usecnt, 1);
 	*out = srq;
@@ -224,6 +235,16 @@ int ur_srq_create_xrc(struct ur_pd *pd, struct ur_xrcd *xrcd, struct ur_cq *cq,
 bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn)
 {
 	return xrcd->dom->host && ur_xrc_host_srq_exists(xrcd->dom->host, srqn);
+}
+
+int ur_xrcd_ring(const struct ur_xrcd *xrcd, uint32_t srqn,
+		 struct ur_xring **out)
+{
+	struct ur_xrc_domain *d = xrcd->dom;
+
+	if (!d->host)
+		return -ENODEV;
+	return ur_xring_attach(d->host, &d->rings, srqn, out);
 }
 
 struct ur_srq *ur_srq_lookup_xrc(struct ur_device *dev, uint32_t srqn)

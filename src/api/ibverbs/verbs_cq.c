@@ -46,6 +46,9 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		errno = EINVAL;
 		return -EINVAL;
 	}
+	/* completions other processes made for our shared XRC SRQs */
+	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
+		ur_xring_drain_cq(cq);
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
@@ -84,6 +87,8 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr && attr->comp_mask)
 		return ur_api_ret(-EINVAL);
+	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
+		ur_xring_drain_cq(cq);
 	if (ur_cq_pop_ex(cq)) {
 		ur_engine_poll(ur_ctx_dev(c->context));
 		if (ur_cq_pop_ex(cq))

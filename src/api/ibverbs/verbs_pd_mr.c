@@ -106,6 +106,9 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 		err = ur_mr_rereg(to_ur_mr(mr), flags,
 				  pd ? to_ur_pd(pd) : NULL, addr, length,
 				  (unsigned int)access);
+		/* receive WQEs of shared XRC SRQs resolved through it */
+		if (!err)
+			ur_xring_mr_gone(ur_ctx_dev(mr->context), mr->lkey);
 		ur_engine_mr_publish(to_ur_mr(mr));
 	}
 	if (!err)
@@ -117,13 +120,19 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 UR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	int err = ur_live_take(UR_OBJ_MR, mr);
+	struct ur_device *dev;
+	uint32_t lkey;
 
 	if (err)
 		return ur_api_ret(err);
+	dev = ur_ctx_dev(mr->context);
+	lkey = mr->lkey;
 	ur_engine_mr_withdraw(to_ur_mr(mr));
 	err = ur_mr_dereg(to_ur_mr(mr));
 	if (err)	/* still registered (windows bound to it) */
 		ur_engine_mr_publish(to_ur_mr(mr));
+	else	/* receive WQEs other processes write through it */
+		ur_xring_mr_gone(dev, lkey);
 	return ur_api_destroyed(mr, err);
 }
 

@@ -878,3 +878,26 @@ bool ur_xrcd_srq_on_host(const struct ur_xrcd *xrcd, uint32_t srqn)
 	(void)srqn;
 	return false;
 }
+
+/* nor another process's SRQ to lend WQEs */
+int ur_xrcd_ring(const struct ur_xrcd *xrcd, uint32_t srqn,
+		 struct ur_xring **out)
+{
+	(void)xrcd;
+	(void)srqn;
+	(void)out;
+	return -ENODEV;
+}
+
+int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
+		  uint32_t off, const void *src, uint32_t len)
+{
+	(void)x, (void)w, (void)off, (void)src, (void)len;
+	return -ENODEV;
+}
+
+void ur_xring_complete(struct ur_xring *x, uint64_t idx,
+		       const struct ibv_wc *wc)
+{
+	(void)x, (void)idx, (void)wc;
+}

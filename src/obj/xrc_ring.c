@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * An XRC SRQ of a file-backed domain, shared with the domain's other
+ * processes on this host: its receive WQEs and the completions other
+ * processes produce for it, in one file per SRQ next to the domain's
+ * registry (xsrq-<device>-<st_dev>-<st_ino>-<srq_num>, runtime
+ * directory). docs/design.md, "XRC domains across processes", says why
+ * delivery is done this way; in short:
+ *
+ * - The owner (the SRQ's creator) posts: each WQE is written whole into
+ *   its slot, with every SGE resolved at post time (key, PD, bounds,
+ *   LOCAL_WRITE, host address; a WQE that fails is posted marked bad and
+ *   completes with IBV_WC_LOC_PROT_ERR, as a NIC reports a bad receive
+ *   SGE), then published by a release store of `posted`.
+ * - Any member's target QP takes the oldest WQE by advancing `claimed`
+ *   (compare and swap: whichever wins owns it). The owner's own target
+ *   QPs take from the same ring, so the SRQ stays one queue; they keep
+ *   the lkeys and are checked at copy time as for a private SRQ.
+ * - Another process places the payload with process_vm_writev into the
+ *   owner's pid at the resolved addresses. The pid is proven the owner's
+ *   once per attach (a nonce read back through it) and the owner proven
+ *   alive before every copy (its open-file-description lock on the file's
+ *   first byte, which the kernel drops when it exits), so a reused pid is
+ *   never written to.
+ * - Deregistration never races a copy: a copier takes a holder slot (its
+ *   pid) before it reads `dereg` and the WQE's state; the owner's dereg
+ *   makes `dereg` odd, marks the WQEs naming the key bad, waits for the
+ *   holders to leave, then makes it even (all sequentially consistent:
+ *   either the owner waits for the copy, or the copier sees the mark).
+ *   Destroying the SRQ does the same with `gone`.
+ * - The copier's completion goes into the file's completion ring (each
+ *   WQE yields one, so it never overflows); the owner's poll_cq moves
+ *   them into the SRQ's CQ and frees the slots. A CQ with a completion
+ *   channel is waited on instead: the owner's waker thread, which the
+ *   copier wakes through a futex in the file, moves them (and so fires
+ *   the channel's event).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+
+#include "obj/xrc_ring.h"
+#include "util/log.h"
+#include "util/random.h"
+
+/* The owners' rings of this process, for dereg and poll_cq. */
+/* (read: poll_cq walks it; write: create, destroy, deregistration) */
+static pthread_rwlock_t xr_owned_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct ur_xring *xr_owned;
+
+static int xr_lock0(int fd, short type, int cmd)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+/* Creates the file, locked, for an SRQ whose number the registry just
+ * gave us: a file left under that name by a dead owner is replaced. */
+static int xr_create_file(const char *path, size_t len)
+{
+	struct stat st;
+	int fd, tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST) {
+			unlink(path);
+			continue;
+		}
+		if (fd < 0)
+			return -errno;
+		if (xr_lock0(fd, F_WRLCK, F_OFD_SETLK) || ftruncate(fd, len) ||
+		    fstat(fd, &st) || !st.st_nlink) {
+			close(fd);
+			continue;
+		}
+		return fd;
+	}
+	return -EAGAIN;
+}
+
+static void *xr_waker(void *arg)
+{
+	struct ur_xring *x = arg;
+	struct xr_hdr *h = x->h;
+
+	while (!atomic_load(&x->stop)) {
+		uint32_t seq = atomic_load(&h->wake_seq);
+
+		ur_xring_drain(x->srq);
+		atomic_store(&h->sleeping, 1);
+		if (atomic_load(&h->wake_seq) == seq && !atomic_load(&x->stop))
+			xr_futex_wait(&h->wake_seq, seq);
+		atomic_store(&h->sleeping, 0);
+	}
+	return NULL;
+}
+
+int ur_xring_create(struct ur_srq *srq)
+{
+	struct ur_cq *cq = srq->xrc_cq;
+	char path[PATH_MAX];
+	struct ur_xring *x;
+	uint32_t depth = 1, max_sge = srq->rq.max_sge;
+	uint32_t stride = (uint32_t)(sizeof(struct xr_slot) +
+				     max_sge * sizeof(struct xr_sge));
+	size_t len;
+	void *p;
+	int fd;
+
+	while (depth < srq->rq.max_wr + 1)
+		depth <<= 1;
+	len = xr_size(depth, stride);
+	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+	fd = xr_create_file(path, len);
+	if (fd < 0)
+		return fd;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	x = p == MAP_FAILED ? NULL : calloc(1, sizeof(*x));
+	if (!x) {
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		unlink(path);
+		close(fd);
+		return -ENOMEM;
+	}
+	x->h = p;
+	x->len = len;
+	x->fd = fd;
+	x->srqn = srq->srq_num;
+	x->srq = srq;
+	x->h->depth = depth;
+	x->h->max_sge = max_sge;
+	x->h->stride = stride;
+	x->h->pid = (int32_t)getpid();
+	x->h->pidns = xr_pidns();
+	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
+	x->h->self = (uintptr_t)&x->h->nonce;
+	srq->xring = x;
+	/* a CQ with a channel is waited on, not polled: a thread of ours
+	 * moves the other processes' completions (and fires the event) */
+	if (cq->ibcq.channel) {
+		atomic_init(&x->stop, false);
+		x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
+		x->h->no_wake = !x->has_waker;
+	}
+	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
+	atomic_fetch_add(&cq->xrings, 1);
+	pthread_rwlock_wrlock(&xr_owned_lock);
+	x->next = xr_owned;
+	xr_owned = x;
+	pthread_rwlock_unlock(&xr_owned_lock);
+	return 0;
+}
+
+/* Waits until no copier is inside (a dead one is cleared). */
+static void xr_wait_holders(struct xr_hdr *h)
+{
+	unsigned int i, tries;
+	int32_t pid;
+
+	for (i = 0; i < XR_HOLDERS; i++) {
+		for (tries = 0; (pid = atomic_load(&h->holder[i])); tries++) {
+			if ((tries % 64 == 63 && kill(pid, 0) && errno == ESRCH) ||
+			    tries > XR_WAIT_TRIES) {
+				atomic_compare_exchange_strong(&h->holder[i],
+							       &pid, 0);
+				break;
+			}
+			sched_yield();
+		}
+	}
+}
+
+void ur_xring_destroy(struct ur_srq *srq)
+{
+	struct ur_xring *x = srq->xring, **pp;
+	char path[PATH_MAX];
+
+	if (!x)
+		return;
+	pthread_rwlock_wrlock(&xr_owned_lock);
+	for (pp = &xr_owned; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	pthread_rwlock_unlock(&xr_owned_lock);
+	if (x->has_waker) {
+		atomic_store(&x->stop, true);
+		atomic_fetch_add(&x->h->wake_seq, 1);
+		xr_futex_wake(&x->h->wake_seq);
+		pthread_join(x->waker, NULL);
+	}
+	ur_xring_drain(srq);
+	atomic_store(&x->h->gone, 1);
+	xr_wait_holders(x->h);
+	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+	unlink(path);
+	atomic_fetch_sub(&srq->xrc_cq->xrings, 1);
+	srq->xring = NULL;
+	xr_unmap(x);		/* and the lock: the SRQ is gone */
+}
+
+/* Resolves one SGE as the responder would check it (obj_lock held). */
+static bool xr_resolve(struct ur_srq *srq, struct xr_sge *s)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+	struct ur_mem *m;
+	uintptr_t host = 0;
+
+	if (!s->length)
+		return true;
+	m = ur_mem_lookup(dev, s->lkey);
+	if (!m || ur_mem_check(m, srq->pd, 0, s->iova, s->length,
+			       IBV_ACCESS_LOCAL_WRITE, &host))
+		return false;
+	s->host = host;
+	return true;
+}
+
+/*
+ * Whether the WQE in slot idx was taken by a process that died before it
+ * handed back its completion (srq->lock held, as the drain holds it): its
+ * slot would stay taken, and the ring stuck there, for ever. A pid reused
+ * since reads as alive: the slot stays taken, nothing is overwritten.
+ */
+static bool xr_orphan(struct ur_xring *x, uint64_t idx)
+{
+	struct xr_slot *s = xr_slot(x, idx);
+	struct xr_hdr *h = x->h;
+	uint64_t t, head = atomic_load(&h->cq_head);
+
+	if (!(atomic_load(&s->state) & XR_REMOTE) || s->taker <= 0 ||
+	    !kill(s->taker, 0) || errno != ESRCH)
+		return false;
+	for (t = atomic_load(&h->cq_tail); t != head; t++) {
+		struct xr_cqe *e = xr_cqe(x, t);
+
+		if (atomic_load(&e->seq) == (uint32_t)(t + 1) &&
+		    !((e->idx ^ idx) & (h->depth - 1)))
+			return false;	/* its completion is there */
+	}
+	return true;
+}
+
+/* Their WQEs complete flushed, as a NIC flushes the WQE a destroyed
+ * target QP held. */
+static void xr_flush_reaped(struct ur_srq *srq, const uint64_t *wr_id,
+			    unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct ibv_wc wc = {
+			.wr_id = wr_id[i],
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+		};
+
+		ur_cq_push(srq->xrc_cq, &wc, false);
+	}
+}
+
+int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+	struct ur_xring *x = srq->xring;
+	struct xr_hdr *h = x->h;
+	uint64_t reaped[XR_REAP_MAX];
+	unsigned int nreaped = 0;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	pthread_spin_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		uint64_t p = atomic_load_explicit(&h->posted,
+						  memory_order_relaxed);
+		struct xr_slot *s = xr_slot(x, p);
+		uint32_t i, len = 0, state = XR_POSTED;
+
+		if (nreaped < XR_REAP_MAX && xr_orphan(x, p)) {
+			reaped[nreaped++] = s->wr_id;
+			atomic_store(&s->state, 0);
+		}
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > h->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		/* full: as many taken-but-not-completed ones count */
+		if (p - atomic_load(&h->claimed) >= srq->rq.max_wr ||
+		    atomic_load_explicit(&s->state, memory_order_acquire)) {
+			err = -ENOMEM;
+			break;
+		}
+		s->wr_id = wr->wr_id;
+		s->num_sge = (uint32_t)wr->num_sge;
+		for (i = 0; i < s->num_sge; i++) {
+			s->sge[i] = (struct xr_sge){
+				.iova = wr->sg_list[i].addr,
+				.length = wr->sg_list[i].length,
+				.lkey = wr->sg_list[i].lkey,
+			};
+			if (!xr_resolve(srq, &s->sge[i]))
+				state |= XR_BAD;
+			len += wr->sg_list[i].length;
+		}
+		s->length = len;
+		atomic_store_explicit(&s->state, state, memory_order_release);
+		atomic_store_explicit(&h->posted, p + 1, memory_order_release);
+	}
+	pthread_spin_unlock(&srq->lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
+	xr_flush_reaped(srq, reaped, nreaped);
+	if (err && bad)
+		*bad = wr;
+	return err;
+}
+
+/* Fires IBV_EVENT_SRQ_LIMIT_REACHED once when the queue drops below an
+ * armed limit (the owner's side: local takes and drains). */
+static void xr_limit(struct ur_srq *srq)
+{
+	struct xr_hdr *h = srq->xring->h;
+	bool fire = false;
+
+	pthread_spin_lock(&srq->lock);
+	if (srq->limit &&
+	    atomic_load(&h->posted) - atomic_load(&h->claimed) < srq->limit) {
+		srq->limit = 0;
+		fire = true;
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (fire) {
+		struct ibv_async_event ev = {
+			.element.srq = &srq->ibsrq,
+			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		ur_async_event_post(srq->ibsrq.context, &ev);
+	}
+}
+
+int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out)
+{
+	if (ur_xring_claim(srq->xring, out, false) < 0)
+		return -EAGAIN;
+	xr_limit(srq);
+	return 0;
+}
+
+unsigned int ur_xring_drain(struct ur_srq *srq)
+{
+	struct ur_xring *x = srq->xring;
+	struct xr_hdr *h = x->h;
+	unsigned int n = 0;
+	uint64_t t;
+
+	/* nothing handed back: poll_cq asks at every call */
+	if (atomic_load_explicit(&h->cq_head, memory_order_acquire) ==
+	    atomic_load_explicit(&h->cq_tail, memory_order_relaxed))
+		return 0;
+	pthread_spin_lock(&srq->lock);
+	t = atomic_load_explicit(&h->cq_tail, memory_order_relaxed);
+	for (;; t++, n++) {
+		struct xr_cqe *e = xr_cqe(x, t);
+		struct xr_slot *s;
+		struct ibv_wc wc;
+
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) !=
+		    (uint32_t)(t + 1))
+			break;
+		s = xr_slot(x, e->idx);
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = s->wr_id;
+		wc.status = e->status;
+		wc.opcode = e->opcode;
+		wc.byte_len = e->byte_len;
+		wc.imm_data = e->imm;
+		wc.wc_flags = e->wc_flags;
+		wc.qp_num = e->qp_num;
+		wc.src_qp = e->src_qp;
+		atomic_store_explicit(&s->state, 0, memory_order_release);
+		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR) */
+		ur_cq_push(srq->xrc_cq, &wc, false);
+	}
+	atomic_store_explicit(&h->cq_tail, t, memory_order_release);
+	pthread_spin_unlock(&srq->lock);
+	if (n)
+		xr_limit(srq);
+	return n;
+}
+
+void ur_xring_drain_cq(struct ur_cq *cq)
+{
+	struct ur_xring *x;
+
+	pthread_rwlock_rdlock(&xr_owned_lock);
+	for (x = xr_owned; x; x = x->next)
+		if (x->srq->xrc_cq == cq)
+			ur_xring_drain(x->srq);
+	pthread_rwlock_unlock(&xr_owned_lock);
+}
+
+void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
+{
+	struct ur_xring *x;
+
+	/* as a writer: one deregistration at a time keeps `dereg` odd for
+	 * the whole of each */
+	pthread_rwlock_wrlock(&xr_owned_lock);
+	for (x = xr_owned; x; x = x->next) {
+		struct xr_hdr *h = x->h;
+		uint32_t i, j;
+
+		if (ur_ctx_dev(x->srq->ibsrq.context) != dev)
+			continue;
+		atomic_fetch_add(&h->dereg, 1);		/* odd */
+		for (i = 0; i < h->depth; i++) {
+			struct xr_slot *s = xr_slot(x, i);
+
+			if (!atomic_load(&s->state))
+				continue;
+			for (j = 0; j < s->num_sge && j < h->max_sge; j++)
+				if (s->sge[j].lkey == lkey && s->sge[j].length)
+					atomic_fetch_or(&s->state, XR_BAD);
+		}
+		xr_wait_holders(h);
+		atomic_fetch_add(&h->dereg, 1);		/* even */
+	}
+	pthread_rwlock_unlock(&xr_owned_lock);
+}
+

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A shared XRC SRQ (xrc_ring.c says what it is) as the domain's other
+ * processes use it: find its file, prove its owner, take WQEs, write
+ * into the owner's memory and hand back completions.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "obj/xrc_ring.h"
+
+/* Whether the owner still holds its lock (asked through our own open
+ * file description, which conflicts with its); an error reads as dead. */
+static bool xr_owner_alive(const struct ur_xring *x)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = 0,
+		.l_len = 1,
+	};
+
+	if (fcntl(x->fd, F_OFD_GETLK, &fl))
+		return false;
+	return fl.l_type != F_UNLCK;
+}
+
+/* Copies the WQE out, then wins it by moving `claimed` past it (a
+ * loser's copy is discarded: the slot is rewritten only after its winner
+ * is done with it). */
+int64_t ur_xring_claim(struct ur_xring *x, struct ur_recv_wqe *out,
+			bool remote)
+{
+	struct xr_hdr *h = x->h;
+	uint64_t c = atomic_load(&h->claimed);
+
+	for (;;) {
+		struct xr_slot *s;
+		uint32_t i;
+
+		if (c >= atomic_load_explicit(&h->posted, memory_order_acquire))
+			return -1;
+		s = xr_slot(x, c);
+		out->wr_id = remote ? c : s->wr_id;
+		out->num_sge = s->num_sge < h->max_sge ? s->num_sge :
+							 h->max_sge;
+		out->length = s->length;
+		for (i = 0; i < out->num_sge; i++) {
+			out->sge[i].addr = remote ? s->sge[i].host :
+						    s->sge[i].iova;
+			out->sge[i].length = s->sge[i].length;
+			out->sge[i].lkey = remote ? 0 : s->sge[i].lkey;
+		}
+		if (atomic_compare_exchange_weak(&h->claimed, &c, c + 1))
+			break;
+	}
+	if (remote) {
+		xr_slot(x, c)->taker = (int32_t)getpid();
+		atomic_fetch_or(&xr_slot(x, c)->state, XR_REMOTE);
+	}
+	else
+		atomic_store_explicit(&xr_slot(x, c)->state, 0,
+				      memory_order_release);
+	return (int64_t)c;
+}
+
+/* Whether pid is the owner: its nonce read back through the pid. */
+static int xr_verify(const struct xr_hdr *h)
+{
+	uint64_t got = 0;
+	struct iovec l = { .iov_base = &got, .iov_len = sizeof(got) };
+	struct iovec r = { .iov_base = (void *)(uintptr_t)h->self,
+			   .iov_len = sizeof(got) };
+
+	if (h->pidns != xr_pidns())
+		return -EPERM;
+	if (process_vm_readv(h->pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(got))
+		return errno == ESRCH ? -ENODEV : -EPERM;
+	return got == h->nonce ? 0 : -ENODEV;
+}
+
+static int xr_open(struct ur_xrc_host *host, uint32_t srqn,
+		   struct ur_xring **out)
+{
+	char path[PATH_MAX];
+	struct ur_xring *x;
+	struct stat st;
+	void *p;
+	int err;
+
+	xr_path(path, sizeof(path), host, srqn);
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->srqn = srqn;
+	x->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (x->fd < 0 || fstat(x->fd, &st) ||
+	    (size_t)st.st_size < xr_hdr_len()) {
+		xr_unmap(x);
+		return -ENODEV;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 x->fd, 0);
+	if (p == MAP_FAILED) {
+		xr_unmap(x);
+		return -ENOMEM;
+	}
+	x->h = p;
+	x->len = (size_t)st.st_size;
+	err = -ENODEV;
+	if (atomic_load_explicit(&x->h->magic, memory_order_acquire) ==
+		    XR_MAGIC &&
+	    x->h->depth && !(x->h->depth & (x->h->depth - 1)) &&
+	    x->h->max_sge <= UR_MAX_SGE &&
+	    x->h->stride == sizeof(struct xr_slot) +
+				    x->h->max_sge * sizeof(struct xr_sge) &&
+	    xr_size(x->h->depth, x->h->stride) == x->len &&
+	    xr_owner_alive(x))
+		err = x->h->no_wake ? -EOPNOTSUPP : xr_verify(x->h);
+	if (err) {
+		xr_unmap(x);
+		return err;
+	}
+	*out = x;
+	return 0;
+}
+
+int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
+		    uint32_t srqn, struct ur_xring **out)
+{
+	struct ur_xring **pp, *x;
+	int err;
+
+	for (pp = cache; (x = *pp); pp = &x->next) {
+		if (x->srqn != srqn)
+			continue;
+		if (!atomic_load(&x->h->gone) && xr_owner_alive(x)) {
+			*out = x;
+			return 0;
+		}
+		*pp = x->next;	/* destroyed: a new one may have the number */
+		xr_unmap(x);
+		break;
+	}
+	err = xr_open(host, srqn, &x);
+	if (err)
+		return err;
+	x->next = *cache;
+	*cache = x;
+	*out = x;
+	return 0;
+}
+
+void ur_xring_cache_free(struct ur_xring **cache)
+{
+	struct ur_xring *x;
+
+	while ((x = *cache)) {
+		*cache = x->next;
+		xr_unmap(x);
+	}
+}
+
+int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out)
+{
+	return ur_xring_claim(x, out, true) < 0 ? -EAGAIN : 0;
+}
+
+static bool xr_enter(struct xr_hdr *h, unsigned int *slot)
+{
+	int32_t me = (int32_t)getpid();
+	unsigned int i, tries;
+
+	for (tries = 0; tries < XR_WAIT_TRIES; tries++) {
+		for (i = 0; i < XR_HOLDERS; i++) {
+			int32_t zero = 0;
+
+			if (!atomic_compare_exchange_strong(&h->holder[i],
+							    &zero, me))
+				continue;
+			if (!(atomic_load(&h->dereg) & 1)) {
+				*slot = i;
+				return true;
+			}
+			atomic_store(&h->holder[i], 0);
+			break;
+		}
+		sched_yield();
+	}
+	return false;
+}
+
+int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
+		  uint32_t off, const void *src, uint32_t len)
+{
+	struct iovec local = { .iov_base = (void *)src, .iov_len = len };
+	struct iovec remote[UR_MAX_SGE];
+	struct xr_hdr *h = x->h;
+	unsigned int n = 0, i, slot;
+	uint32_t left = len;
+	ssize_t done;
+	int err = 0;
+
+	if ((uint64_t)off + len > w->length)
+		return -EMSGSIZE;
+	if (!len)
+		return 0;
+	for (i = 0; i < w->num_sge && left; i++) {
+		uint32_t l = w->sge[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		remote[n].iov_base = (void *)(uintptr_t)(w->sge[i].addr + off);
+		remote[n].iov_len = l - off < left ? l - off : left;
+		left -= (uint32_t)remote[n].iov_len;
+		off = 0;
+		n++;
+	}
+	if (!xr_enter(h, &slot))
+		return -EBUSY;
+	if (atomic_load(&h->gone) || !xr_owner_alive(x))
+		err = -ENODEV;
+	else if (atomic_load(&xr_slot(x, w->wr_id)->state) & XR_BAD)
+		err = -EACCES;
+	if (!err) {
+		done = process_vm_writev(h->pid, &local, 1, remote, n, 0);
+		if (done != (ssize_t)len)
+			err = done < 0 && errno == ESRCH ? -ENODEV : -EFAULT;
+	}
+	atomic_store(&h->holder[slot], 0);
+	return err;
+}
+
+void ur_xring_complete(struct ur_xring *x, uint64_t idx,
+		       const struct ibv_wc *wc)
+{
+	struct xr_hdr *h = x->h;
+	uint64_t p = atomic_fetch_add(&h->cq_head, 1);
+	struct xr_cqe *e = xr_cqe(x, p);
+
+	e->status = wc->status;
+	e->opcode = wc->opcode;
+	e->byte_len = wc->byte_len;
+	e->imm = wc->imm_data;
+	e->wc_flags = wc->wc_flags;
+	e->qp_num = wc->qp_num;
+	e->src_qp = wc->src_qp;
+	e->idx = idx;
+	atomic_store_explicit(&e->seq, (uint32_t)(p + 1), memory_order_release);
+	/* the owner's waker, if it sleeps: it either sees the new count
+	 * before it sleeps or is seen sleeping here (both seq_cst) */
+	atomic_fetch_add(&h->wake_seq, 1);
+	if (atomic_load(&h->sleeping))
+		xr_futex_wake(&h->wake_seq);
+}

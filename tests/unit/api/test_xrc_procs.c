@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * XRC across two processes of one host, through the public verbs: a
+ * forked child (A) opens a domain file, creates an XRC SRQ and posts its
+ * receive WQEs (two SGEs each); this process (B) opens the same file,
+ * and its XRC_SEND QP sends, through its own XRC_RECV QP, messages for
+ * A's SRQ: one to several packets long, one empty, half with an
+ * immediate. A polls its CQ (no thread of A's is woken: its poll_cq
+ * picks the completions up), or in a second child waits on the CQ's
+ * completion channel (its waker thread moves the completions and fires
+ * the event), and checks that each WQE completes exactly
+ * once, with B's target QP and sender QP, the length and immediate sent,
+ * and every byte of its buffers (the message, and nothing past it).
+ * Then A exits, and a SEND for its SRQ gets a remote access error: a
+ * dead owner is an SRQ gone.
+ *
+ * A is the child so that B writes into a descendant (Yama's ptrace_scope
+ * 1 allows it); ptrace_scope 2 or more refuses it: skipped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "rc_pair.h"
+
+#define NMSG 24
+#define CHUNK 1500u		/* two per WQE: up to three packets */
+#define GAP 32u
+#define SLOT (2 * CHUNK + 2 * GAP)
+#define FILL 0xee
+
+static char rundir[64];
+static int domain_fd;
+
+static uint32_t msg_len(unsigned int n)
+{
+	return n == 5 ? 0 : (n * 211) % (2 * CHUNK) + 1;
+}
+
+static uint8_t pattern(unsigned int n, unsigned int i)
+{
+	return (uint8_t)(n * 13 + i * 5 + 3);
+}
+
+static struct ibv_xrcd *xrcd_open(struct ibv_context *c, int oflags)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = domain_fd,
+		.oflags = oflags,
+	};
+
+	return ibv_open_xrcd(c, &a);
+}
+
+/* Whether slot n of A's buffer holds message n and nothing else. */
+static bool slot_ok(const uint8_t *b, unsigned int n)
+{
+	uint32_t len = msg_len(n), i;
+
+	for (i = 0; i < SLOT; i++) {
+		uint32_t pos = i < CHUNK ? i :
+			       i >= CHUNK + GAP && i < 2 * CHUNK + GAP ?
+			       i - GAP : UINT32_MAX;
+
+		if (b[i] != (pos < len ? pattern(n, pos) : FILL))
+			return false;
+	}
+	return true;
+}
+
+/* The next completion of q: by polling, or (ch) by waiting on its
+ * channel, armed before each poll so that none is missed. */
+static int next_wc(struct ibv_cq *q, struct ibv_comp_channel *ch,
+		   struct ibv_wc *wc)
+{
+	struct pollfd pfd;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (!ch)
+		return ibv_poll_cq(q, 1, wc);
+	if (ibv_req_notify_cq(q, 0))
+		return -1;
+	if (ibv_poll_cq(q, 1, wc) == 1)
+		return 1;
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	if (poll(&pfd, 1, 1000) != 1 || ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+		return 0;
+	ibv_ack_cq_events(ev_cq, 1);
+	return ibv_poll_cq(q, 1, wc);
+}
+
+/* A: the SRQ's owner. Exit status 0 when every check passed. */
+static int owner(int up, int down, bool channel)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_comp_channel *ch = c && channel ?
+					      ibv_create_comp_channel(c) : NULL;
+	struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+	struct ibv_cq *q = p && (ch || !channel) ?
+				   ibv_create_cq(c, 64, NULL, ch, 0) : NULL;
+	struct ibv_xrcd *x = q ? xrcd_open(c, O_CREAT) : NULL;
+	uint8_t *buf = malloc((size_t)NMSG * SLOT);
+	bool seen[NMSG] = { false };
+	struct ibv_srq *srq = NULL;
+	struct ibv_mr *mr = NULL;
+	uint32_t srqn, qpns[2];
+	unsigned int n, got = 0;
+	uint64_t end;
+
+	alarm(30);
+	if (x && buf) {
+		struct ibv_srq_init_attr_ex a = {
+			.attr = { .max_wr = NMSG, .max_sge = 2 },
+			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+				     IBV_SRQ_INIT_ATTR_PD |
+				     IBV_SRQ_INIT_ATTR_XRCD |
+				     IBV_SRQ_INIT_ATTR_CQ,
+			.srq_type = IBV_SRQT_XRC,
+			.pd = p, .xrcd = x, .cq = q,
+		};
+
+		srq = ibv_create_srq_ex(c, &a);
+		memset(buf, FILL, (size_t)NMSG * SLOT);
+		mr = ibv_reg_mr(p, buf, (size_t)NMSG * SLOT,
+				IBV_ACCESS_LOCAL_WRITE);
+	}
+	if (!srq || !mr || ibv_get_srq_num(srq, &srqn))
+		return 2;
+	for (n = 0; n < NMSG; n++) {
+		struct ibv_sge sg[2] = {
+			{ (uintptr_t)buf + n * SLOT, CHUNK, mr->lkey },
+			{ (uintptr_t)buf + n * SLOT + CHUNK + GAP, CHUNK,
+			  mr->lkey },
+		};
+		struct ibv_recv_wr wr = { .wr_id = 500 + n, .sg_list = sg,
+					  .num_sge = 2 }, *bad;
+
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			return 3;
+	}
+	if (write(up, &srqn, 4) != 4 || read(down, qpns, 8) != 8)
+		return 4;
+	end = now_ms() + 20000;
+	while (got < NMSG && now_ms() < end) {
+		struct ibv_wc wc;
+
+		if (next_wc(q, ch, &wc) != 1)
+			continue;
+		n = (unsigned int)(wc.wr_id - 500);
+		if (n >= NMSG || seen[n] || wc.status != IBV_WC_SUCCESS ||
+		    wc.opcode != IBV_WC_RECV || wc.byte_len != msg_len(n) ||
+		    wc.qp_num != qpns[0] || wc.src_qp != qpns[1] ||
+		    !(wc.wc_flags & IBV_WC_WITH_IMM) != !(n & 1) ||
+		    ((n & 1) && wc.imm_data != htonl(0xabc0 + n)))
+			return 10;
+		seen[n] = true;
+		got++;
+		if (!slot_ok(buf + n * SLOT, n))
+			return 11;
+	}
+	if (got != NMSG)
+		return 12;
+	/* exactly once: nothing more comes */
+	usleep(100000);
+	{
+		struct ibv_wc wc;
+
+		if (ibv_poll_cq(q, 1, &wc) != 0)
+			return 13;
+	}
+	return 0;	/* a crash as far as the domain knows: nothing closed */
+}
+
+static int ptrace_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int v = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+static void send_msg(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *src,
+		     unsigned int n, uint32_t srqn)
+{
+	struct ibv_sge sge = { (uintptr_t)src, msg_len(n), mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = n, .sg_list = &sge, .num_sge = 1,
+		.opcode = (n & 1) ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(0xabc0 + n),
+	}, *bad;
+
+	wr.qp_type.xrc.remote_srqn = srqn;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+}
+
+static void other_process_srq(void **state)
+{
+	struct ibv_qp_init_attr_ex ra = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+	};
+	struct ibv_qp_init_attr_ex sa = {
+		.qp_type = IBV_QPT_XRC_SEND,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.send_cq = cq,
+		.cap = { .max_send_wr = NMSG + 1, .max_send_sge = 1 },
+	};
+	uint8_t *src = malloc((size_t)NMSG * 2 * CHUNK);
+	struct ibv_qp *recv, *send;
+	struct ibv_xrcd *x;
+	struct ibv_mr *mr;
+	uint32_t srqn, qpns[2];
+	const int *arg = *state;
+	pid_t pid = arg[0];
+	int up = arg[1], down = arg[2], st;
+	unsigned int n, i;
+
+	assert_non_null(src);
+	assert_int_equal(read(up, &srqn, 4), 4);
+	x = xrcd_open(ctx, 0);	/* A's domain: it exists on the host */
+	assert_non_null(x);
+	ra.xrcd = x;
+	sa.pd = pd;
+	recv = ibv_create_qp_ex(ctx, &ra);
+	send = ibv_create_qp_ex(ctx, &sa);
+	assert_non_null(recv);
+	assert_non_null(send);
+	rc_to_rts(recv, send->qp_num, &gid, &rc_conn_default);
+	rc_to_rts(send, recv->qp_num, &gid, &rc_conn_default);
+	qpns[0] = recv->qp_num;
+	qpns[1] = send->qp_num;
+	assert_int_equal(write(down, qpns, 8), 8);
+	mr = ibv_reg_mr(pd, src, (size_t)NMSG * 2 * CHUNK,
+			IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	for (n = 0; n < NMSG; n++) {
+		uint8_t *m = src + (size_t)n * 2 * CHUNK;
+
+		for (i = 0; i < msg_len(n); i++)
+			m[i] = pattern(n, i);
+		send_msg(send, mr, m, n, srqn);
+	}
+	for (n = 0; n < NMSG; n++)
+		assert_int_equal(wait_wr(n).status, IBV_WC_SUCCESS);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+
+	/* the owner is gone, and so is its SRQ */
+	send_msg(send, mr, src, 0, srqn);
+	assert_int_equal(wait_wr(0).status, IBV_WC_REM_ACCESS_ERR);
+
+	assert_int_equal(ibv_destroy_qp(send), 0);
+	assert_int_equal(ibv_destroy_qp(recv), 0);
+	assert_int_equal(ibv_close_xrcd(x), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	free(src);
+	nstash = 0;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void test_owner_polls(void **state)
+{
+	other_process_srq(state);
+}
+
+static void test_owner_waits_on_channel(void **state)
+{
+	other_process_srq(state);
+}
+
+/* Forks an owner (before this process opens the device: each process
+ * is its own NIC) into arg: pid, its pipe up, its pipe down. */
+static int fork_owner(int arg[3], bool channel)
+{
+	int u[2], d[2];
+	pid_t pid;
+
+	if (pipe(u) || pipe(d))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(u[0]);
+		close(d[1]);
+		_exit(owner(u[1], d[0], channel));
+	}
+	close(u[1]);
+	close(d[0]);
+	arg[0] = pid;
+	arg[1] = u[0];
+	arg[2] = d[1];
+	return 0;
+}
+
+int main(void)
+{
+	char path[64] = "/tmp/ur-xrcp-XXXXXX";
+	int polled[3], waited[3], st, rc, i;
+
+	if (ptrace_scope() >= 2) {
+		printf("skip: ptrace_scope >= 2 refuses process_vm_writev\n");
+		return 77;
+	}
+	snprintf(rundir, sizeof(rundir), "/tmp/ur-xrcp-run-XXXXXX");
+	domain_fd = mkstemp(path);
+	if (!mkdtemp(rundir) || domain_fd < 0)
+		return 1;
+	unlink(path);
+	setenv("XDG_RUNTIME_DIR", rundir, 1);
+	if (fork_owner(polled, false) || fork_owner(waited, true))
+		return 1;
+	{
+		const struct CMUnitTest tests[] = {
+			cmocka_unit_test_prestate(test_owner_polls, polled),
+			/* the owner waits on a completion channel: its waker
+			 * thread moves the completions and fires the event */
+			cmocka_unit_test_prestate(
+				test_owner_waits_on_channel, waited),
+		};
+
+		rc = cmocka_run_group_tests(tests, setup, teardown);
+	}
+	for (i = 0; i < 2; i++) {
+		pid_t pid = i ? waited[0] : polled[0];
+
+		if (waitpid(pid, &st, WNOHANG) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+	}
+	nftw(rundir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}
