@@ -12,6 +12,13 @@
  *                                          on memory and a second thread
  *                                          receives and hands the datagram
  *                                          over (blocking and busy-polling)
+ *   udp_bench relay-sleep [-n iters] [-t secs]
+ *                                          relay, blocking, with the
+ *                                          receiving thread asleep in
+ *                                          ppoll() before each recv:
+ *                                          without a timeout, and with
+ *                                          one of 0.4 ms (what a sleep
+ *                                          with a deadline costs)
  *   udp_bench all   lat and tput
  *
  * Output: one line per measurement, "name value unit".
@@ -113,10 +120,27 @@ static ssize_t rx(int fd, void *buf, size_t len, bool busy)
 struct relay {
 	int fd;
 	bool busy;
+	int sleep_us;		/* <0: recv blocks; else ppoll() first, with
+				 * this timeout (0: none) */
 	char inbox[64];
 	_Atomic unsigned long seq;
 	ssize_t len;
 };
+
+/*
+ * Sleep until the socket is readable, as a thread that also waits for a
+ * deadline does. A timeout arms a kernel timer at each sleep and cancels
+ * it at each wake-up; in a virtual machine both reprogram the CPU's timer
+ * through the hypervisor.
+ */
+static void relay_sleep(struct relay *r)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+	struct timespec ts = { 0, (long)r->sleep_us * 1000 };
+
+	while (ppoll(&p, 1, r->sleep_us ? &ts : NULL, NULL) == 0)
+		;
+}
 
 static void *relay_rx(void *arg)
 {
@@ -124,7 +148,11 @@ static void *relay_rx(void *arg)
 	char buf[64];
 
 	for (;;) {
-		ssize_t n = rx(r->fd, buf, sizeof(buf), r->busy);
+		ssize_t n;
+
+		if (r->sleep_us >= 0)
+			relay_sleep(r);
+		n = rx(r->fd, buf, sizeof(buf), r->busy);
 
 		if (n > 0)
 			memcpy(r->inbox, buf, (size_t)n);
@@ -144,10 +172,12 @@ static ssize_t relay_wait(struct relay *r, unsigned long *seen)
 	return r->len;
 }
 
-static void relay_start(struct relay *r, pthread_t *t, int fd, bool busy)
+static void relay_start(struct relay *r, pthread_t *t, int fd, bool busy,
+			int sleep_us)
 {
 	r->fd = fd;
 	r->busy = busy;
+	r->sleep_us = sleep_us;
 	atomic_init(&r->seq, 0);
 	if (pthread_create(t, NULL, relay_rx, r))
 		die("pthread_create");
@@ -167,8 +197,8 @@ static ssize_t lat_rx(int fd, char *buf, bool busy, struct relay *r,
 	return n;
 }
 
-static void lat_run(const char *name, bool busy, bool relay, int iters,
-		    double secs)
+static void lat_run(const char *name, bool busy, bool relay, int sleep_us,
+		    int iters, double secs)
 {
 	struct sockaddr_in a, b;
 	double *rtt, t0, t1, end;
@@ -189,7 +219,7 @@ static void lat_run(const char *name, bool busy, bool relay, int iters,
 	if (!pid) {		/* echo side */
 		close(fa);
 		if (relay)
-			relay_start(&rl, &th, fb, busy);
+			relay_start(&rl, &th, fb, busy, sleep_us);
 		for (;;) {
 			ssize_t r = lat_rx(fb, buf, busy, relay ? &rl : NULL,
 					   &seen);
@@ -204,7 +234,7 @@ static void lat_run(const char *name, bool busy, bool relay, int iters,
 	}
 	close(fb);
 	if (relay)
-		relay_start(&rl, &th, fa, busy);
+		relay_start(&rl, &th, fa, busy, sleep_us);
 	rtt = calloc((size_t)iters, sizeof(*rtt));
 	memset(buf, 'p', sizeof(buf));
 	/* warm up */
@@ -424,8 +454,8 @@ static void tput_all(double secs, int runs)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: udp_bench lat|relay|tput|all [-n iters] "
-		"[-t secs] [-r runs]\n");
+	fprintf(stderr, "usage: udp_bench lat|relay|relay-sleep|tput|all "
+		"[-n iters] [-t secs] [-r runs]\n");
 	exit(2);
 }
 
@@ -436,12 +466,18 @@ int main(int argc, char **argv)
 	if (bench_parse_args(argc, argv, &a, MAX_ITERS))
 		usage();
 	if (!strcmp(a.mode, "lat") || !strcmp(a.mode, "all")) {
-		lat_run("block", false, false, a.iters, a.secs * 2);
-		lat_run("busy", true, false, a.iters, a.secs * 2);
+		lat_run("block", false, false, -1, a.iters, a.secs * 2);
+		lat_run("busy", true, false, -1, a.iters, a.secs * 2);
 	}
 	if (!strcmp(a.mode, "relay")) {
-		lat_run("block", false, true, a.iters, a.secs * 2);
-		lat_run("busy", true, true, a.iters, a.secs * 2);
+		lat_run("block", false, true, -1, a.iters, a.secs * 2);
+		lat_run("busy", true, true, -1, a.iters, a.secs * 2);
+		return 0;
+	}
+	if (!strcmp(a.mode, "relay-sleep")) {
+		lat_run("ppoll", false, true, 0, a.iters, a.secs * 2);
+		lat_run("ppoll_timeout", false, true, 400, a.iters,
+			a.secs * 2);
 		return 0;
 	}
 	if (!strcmp(a.mode, "tput") || !strcmp(a.mode, "all"))

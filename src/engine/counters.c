@@ -51,6 +51,7 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_RP_CNP_IGNORED] = "rp_cnp_ignored",
 	[UR_STAT_PACE_WAITS] = "pace_waits",
 	[UR_STAT_LOCAL_CONGESTION] = "local_congestion",
+	[UR_STAT_SLEEP_TIMERS] = "sleep_timers",
 };
 
 /* The device counters' names where the meaning is the same. */

@@ -67,6 +67,7 @@ enum ur_stat {
 	UR_STAT_RP_CNP_IGNORED,
 	UR_STAT_PACE_WAITS,		/* cc.c: the requester waited to pace */
 	UR_STAT_LOCAL_CONGESTION,	/* cc.c: a cut for a full local queue */
+	UR_STAT_SLEEP_TIMERS,		/* progress.c: the thread set timer_fd */
 	UR_STAT__MAX,
 };
 
@@ -191,6 +192,8 @@ struct ur_nic {
 	uint64_t spin_ns;		/* see UR_RX_SPIN_NS */
 	int wake_fd;			/* eventfd: shutdown, one-sided */
 	int timer_fd;			/* timerfd: a deadline before its sleep */
+	uint64_t timer_set;		/* progress thread: timer_fd fires by
+					 * then (ns), 0 none */
 	_Atomic uint64_t reorder_bytes;	/* held by every QP's reorder store */
 	/* RC QPs with PSNs unacknowledged: they share UR_NIC_WINDOW_PSNS
 	 * (cc.c; each QP's cc.busy says whether it is counted) */

@@ -15,6 +15,7 @@
  */
 #include <poll.h>
 #include <sched.h>
+#include <sys/timerfd.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -302,11 +303,44 @@ static uint64_t nic_deaf_until(struct ur_nic *nic, uint64_t now)
 }
 
 /*
+ * timers.lock held: have timer_fd fire by when (ns, 0: nothing due).
+ * A timer already set to fire no later stays: the deadline a post pushes
+ * later (the probe) costs nothing, and a timer that fires early only
+ * makes the thread look at its heap and set the next one. Why not a
+ * ppoll() timeout: that arms a kernel timer for every sleep and cancels
+ * it at every wake-up, and in a virtual machine each reprograms the
+ * CPU's timer through the hypervisor (some 10 us here); a 64 B
+ * ib_write_lat sleeps and wakes twice per message on each side
+ * (docs/design.md, "Where a waiting packet waits"). false: the timerfd
+ * refused; the caller passes ppoll() the timeout instead.
+ */
+static bool nic_timer_by(struct ur_nic *nic, uint64_t when)
+{
+	struct itimerspec its = {
+		.it_value = {
+			.tv_sec = (time_t)(when / 1000000000ull),
+			.tv_nsec = (long)(when % 1000000000ull),
+		},
+	};
+
+	if (!when || (nic->timer_set && nic->timer_set <= when))
+		return true;
+	ur_cnt_stat(&nic->cnt, UR_STAT_SLEEP_TIMERS, 1);
+	if (timerfd_settime(nic->timer_fd, TFD_TIMER_ABSTIME, &its, NULL))
+		return false;
+	nic->timer_set = when;
+	return true;
+}
+
+/*
  * Sleep until the socket has datagrams (unless deaf), the earliest
- * deadline, or a wake-up. The wait is published (sleep_until) before the
- * deadline is read for the last time: an arm that this read missed sees
- * the published wait and sets the timerfd if it ends too late
- * (ur_nic_wake_by). The socket comes last so a deaf wait drops it.
+ * deadline, or a wake-up. The deadline is in timer_fd (nic_timer_by()),
+ * and the wait is published (sleep_until: when that timer fires at the
+ * latest) under timers.lock, which every arm that makes a new earliest
+ * deadline holds while it reads sleep_until: either the arm came first
+ * and this sees its deadline, or the arm sees this wait and sets the
+ * timerfd earlier itself (ur_nic_wake_by()); never a later time over an
+ * earlier one. The socket comes last so a deaf wait drops it.
  */
 static void nic_wait(struct ur_nic *nic)
 {
@@ -315,34 +349,34 @@ static void nic_wait(struct ur_nic *nic)
 		{ .fd = nic->timer_fd, .events = POLLIN },
 		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
 	};
-	uint64_t next, d, deaf, now, v;
+	uint64_t next, d, deaf, now, until, rel, v;
 	struct timespec ts, *tsp = NULL;
 	ssize_t r;
 
-	for (;;) {
-		next = ur_timer_next(nic);
-		now = ur_now_ns();
-		deaf = nic_deaf_until(nic, now);
-		d = deaf && (!next || deaf < next) ? deaf : next;
-		atomic_store(&nic->sleep_until, d ? d : UINT64_MAX);
-		if (ur_timer_next(nic) == next)
-			break;
-		/* a deadline moved before the wait was published: again */
-	}
-	if (deaf)
-		ur_cnt_stat(&nic->cnt, UR_STAT_DEAF_WAITS, 1);
-	if (d) {
-		d = d > now ? d - now : 0;
-		ts.tv_sec = (time_t)(d / 1000000000ull);
-		ts.tv_nsec = (long)(d % 1000000000ull);
+	pthread_mutex_lock(&nic->timers.lock);
+	next = ur_timer_next(nic);
+	now = ur_now_ns();
+	deaf = nic_deaf_until(nic, now);
+	d = deaf && (!next || deaf < next) ? deaf : next;
+	rel = d > now ? d - now : 0;
+	if (nic_timer_by(nic, d)) {
+		until = nic->timer_set ? nic->timer_set : UINT64_MAX;
+	} else {
+		until = d;
+		ts.tv_sec = (time_t)(rel / 1000000000ull);
+		ts.tv_nsec = (long)(rel % 1000000000ull);
 		tsp = &ts;
 	}
+	atomic_store(&nic->sleep_until, until);
+	pthread_mutex_unlock(&nic->timers.lock);
+	if (deaf)
+		ur_cnt_stat(&nic->cnt, UR_STAT_DEAF_WAITS, 1);
 	/* a deaf wait leaves the same-host ring to poll_cq, as the socket */
 	if (!deaf && ur_link_wait_arm(nic->link)) {
 		ur_trace(UR_TR_ARM_HIT, 0, 0);
 		goto awake;
 	}
-	ur_trace(UR_TR_WAIT, deaf, d);
+	ur_trace(UR_TR_WAIT, deaf, d ? rel : 0);
 	pfd[2].revents = 0;
 	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
 		ur_trace(UR_TR_WOKE,
@@ -352,8 +386,10 @@ static void nic_wait(struct ur_nic *nic)
 			 0);
 		if (pfd[0].revents & POLLIN)
 			r = read(nic->wake_fd, &v, sizeof(v));
-		if (pfd[1].revents & POLLIN)
+		if (pfd[1].revents & POLLIN) {
 			r = read(nic->timer_fd, &v, sizeof(v));
+			nic->timer_set = 0;
+		}
 		(void)r;
 	}
 	if (!deaf)

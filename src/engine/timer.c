@@ -35,11 +35,12 @@ void ur_nic_wake(struct ur_nic *nic)
 }
 
 /*
- * The progress thread publishes when its wait ends (0 while it is awake,
- * UINT64_MAX for no timeout) before it reads the next deadline, and the
- * arming side stores the next deadline before it reads this: with both
- * seq_cst, either the thread sees the new deadline before it sleeps, or
- * this sees the wait that would outlast it. Such a wait is not cut short
+ * The progress thread reads the next deadline, sets its timerfd and
+ * publishes when its wait ends (0 while it is awake, UINT64_MAX for no
+ * timer) under timers.lock, and the arming side stores the next deadline
+ * and reads this under the same lock (progress.c, nic_wait()): either the
+ * thread sees the new deadline before it sleeps, or this sees the wait
+ * that would outlast it. Such a wait is not cut short
  * now (on two cores a wake-up per post steals the spinning application's
  * core, and the thread usually wakes for a datagram before a probe is
  * due): the thread's timerfd is set to the deadline, so the kernel wakes
