@@ -274,7 +274,9 @@ if has(perftest):
             row, unit.get(row, "GB/s"),
             " | ".join("–" if (row, c) in notrun else f(med(row, c))
                        for c in cols),
-            f(ratio(row, "auto", "udp")), f(ratio(row, "auto", "ucx_cma"))))
+            f(ratio(row, "auto", "udp")),
+            "–" if (row, "ucx_cma") in notrun else
+            f(ratio(row, "auto", "ucx_cma"))))
     print()
 def named_table(first, titles, names, cols, ratio_title):
     """the rows of names over the columns cols, and the ratio of the first
