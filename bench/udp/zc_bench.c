@@ -136,7 +136,11 @@ static double run(int zc, int trains, double *cpu, long *copied, long *done)
 		if (send(s, buf, sizeof(buf), zc ? MSG_ZEROCOPY : 0) < 0) {
 			if (errno != ENOBUFS && errno != EAGAIN)
 				die("send");
-			i--;	/* the queue or the notification budget */
+			/* the queue, or the notifications' budget: reap */
+			if (zc)
+				reap(s, done, copied);
+			i--;
+			continue;
 		}
 		if (zc && !(i & 15))
 			reap(s, done, copied);
