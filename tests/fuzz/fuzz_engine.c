@@ -803,6 +803,10 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 			    qu->inv_rkey[seq] == w.mw2_next_rkey) {
 				w.dead = true;
 				w.dead_rkey = qu->inv_rkey[seq];
+				if (fz_trace)
+					fprintf(stderr, "fz: key %#x dead "
+						"(local invalidate)\n",
+						w.dead_rkey);
 			}
 		}
 	}
@@ -811,6 +815,9 @@ static void check_wc(int qi, const struct ibv_wc *wc)
 	    wc->invalidated_rkey == w.mw2_next_rkey) {
 		w.dead = true;
 		w.dead_rkey = wc->invalidated_rkey;
+		if (fz_trace)
+			fprintf(stderr, "fz: key %#x dead (remote invalidate)\n",
+				w.dead_rkey);
 	}
 	qu->next = seq + 1;
 	read_check(qi, wc);
@@ -1605,8 +1612,14 @@ static void op_post_send(void)
 		world_quiet();
 	rc = ibv_post_send(q->qp, &wr, &bad);
 	if (fz_trace)
-		fprintf(stderr, "fz: QP %d post_send %d len %u: %d\n", qi,
-			wr.opcode, len, rc);
+		fprintf(stderr,
+			"fz: QP %d post_send %d len %u rkey %#x inv %#x bind %#x: %d\n",
+			qi, wr.opcode, len,
+			wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+				wr.wr.atomic.rkey : wr.wr.rdma.rkey,
+			wr.invalidate_rkey,
+			wr.opcode == IBV_WR_BIND_MW ? wr.bind_mw.rkey : 0, rc);
 	if (rc)
 		return;
 	if (wr.opcode == IBV_WR_BIND_MW) {
