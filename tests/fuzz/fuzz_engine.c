@@ -55,7 +55,8 @@
  * RESET in the engine is still caught.
  * Stale responses (note_stale_response()): the requester's side of the
  * same doubt. A response is tagged with the incarnation of the requester
- * it answers. One sent before that requester's last RESET completes with
+ * it answers, or as doubtful when its responder was in doubt as it sent
+ * it (sender_gen()). One sent before that requester's last RESET completes with
  * success whatever outstanding WQE its PSN covers once the requester is
  * reconnected at the same PSNs, and a crafted one whatever its PSN
  * covers, though that WQE's request never ran
@@ -198,6 +199,10 @@ uint32_t ur_random_u32(void)
 
 /* The sender's incarnation (fz_qp.gen) when it left, or a crafted one. */
 #define FZ_GEN_CRAFTED UINT32_MAX
+/* A response its responder sent while its PSN was in doubt (psn_doubt):
+ * it may answer a request of the requester's last incarnation, whatever
+ * incarnation the requester has when it is sent or arrives. */
+#define FZ_GEN_DOUBT (UINT32_MAX - 1)
 
 struct fz_dgram {
 	uint32_t len;
@@ -1113,7 +1118,14 @@ static int response_target(const uint8_t *bth, size_t len)
 /*
  * A datagram the engine sends: a request is its target's peer's; a
  * response is tagged with its target's incarnation, the requester whose
- * requests it answers (a RESET of the requester makes it stale).
+ * requests it answers (a RESET of the requester makes it stale), unless
+ * its responder is in doubt: it may then answer a request the requester
+ * sent before its last RESET, which the responder took as the one it
+ * expected, and the requester's present incarnation may have a request
+ * of its own outstanding at that PSN (regress_dead_mw_key_doubt_ack: QP
+ * 0, reconnected at PSN 291, took QP 1's stale WRITE at 291 and ACKed it;
+ * QP 0 was reset, which ended its doubt; QP 1's WRITE through a dead key,
+ * posted at 291 afterwards, was completed by that ACK).
  */
 static uint32_t sender_gen(const uint8_t *bth, size_t len)
 {
@@ -1122,7 +1134,9 @@ static uint32_t sender_gen(const uint8_t *bth, size_t len)
 	if (ri >= 0)
 		return w.q[ri ^ 1].gen;
 	qi = response_target(bth, len);
-	return qi < 0 ? 0 : w.q[qi].gen;
+	if (qi < 0)
+		return 0;
+	return w.q[qi ^ 1].psn_doubt ? FZ_GEN_DOUBT : w.q[qi].gen;
 }
 
 /*
@@ -1161,7 +1175,8 @@ static void note_rx(const struct fz_dgram *d)
 	if (ri < 0) {
 		qi = response_target(d->data, d->len);
 		if (qi >= 0 &&
-		    (d->gen == FZ_GEN_CRAFTED || d->gen != w.q[qi].gen))
+		    (d->gen == FZ_GEN_CRAFTED || d->gen == FZ_GEN_DOUBT ||
+		     d->gen != w.q[qi].gen))
 			note_stale_response(qi);
 		return;
 	}
