@@ -29,6 +29,16 @@ void ur_async_event_post(struct ibv_context *ctx,
 	pthread_mutex_unlock(&uctx->async_lock);
 }
 
+void ur_srq_limit_reached(struct ur_srq *srq)
+{
+	struct ibv_async_event ev = {
+		.element.srq = &srq->ibsrq,
+		.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
+	};
+
+	ur_async_event_post(srq->ibsrq.context, &ev);
+}
+
 /*
  * What an affiliated event is counted on: the verbs object it names, the
  * mutex/cond of that object, its "completed" counter (bumped by

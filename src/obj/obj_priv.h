@@ -248,6 +248,20 @@ const char *ur_xrc_host_ring_prefix(const struct ur_xrc_host *h);
 /* xrc_ring.c: an XRC SRQ shared with the domain's other processes */
 /* ------------------------------------------------------------------ */
 
+/* srq->lock held: the SRQ holds left WQEs now. Below an armed limit the
+ * limit is disarmed and true returned: the caller then raises the event
+ * with ur_srq_limit_reached() once it has let go of the lock. */
+static inline bool ur_srq_limit_crossed(struct ur_srq *srq, uint64_t left)
+{
+	if (!srq->limit || left >= srq->limit)
+		return false;
+	srq->limit = 0;
+	return true;
+}
+
+/* IBV_EVENT_SRQ_LIMIT_REACHED on srq (async.c). */
+void ur_srq_limit_reached(struct ur_srq *srq);
+
 /* The owner's side: the file of srq (srq->xrc_host, srq->srq_num, its
  * CQ set), published; srq->xring. -errno: the SRQ stays private. */
 int ur_xring_create(struct ur_srq *srq);

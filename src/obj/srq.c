@@ -230,18 +230,9 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 	w = ur_wq_slot(wq, wq->consumer);
 	memcpy(out, w, sizeof(*w) + w->num_sge * sizeof(struct ur_sge));
 	wq->consumer++;
-	if (srq->limit && ur_wq_count(wq) < srq->limit) {
-		srq->limit = 0;
-		fire = true;
-	}
+	fire = ur_srq_limit_crossed(srq, ur_wq_count(wq));
 	pthread_spin_unlock(&srq->lock);
-	if (fire) {
-		struct ibv_async_event ev = {
-			.element.srq = &srq->ibsrq,
-			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
-		};
-
-		ur_async_event_post(srq->ibsrq.context, &ev);
-	}
+	if (fire)
+		ur_srq_limit_reached(srq);
 	return 0;
 }

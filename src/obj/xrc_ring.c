@@ -337,20 +337,11 @@ static void xr_limit(struct ur_srq *srq)
 	bool fire = false;
 
 	pthread_spin_lock(&srq->lock);
-	if (srq->limit &&
-	    atomic_load(&h->posted) - atomic_load(&h->claimed) < srq->limit) {
-		srq->limit = 0;
-		fire = true;
-	}
+	fire = ur_srq_limit_crossed(srq, atomic_load(&h->posted) -
+						 atomic_load(&h->claimed));
 	pthread_spin_unlock(&srq->lock);
-	if (fire) {
-		struct ibv_async_event ev = {
-			.element.srq = &srq->ibsrq,
-			.event_type = IBV_EVENT_SRQ_LIMIT_REACHED,
-		};
-
-		ur_async_event_post(srq->ibsrq.context, &ev);
-	}
+	if (fire)
+		ur_srq_limit_reached(srq);
 }
 
 int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out)
