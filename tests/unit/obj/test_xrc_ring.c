@@ -226,30 +226,60 @@ static struct ur_xring *taker_attach(struct ibv_context *ctx, int fd,
 	return r;
 }
 
+/* A receive WQE with room for its SGEs, as ur_xring_take() fills it. */
+union rwqe {
+	struct ur_recv_wqe w;
+	uint8_t b[sizeof(struct ur_recv_wqe) +
+		  UR_MAX_SGE * sizeof(struct ur_sge)];
+};
+
+/* The taking side of a two-process test: its context and domain file,
+ * the owner forked and its SRQ found (r NULL when this host refuses
+ * cross-memory writes: the owner is killed, taker_end() skips). */
+struct taker {
+	struct ibv_context *ctx;
+	struct ur_xrcd *x;
+	struct ur_xring *r;
+	uint32_t srqn;
+	int fd, up, down;
+	pid_t pid;
+};
+
+static bool taker_begin(struct taker *t, int (*owner)(int, int, int))
+{
+	t->ctx = ut_ctx_new();
+	t->fd = domain_file();
+	t->pid = spawn(t->fd, owner, &t->up, &t->down);
+	assert_int_equal(read(t->up, &t->srqn, 4), 4);
+	t->r = taker_attach(t->ctx, t->fd, t->srqn, &t->x);
+	if (t->r)
+		return true;
+	kill(t->pid, SIGKILL);
+	child_status(t->pid);
+	return false;
+}
+
+static void taker_end(struct taker *t)
+{
+	close(t->up);
+	close(t->down);
+	assert_int_equal(ur_xrcd_close(t->x), 0);
+	ut_ctx_free(t->ctx);
+	close(t->fd);
+	if (refused)
+		skip();
+}
+
 static void test_delivery(void **state)
 {
-	union {
-		struct ur_recv_wqe w;
-		uint8_t b[sizeof(struct ur_recv_wqe) +
-			  UR_MAX_SGE * sizeof(struct ur_sge)];
-	} u;
+	union rwqe u;
 	uint8_t msg[2 * CHUNK];
-	struct ibv_context *ctx = ut_ctx_new();
-	struct ur_xring *r;
-	struct ur_xrcd *x;
-	int fd = domain_file(), up, down, n;
-	uint32_t srqn;
-	pid_t pid;
+	struct taker t;
+	int n;
 
 	(void)state;
-	pid = spawn(fd, owner_delivery, &up, &down);
-	assert_int_equal(read(up, &srqn, 4), 4);
-	r = taker_attach(ctx, fd, srqn, &x);
-	if (!r) {
-		kill(pid, SIGKILL);
-		child_status(pid);
+	if (!taker_begin(&t, owner_delivery))
 		goto out;
-	}
 	for (n = 0; n < NWQE; n++) {
 		struct ibv_wc wc = {
 			.status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
@@ -259,33 +289,29 @@ static void test_delivery(void **state)
 		};
 		uint32_t len = msg_len(n), i, off;
 
-		assert_int_equal(ur_xring_take(r, &u.w), 0);
+		assert_int_equal(ur_xring_take(t.r, &u.w), 0);
 		assert_int_equal(u.w.length, 2 * CHUNK);
 		for (i = 0; i < len; i++)
 			msg[i] = pattern(n, i);
 		/* in packets of 256 bytes, as a responder places them */
 		for (off = 0; off < len; off += 256)
-			assert_int_equal(ur_xring_copy(r, &u.w, off, msg + off,
+			assert_int_equal(ur_xring_copy(t.r, &u.w, off,
+						       msg + off,
 						       len - off < 256 ?
 							       len - off : 256),
 					 0);
 		/* past the WQE's end: the responder's length error */
-		assert_int_equal(ur_xring_copy(r, &u.w, 2 * CHUNK - 1, msg, 2),
+		assert_int_equal(ur_xring_copy(t.r, &u.w, 2 * CHUNK - 1, msg,
+					       2),
 				 -EMSGSIZE);
-		ur_xring_complete(r, u.w.wr_id, &wc);
+		ur_xring_complete(t.r, u.w.wr_id, &wc);
 	}
 	/* empty: the responder's RNR NAK */
-	assert_int_equal(ur_xring_take(r, &u.w), -EAGAIN);
-	assert_int_equal(write(down, "g", 1), 1);
-	assert_int_equal(child_status(pid), 0);
+	assert_int_equal(ur_xring_take(t.r, &u.w), -EAGAIN);
+	assert_int_equal(write(t.down, "g", 1), 1);
+	assert_int_equal(child_status(t.pid), 0);
 out:
-	close(up);
-	close(down);
-	assert_int_equal(ur_xrcd_close(x), 0);
-	ut_ctx_free(ctx);
-	close(fd);
-	if (refused)
-		skip();
+	taker_end(&t);
 }
 
 /* The owner of test_dereg: two WQEs; deregisters their MR on command,
@@ -314,49 +340,28 @@ static int owner_dereg(int fd, int up, int down)
 
 static void test_dereg(void **state)
 {
-	union {
-		struct ur_recv_wqe w;
-		uint8_t b[sizeof(struct ur_recv_wqe) +
-			  UR_MAX_SGE * sizeof(struct ur_sge)];
-	} u1, u2;
+	union rwqe u1, u2;
 	uint8_t msg[64];
-	struct ibv_context *ctx = ut_ctx_new();
-	struct ur_xring *r;
-	struct ur_xrcd *x;
-	int fd = domain_file(), up, down;
-	uint32_t srqn;
+	struct taker t;
 	uint8_t c;
-	pid_t pid;
 
 	(void)state;
 	memset(msg, 0x5a, sizeof(msg));
-	pid = spawn(fd, owner_dereg, &up, &down);
-	assert_int_equal(read(up, &srqn, 4), 4);
-	r = taker_attach(ctx, fd, srqn, &x);
-	if (!r) {
-		kill(pid, SIGKILL);
-		child_status(pid);
+	if (!taker_begin(&t, owner_dereg))
 		goto out;
-	}
 	/* one taken before the deregistration, one after */
-	assert_int_equal(ur_xring_take(r, &u1.w), 0);
-	assert_int_equal(write(down, "g", 1), 1);
-	assert_int_equal(read(up, &c, 1), 1);
-	assert_int_equal(ur_xring_copy(r, &u1.w, 0, msg, sizeof(msg)),
+	assert_int_equal(ur_xring_take(t.r, &u1.w), 0);
+	assert_int_equal(write(t.down, "g", 1), 1);
+	assert_int_equal(read(t.up, &c, 1), 1);
+	assert_int_equal(ur_xring_copy(t.r, &u1.w, 0, msg, sizeof(msg)),
 			 -EACCES);
-	assert_int_equal(ur_xring_take(r, &u2.w), 0);
-	assert_int_equal(ur_xring_copy(r, &u2.w, 0, msg, sizeof(msg)),
+	assert_int_equal(ur_xring_take(t.r, &u2.w), 0);
+	assert_int_equal(ur_xring_copy(t.r, &u2.w, 0, msg, sizeof(msg)),
 			 -EACCES);
-	assert_int_equal(write(down, "g", 1), 1);
-	assert_int_equal(child_status(pid), 0);
+	assert_int_equal(write(t.down, "g", 1), 1);
+	assert_int_equal(child_status(t.pid), 0);
 out:
-	close(up);
-	close(down);
-	assert_int_equal(ur_xrcd_close(x), 0);
-	ut_ctx_free(ctx);
-	close(fd);
-	if (refused)
-		skip();
+	taker_end(&t);
 }
 
 /* The owner of test_dead_owner: posts, then dies (a crash: nothing
@@ -376,55 +381,31 @@ static int owner_dies(int fd, int up, int down)
 
 static void test_dead_owner(void **state)
 {
-	union {
-		struct ur_recv_wqe w;
-		uint8_t b[sizeof(struct ur_recv_wqe) +
-			  UR_MAX_SGE * sizeof(struct ur_sge)];
-	} u;
+	union rwqe u;
 	uint8_t msg[64] = { 0 };
-	struct ibv_context *ctx = ut_ctx_new();
-	struct ur_xring *r, *again = NULL;
-	struct ur_xrcd *x;
-	int fd = domain_file(), up, down;
-	uint32_t srqn;
-	pid_t pid;
+	struct ur_xring *again = NULL;
+	struct taker t;
 
 	(void)state;
-	pid = spawn(fd, owner_dies, &up, &down);
-	assert_int_equal(read(up, &srqn, 4), 4);
-	r = taker_attach(ctx, fd, srqn, &x);
-	if (!r) {
-		kill(pid, SIGKILL);
-		child_status(pid);
+	if (!taker_begin(&t, owner_dies))
 		goto out;
-	}
-	assert_int_equal(ur_xring_take(r, &u.w), 0);
-	assert_int_equal(write(down, "g", 1), 1);
-	assert_int_equal(child_status(pid), 0);
+	assert_int_equal(ur_xring_take(t.r, &u.w), 0);
+	assert_int_equal(write(t.down, "g", 1), 1);
+	assert_int_equal(child_status(t.pid), 0);
 	/* its lock went with it: a copy now is refused, nothing written to
 	 * whatever process has that pid next */
-	assert_int_equal(ur_xring_copy(r, &u.w, 0, msg, sizeof(msg)),
+	assert_int_equal(ur_xring_copy(t.r, &u.w, 0, msg, sizeof(msg)),
 			 -ENODEV);
-	assert_int_equal(ur_xrcd_ring(x, srqn, &again), -ENODEV);
+	assert_int_equal(ur_xrcd_ring(t.x, t.srqn, &again), -ENODEV);
 	assert_null(again);
 out:
-	close(up);
-	close(down);
-	assert_int_equal(ur_xrcd_close(x), 0);
-	ut_ctx_free(ctx);
-	close(fd);
-	if (refused)
-		skip();
+	taker_end(&t);
 }
 
 /* The taker of test_dead_taker: takes the oldest WQE and dies with it. */
 static int taker_dies(int fd, int up, int down)
 {
-	union {
-		struct ur_recv_wqe w;
-		uint8_t b[sizeof(struct ur_recv_wqe) +
-			  UR_MAX_SGE * sizeof(struct ur_sge)];
-	} u;
+	union rwqe u;
 	struct ibv_context *ctx = ut_ctx_new();
 	struct ur_xring *r;
 	struct ur_xrcd *x;
@@ -449,11 +430,7 @@ static int taker_dies(int fd, int up, int down)
  */
 static void test_dead_taker(void **state)
 {
-	union {
-		struct ur_recv_wqe w;
-		uint8_t b[sizeof(struct ur_recv_wqe) +
-			  UR_MAX_SGE * sizeof(struct ur_sge)];
-	} u;
+	union rwqe u;
 	int fd = domain_file(), up, down, st;
 	struct ibv_srq_attr sa;
 	struct ibv_wc wc[4];
