@@ -24,55 +24,55 @@ export UROCE_LIBDIR=$LIBDIR
 out=$E2E_TMP/ompi.out
 stats=$E2E_TMP/stats
 
-mpicc -O2 -o "$E2E_TMP/pingpong" "$HERE/mpi/pingpong.c" || {
-	echo "FAIL: mpicc"; exit 1
-}
 # CI runs as root: mpirun needs to be told that is fine
 root=()
 (($(id -u) == 0)) && root=(--allow-run-as-root)
-UROCE_STATS=$stats timeout 180 "$U" run -- mpirun "${root[@]}" \
-	--oversubscribe -np 2 --mca pml ucx --mca btl self --mca osc ^ucx \
-	-x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1 \
-	"$E2E_TMP/pingpong" >"$out" 2>&1
-rc=$?
+
+# ompi_job NAME NP PROG LINE: mpi/PROG.c on NP ranks over UCX on uroce
+# (its devices' counters in $stats); passes when it exits 0 having
+# printed LINE
+ompi_job() {
+	local name=$1 np=$2 prog=$3 line=$4 rc
+	mpicc -O2 -o "$E2E_TMP/$prog" "$HERE/mpi/$prog.c" || {
+		echo "FAIL: mpicc $prog"; exit 1
+	}
+	rm -f "$stats"
+	UROCE_STATS=$stats timeout 180 "$U" run -- mpirun "${root[@]}" \
+		--oversubscribe -np "$np" --mca pml ucx --mca btl self \
+		--mca osc ^ucx -x UCX_TLS=rc_verbs,ud_verbs \
+		-x UCX_NET_DEVICES=uroce0:1 "$E2E_TMP/$prog" >"$out" 2>&1
+	rc=$?
+	if ((rc == 0)) && grep -qx "$line" "$out"; then
+		e2e_pass "$name"
+	else
+		e2e_fail "$name (rc=$rc)" "$(tail -n 30 "$out")"
+	fi
+}
+
+# ranks_with COUNTER MIN: how many ranks' devices counted at least MIN
+ranks_with() {
+	awk -v c="$1" -v m="$2" '$1 == c && $2 >= m {n++} END {print n + 0}' \
+		"$stats" 2>/dev/null
+}
+
 # 12 sizes x 20 rounds x 2 directions; bytes = 40 x (1 + 4 + ... + 4 MiB)
-if ((rc == 0)) && grep -qx "pingpong ok 480 223696200" "$out"; then
-	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_pingpong_ucx"
-else
-	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_pingpong_ucx (rc=$rc)"
-	tail -n 30 "$out"
-fi
+ompi_job ompi_pingpong_ucx 2 pingpong "pingpong ok 480 223696200"
 # each rank's uroce0 sent and received at least its 240 messages' packets
-n=$(awk '$1 == "tx_pkts" && $2 >= 240 {n++} END {print n + 0}' "$stats" 2>/dev/null)
+n=$(ranks_with tx_pkts 240)
 if [[ $n == 2 ]]; then
-	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_traffic_on_uroce"
+	e2e_pass ompi_traffic_on_uroce
 else
-	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_traffic_on_uroce ($n ranks)"
-	cat "$stats" 2>/dev/null | head -20
+	e2e_fail "ompi_traffic_on_uroce ($n ranks)" "$(head -20 "$stats" 2>/dev/null)"
 fi
 
-# many processes on one host: 8 ranks, 8 devices, 16 RC connections
-mpicc -O2 -o "$E2E_TMP/ring" "$HERE/mpi/ring.c" || {
-	echo "FAIL: mpicc ring"; exit 1
-}
-rm -f "$stats"
-UROCE_STATS=$stats timeout 180 "$U" run -- mpirun "${root[@]}" \
-	--oversubscribe -np 8 --mca pml ucx --mca btl self --mca osc ^ucx \
-	-x UCX_TLS=rc_verbs,ud_verbs -x UCX_NET_DEVICES=uroce0:1 \
-	"$E2E_TMP/ring" >"$out" 2>&1
-rc=$?
-# 12 sizes x 5 rounds to the next rank, 8 ranks (ring.c)
-if ((rc == 0)) && grep -qx "ring ok 8 480 223696200" "$out"; then
-	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_ring_8_ranks"
-else
-	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_ring_8_ranks (rc=$rc)"
-	tail -n 30 "$out"
-fi
+# many processes on one host: 8 ranks, 8 devices, 16 RC connections;
+# 12 sizes x 5 rounds to the next rank (ring.c)
+ompi_job ompi_ring_8_ranks 8 ring "ring ok 8 480 223696200"
 # every rank's rendezvous data went by one copy between the processes
-n=$(awk '$1 == "direct_bytes" && $2 >= 4194304 {n++} END {print n + 0}' "$stats" 2>/dev/null)
+n=$(ranks_with direct_bytes 4194304)
 if [[ $n == 8 ]]; then
-	E2E_PASS=$((E2E_PASS + 1)); echo "PASS ompi_ring_8_ranks_single_copy"
+	e2e_pass ompi_ring_8_ranks_single_copy
 else
-	E2E_FAIL=$((E2E_FAIL + 1)); echo "FAIL ompi_ring_8_ranks_single_copy ($n ranks)"
+	e2e_fail "ompi_ring_8_ranks_single_copy ($n ranks)"
 fi
 e2e_summary
