@@ -95,6 +95,22 @@ static int side_open(struct te_side *s, struct ibv_context *ctx,
 	return s->qp ? 0 : -1;
 }
 
+struct ibv_qp *te_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq,
+			struct ibv_cq *rcq, uint32_t depth)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = depth;
+	ia.cap.max_recv_wr = depth;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	return ibv_create_qp(pd, &ia);
+}
+
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t)
 {
 	return te_pair_open_ex(p, t, 0);

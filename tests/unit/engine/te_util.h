@@ -40,6 +40,10 @@ struct te_conn_opts {
 
 /* Opens both devices (once per process) and sets up QPs of type t. */
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
+/* An RC QP of pd on these CQs, depth WRs and one SGE each way, in RESET;
+ * NULL when refused. */
+struct ibv_qp *te_rc_qp(struct ibv_pd *pd, struct ibv_cq *scq,
+			struct ibv_cq *rcq, uint32_t depth);
 /* The same with ibv_create_qp_ex and these IBV_QP_EX_WITH_* (0: none). */
 int te_pair_open_ex(struct te_pair *p, enum ibv_qp_type t, uint64_t send_ops);
 void te_pair_close(struct te_pair *p);

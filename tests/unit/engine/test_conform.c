@@ -461,20 +461,10 @@ static void expect_send_inv_failed(struct te_pair *p,
 static struct ibv_qp *other_qp(struct te_pair *p, int me)
 {
 	struct te_side *s = &p->s[me];
-	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp = te_rc_qp(s->pd, s->scq, s->rcq, 8);
 	struct te_pair q;
-	struct ibv_qp *qp;
 	int i;
 
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = s->scq;
-	ia.recv_cq = s->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 8;
-	ia.cap.max_recv_wr = 8;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(s->pd, &ia);
 	assert_non_null(qp);
 	q = *p;
 	q.s[me].qp = qp;

@@ -57,8 +57,6 @@ static unsigned int ev_total(const struct t_events *ev)
 static void side_recreate(struct te_side *s, int scqe, int rcqe,
 			  struct ibv_cq *old[2])
 {
-	struct ibv_qp_init_attr ia;
-
 	ibv_destroy_qp(s->qp);
 	old[0] = s->scq;
 	old[1] = s->rcq;
@@ -66,15 +64,7 @@ static void side_recreate(struct te_side *s, int scqe, int rcqe,
 	s->rcq = ibv_create_cq(s->ctx, rcqe, NULL, NULL, 0);
 	assert_non_null(s->scq);
 	assert_non_null(s->rcq);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = s->scq;
-	ia.recv_cq = s->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 256;
-	ia.cap.max_recv_wr = 256;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(s->pd, &ia);
+	s->qp = te_rc_qp(s->pd, s->scq, s->rcq, 256);
 	assert_non_null(s->qp);
 }
 
