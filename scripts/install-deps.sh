@@ -23,6 +23,7 @@ PKGS=(
 	groff-base			# renders the man pages, warnings checked (check_man.sh)
 	gnuplot-nox			# plots: examples/claims_plot.gp, bench/sizes_plot.gp
 	time				# /usr/bin/time: CPU per GB in bench/run.sh
+	liburing-dev			# io_uring against plain calls (bench/udp/uring_bench)
 	# the rxe interop step (tests/interop/run_rxe.sh): a qemu guest with
 	# the stock kernel's rdma_rxe, its image made by debootstrap, the wire
 	# captured by tcpdump, packets dropped on the bridge by nft
