@@ -21,7 +21,8 @@
 
 /* Queue depths: rxe 6.12 advertises 2^20; 32K keeps a full SQ near 32 MiB. */
 #define UR_MAX_QP_WR 32768
-#define UR_MAX_SRQ_WR 32768
+/* an SRQ's largest: 2^15 - 1 as mlx5's (srq.c grants 2^k - 1) */
+#define UR_MAX_SRQ_WR 32767
 /* CQ depth: mlx5's 4,194,303 (2^22 - 1), so one CQ can serve 1,024 QPs of
  * perftest's default depth; the ring's memory grows as it fills (cq.c). */
 #define UR_MAX_CQE 4194303

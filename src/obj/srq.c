@@ -22,11 +22,16 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
+/*
+ * Granted depth: 2^k - 1 >= max_wr, mlx5's, which is also what a CQ asked
+ * for max_wr completions holds (cq.c), so a transport that sizes its
+ * receive CQ by its SRQ (UCX's rc_verbs) cannot overrun it.
+ */
 static int srq_wq_alloc(struct ur_pd *parent, struct ur_wq *wq,
 			uint32_t max_wr, uint32_t max_sge)
 {
-	wq->slots = pow2_at_least(max_wr);
-	wq->max_wr = wq->slots;
+	wq->slots = pow2_at_least(max_wr + 1);
+	wq->max_wr = wq->slots - 1;
 	wq->max_sge = max_sge;
 	wq->stride = sizeof(struct ur_recv_wqe) + max_sge * sizeof(struct ur_sge);
 	wq->buf = ur_pd_buf_alloc(parent, (size_t)wq->slots * wq->stride,

@@ -59,6 +59,40 @@ static uint64_t take(struct ur_srq *srq)
 	return r.w.wr_id;
 }
 
+/*
+ * An SRQ and a CQ asked for the same depth: every WQE the SRQ grants fits
+ * the CQ, as with mlx5 (SRQ: 2^k - 1 >= max_wr, the CQ's cqe the same),
+ * so a transport that sizes its receive CQ by its receive queue never
+ * overruns it. UCX's rc_verbs (an SRQ and a CQ of IB_RX_QUEUE_LEN each)
+ * posted 4 096 WQEs into one asked for 4 095 and overran its CQ of 4 095.
+ */
+static void test_regress_srq_fits_cq_of_its_depth(void **state)
+{
+	static const uint32_t depth[] = { 1, 2, 3, 63, 64, 100, 4095, 4096,
+					  UR_MAX_SRQ_WR };
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_pd *pd = ut_pd(ctx);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) {
+		struct ibv_cq_init_attr_ex ca = { .cqe = depth[i] };
+		struct ur_srq *srq = mksrq(pd, depth[i], 1);
+		struct ur_cq *cq = NULL;
+		uint32_t want = 1;
+
+		while (want < depth[i] + 1)
+			want <<= 1;
+		assert_int_equal(ur_cq_create(ctx, &ca, &cq), 0);
+		assert_int_equal(srq->rq.max_wr, want - 1);
+		assert_true(srq->rq.max_wr <= (uint32_t)cq->ibcq.cqe);
+		assert_int_equal(post_n(srq, 1, 1), 0);	/* usable */
+		assert_int_equal(ur_cq_destroy(cq), 0);
+		assert_int_equal(ur_srq_destroy(srq), 0);
+	}
+	assert_int_equal(ur_pd_free(pd), 0);
+	ut_ctx_free(ctx);
+}
+
 static void test_srq_create_post(void **state)
 {
 	struct ibv_context *ctx = ut_ctx_new();
@@ -150,7 +184,7 @@ static void test_srq_limit(void **state)
 
 	/* resize: not below what is queued; entries survive in order */
 	assert_int_equal(post_n(srq, 10, 50), 0);	/* 11 queued */
-	a.max_wr = 8;
+	a.max_wr = 4;	/* 7 granted */
 	assert_int_equal(ur_srq_modify(srq, &a, IBV_SRQ_MAX_WR), -EINVAL);
 	a.max_wr = 40;
 	assert_int_equal(ur_srq_modify(srq, &a, IBV_SRQ_MAX_WR), 0);
@@ -292,6 +326,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_srq_create_post),
+		cmocka_unit_test(test_regress_srq_fits_cq_of_its_depth),
 		cmocka_unit_test(test_srq_limit),
 		cmocka_unit_test(test_ah_create),
 		cmocka_unit_test(test_ah_from_grh),
