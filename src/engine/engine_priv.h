@@ -312,6 +312,14 @@ struct ur_resp_state_qp {
 		uint8_t rwqe_buf[sizeof(struct ur_recv_wqe) +
 				 UR_MAX_SGE * sizeof(struct ur_sge)];
 	};
+	/* XRC_RECV: the XRC SRQ rwqe was taken from, where it completes
+	 * however its message ends (qp_error.c): its number, and the local
+	 * SRQ or the other process's ring with the ring's identity, both
+	 * found again by number before use (either may be gone by then) */
+	uint32_t rwqe_srqn;
+	struct ur_srq *rwqe_srq;
+	struct ur_xring *rwqe_ring;
+	uint64_t rwqe_ring_id;
 	/* read/atomic replay ring */
 	struct ur_res res[UR_NUM_RES];
 	unsigned int res_head;
@@ -547,6 +555,15 @@ int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
+/* XRC_RECV, rx owner, dev->obj_lock held: completes with wc the receive
+ * WQE the responder holds, in the SRQ it came from (nothing if that SRQ is
+ * gone); false on a CQ overrun. */
+bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc);
+/* XRC_RECV, rx owner, without obj_lock: completes the held receive WQE
+ * with IBV_WC_WR_FLUSH_ERR where it came from. may_wait: take obj_lock
+ * (no sq_lock held); else only try it, and false when that failed (the
+ * WQE stays held). */
+bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait);
 void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
 void ur_sq_advance(struct ur_qp *qp);		/* sq_lock held */
 void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,

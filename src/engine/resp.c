@@ -201,6 +201,18 @@ static enum ur_resp_state resp_chk_op_valid(struct ur_resp_ctx *c)
 	return UR_RESP_CHK_RESOURCE;
 }
 
+/* An XRC target notes which SRQ lent the WQE: should the message not
+ * end, its completion goes there (qp_error.c). */
+static void resp_note_xrc_srq(struct ur_resp_ctx *c)
+{
+	struct ur_resp_state_qp *r = c->r;
+
+	r->rwqe_srqn = ur_xrceth_srqn(c->pkt->xrceth);
+	r->rwqe_srq = c->qp->xrc_srq;
+	r->rwqe_ring = c->qp->xrc_ring;
+	r->rwqe_ring_id = r->rwqe_ring ? ur_xring_id(r->rwqe_ring) : 0;
+}
+
 static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 {
 	struct ur_resp_state_qp *r = c->r;
@@ -218,6 +230,8 @@ static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 				r->uc_drop = true;
 			return UR_RESP_DROP;
 		}
+		if (c->qp->type == IBV_QPT_XRC_RECV)
+			resp_note_xrc_srq(c);
 		__atomic_store_n(&r->have_rwqe, true, __ATOMIC_RELAXED);
 		r->msg_len = 0;
 	}
@@ -759,6 +773,10 @@ void ur_resp_reset(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	/* a RESET discards the QP's own RQ; a WQE of an XRC SRQ belongs to
+	 * the domain and completes flushed, in its owner's process too */
+	if (qp->type == IBV_QPT_XRC_RECV)
+		ur_xrc_rwqe_flush(qp, false);
 	ur_reorder_clear(xp);
 	memset(&xp->resp, 0, sizeof(xp->resp));
 	xp->resp.epsn = qp->attr.rq_psn & UR_PSN_MASK;

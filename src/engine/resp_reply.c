@@ -143,10 +143,10 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
 		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
-		/* an XRC target's WQE goes back where the request came from:
-		 * nowhere when a later packet named an SRQ that is gone */
-		if (qp->xrc_ring)	/* another process's XRC SRQ */
-			ur_xring_complete(qp->xrc_ring, c->r->rwqe.wr_id, &wc);
+		/* an XRC target's WQE goes back to the SRQ that lent it, of
+		 * this process or another: nowhere if that SRQ is gone */
+		if (qp->type == IBV_QPT_XRC_RECV)
+			ur_xrc_rwqe_complete(qp, &wc);
 		else if (ur_qp_recv_cq(qp))
 			ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
 	}

@@ -35,7 +35,9 @@ static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	struct ur_counters *cnt = &qp->xp->nic->cnt;
 
-	c.rwqe_status = IBV_WC_REM_ACCESS_ERR;
+	/* the WQE a message in progress holds, as resp.c's remote access
+	 * errors complete it */
+	c.rwqe_status = IBV_WC_LOC_ACCESS_ERR;
 	if (pkt->psn != c.r->epsn || qp->xp->nic->hardened) {
 		ur_cnt_drop(cnt, qp->xp->nic->hardened ? UR_DROP_HARDENED :
 							  UR_DROP_ACCESS);
@@ -84,11 +86,17 @@ void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		    const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
 	uint32_t srqn = ur_xrceth_srqn(pkt->xrceth);
+	struct ur_resp_state_qp *r = &qp->xp->resp;
 	struct ur_xring *ring = NULL;
 	struct ur_srq *srq;
 	int err;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	/* the packets of one message name one SRQ, whose WQE it holds */
+	if (r->have_rwqe && pkt->psn == r->epsn && srqn != r->rwqe_srqn) {
+		xrc_bad_srq(qp, pkt, d, flow);
+		return;
+	}
 	srq = ur_srq_lookup_xrc(qp->dev, srqn);
 	if (srq && ur_xrcd_same_domain(srq->xrcd, qp->xrcd)) {
 		qp->xrc_srq = srq;

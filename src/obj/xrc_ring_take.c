@@ -165,6 +165,11 @@ void ur_xring_cache_free(struct ur_xring **cache)
 	}
 }
 
+uint64_t ur_xring_id(const struct ur_xring *x)
+{
+	return x->h->nonce;
+}
+
 int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out)
 {
 	return ur_xring_claim(x, out, true) < 0 ? -EAGAIN : 0;
