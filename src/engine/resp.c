@@ -297,7 +297,9 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			msg_reset(r);
 			return UR_RESP_DROP;
 		}
-		if (ur_rkey_map(c->qp, r->rkey, r->va, len,
+		/* another process's memory: checked as it is copied */
+		if (!c->qp->xrc_ring &&
+		    ur_rkey_map(c->qp, r->rkey, r->va, len,
 				IBV_ACCESS_REMOTE_WRITE, &c->host)) {
 			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_REMOTE_ACCESS;
@@ -307,9 +309,14 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			return UR_RESP_DROP;
 		}
 	} else if (ur_op_is_read(c->op)) {
-		if (ur_rkey_map(c->qp, ur_reth_rkey(pkt->reth),
-				ur_reth_va(pkt->reth), ur_reth_len(pkt->reth),
-				IBV_ACCESS_REMOTE_READ, &c->host))
+		if (c->qp->xrc_ring ?
+			    ur_xrc_mem_check(c->qp, ur_reth_rkey(pkt->reth),
+					     ur_reth_va(pkt->reth),
+					     ur_reth_len(pkt->reth), false) :
+			    ur_rkey_map(c->qp, ur_reth_rkey(pkt->reth),
+					ur_reth_va(pkt->reth),
+					ur_reth_len(pkt->reth),
+					IBV_ACCESS_REMOTE_READ, &c->host))
 			return UR_RESP_ERR_REMOTE_ACCESS;
 	} else if (ur_op_is_atomic(c->op)) {
 		if (ur_rkey_map(c->qp, ur_atmeth_rkey(pkt->atmeth),
@@ -387,8 +394,12 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	} else {
 		uint32_t len = resp_write_bytes(c);
 
-		if (!pkt->placed && len &&
-		    ur_memguard_copy((void *)c->host, pkt->payload, len))
+		if (c->qp->xrc_ring ?
+			    ur_xrc_mem_write(c->qp, r->rkey, r->va,
+					     pkt->payload, len) :
+			    !pkt->placed && len &&
+				    ur_memguard_copy((void *)c->host,
+						     pkt->payload, len))
 			return resp_mem_fault(c);
 		r->va += len;
 		r->resid -= len;

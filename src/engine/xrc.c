@@ -17,10 +17,10 @@
  * this host lends its receive WQEs from a file both map (obj/xrc_ring.c):
  * this process keeps the transport (PSN, ACK, NAK, RNR, duplicates) and
  * places SENDs into the owner's memory, and the completion goes to the
- * owner's completion ring. What needs the owner's keys is not done from
- * here (an RDMA WRITE, READ or atomic naming such an SRQ, a SEND with
- * Invalidate): it gets the answer for no SRQ, as does a request for an
- * SRQ whose owner is gone or whose memory this process may not write,
+ * owner's completion ring. WRITEs and READs use the owner's keys as it
+ * publishes them (xrc_mem.c). Atomics and SENDs with Invalidate are not
+ * done from here: they get the answer for no SRQ, as does a request for
+ * an SRQ whose owner is gone or whose memory this process may not write,
  * with a warning naming the cause once per process.
  */
 #include <errno.h>
@@ -62,10 +62,15 @@ static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt,
 		qp->ibqp_ex.qp_base.qp_num, srqn, why);
 }
 
-/* What a SEND needs of another process's SRQ: its WQEs and its CQ. */
+/* What can be done for another process's SRQ: SENDs (its WQEs and its
+ * CQ), WRITEs and READs (its owner's published keys, xrc_mem.c). Not
+ * atomics: a copy between processes is not atomic against the owner's
+ * other requesters, whose atomics its own responder executes; nor a SEND
+ * with Invalidate: the owner's keys are invalidated in the owner only. */
 static bool xrc_op_elsewhere_ok(const struct ur_pkt *pkt)
 {
-	return ur_op_is_send(pkt->opcode) && !pkt->ieth;
+	return (ur_op_is_send(pkt->opcode) && !pkt->ieth) ||
+	       ur_op_is_write(pkt->opcode) || ur_op_is_read(pkt->opcode);
 }
 
 static const char *xrc_why(int err)
@@ -76,7 +81,7 @@ static const char *xrc_why(int err)
 	case -EOPNOTSUPP:
 		return "its CQ waits on a completion channel and its process has no thread to take the completions";
 	case 0:
-		return "only SENDs are delivered into another process's SRQ";
+		return "atomics and SENDs with Invalidate are not done for another process's SRQ";
 	default:
 		return "the SRQ or its process is gone";
 	}

@@ -586,6 +586,223 @@ static void test_held_wqe_flushed(void **state)
 	fp_close(&e);
 }
 
+/* ---- RDMA WRITE, WRITE with immediate and READ into A's memory ---- */
+
+#define RD_BUF 16384u
+#define RD_WRITE_OFF 0u
+#define RD_WRITE_LEN 3000u	/* three packets */
+#define RD_IMM_OFF 4096u
+#define RD_IMM_LEN 1500u
+#define RD_READ_OFF 8192u
+#define RD_READ_LEN 5000u
+#define RD_IMM 0x1234abcdu
+
+struct rd_keys {
+	uint32_t srqn, rkey;
+	uint64_t base;
+};
+
+static uint8_t rd_pattern(unsigned int which, unsigned int i)
+{
+	return (uint8_t)(which * 29 + i * 11 + 7);
+}
+
+/* A for test_rdma_into_owner: an SRQ (the requests name it), a buffer
+ * registered for remote writes and reads, a WQE for the WRITE with
+ * immediate. Checks every byte B wrote, and that READ's region stayed. */
+static int rdma_owner(int up, int down)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+	struct ibv_cq *q = p ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
+	struct ibv_xrcd *x = q ? xrcd_open(c, O_CREAT) : NULL;
+	uint8_t *buf = aligned_alloc(4096, RD_BUF);
+	struct ibv_srq *srq = NULL;
+	struct ibv_mr *mr = NULL;
+	struct rd_keys k;
+	struct ibv_wc wc;
+	unsigned int i;
+	char go;
+
+	alarm(30);
+	if (x && buf) {
+		struct ibv_srq_init_attr_ex a = {
+			.attr = { .max_wr = 4, .max_sge = 1 },
+			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+				     IBV_SRQ_INIT_ATTR_PD |
+				     IBV_SRQ_INIT_ATTR_XRCD |
+				     IBV_SRQ_INIT_ATTR_CQ,
+			.srq_type = IBV_SRQT_XRC,
+			.pd = p, .xrcd = x, .cq = q,
+		};
+
+		srq = ibv_create_srq_ex(c, &a);
+		memset(buf, FILL, RD_BUF);
+		for (i = 0; i < RD_READ_LEN; i++)
+			buf[RD_READ_OFF + i] = rd_pattern(2, i);
+		mr = ibv_reg_mr(p, buf, RD_BUF, IBV_ACCESS_LOCAL_WRITE |
+						 IBV_ACCESS_REMOTE_WRITE |
+						 IBV_ACCESS_REMOTE_READ);
+	}
+	if (!srq || !mr || ibv_get_srq_num(srq, &k.srqn))
+		return 2;
+	{
+		struct ibv_recv_wr wr = { .wr_id = 600 }, *bad;
+
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			return 3;
+	}
+	k.rkey = mr->rkey;
+	k.base = (uintptr_t)buf;
+	if (write(up, &k, sizeof(k)) != sizeof(k) || read(down, &go, 1) != 1)
+		return 4;
+	/* the WRITE with immediate consumed the WQE */
+	if (!only_wc(q, &wc, 3000))
+		return 40;
+	if (wc.wr_id != 600 || wc.status != IBV_WC_SUCCESS ||
+	    wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
+	    wc.byte_len != RD_IMM_LEN || !(wc.wc_flags & IBV_WC_WITH_IMM) ||
+	    wc.imm_data != htonl(RD_IMM))
+		return 41;
+	for (i = 0; i < RD_BUF; i++) {
+		uint8_t want = FILL;
+
+		if (i - RD_WRITE_OFF < RD_WRITE_LEN)
+			want = rd_pattern(0, i - RD_WRITE_OFF);
+		else if (i - RD_IMM_OFF < RD_IMM_LEN)
+			want = rd_pattern(1, i - RD_IMM_OFF);
+		else if (i - RD_READ_OFF < RD_READ_LEN)
+			want = rd_pattern(2, i - RD_READ_OFF);
+		if (buf[i] != want)
+			return 42;
+	}
+	return 0;
+}
+
+/* An XRC_SEND and an XRC_RECV QP of B's, connected to each other. */
+static void rd_pair(struct ibv_xrcd *x, struct ibv_qp **send,
+		    struct ibv_qp **recv)
+{
+	struct ibv_qp_init_attr_ex ra = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = x,
+	};
+	struct ibv_qp_init_attr_ex sa = {
+		.qp_type = IBV_QPT_XRC_SEND,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.send_cq = cq,
+		.pd = pd,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1 },
+	};
+
+	*recv = ibv_create_qp_ex(ctx, &ra);
+	*send = ibv_create_qp_ex(ctx, &sa);
+	assert_non_null(*recv);
+	assert_non_null(*send);
+	rc_to_rts(*recv, (*send)->qp_num, &gid, &rc_conn_default);
+	rc_to_rts(*send, (*recv)->qp_num, &gid, &rc_conn_default);
+}
+
+static enum ibv_wc_status rd_post(struct ibv_qp *qp, enum ibv_wr_opcode op,
+				  struct ibv_mr *mr, uint8_t *local,
+				  uint32_t len, uint32_t srqn, uint32_t rkey,
+				  uint64_t raddr, uint64_t id)
+{
+	struct ibv_sge sge = { (uintptr_t)local, len, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(RD_IMM),
+	}, *bad;
+
+	wr.wr.rdma.rkey = rkey;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.qp_type.xrc.remote_srqn = srqn;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	return wait_wr(id).status;
+}
+
+static void test_rdma_into_owner(void **state)
+{
+	const int *arg = *state;
+	int up = arg[1], down = arg[2], st;
+	uint8_t *local = calloc(1, RD_BUF);
+	struct ibv_qp *send, *recv;
+	struct ibv_xrcd *x;
+	struct ibv_mr *mr;
+	struct rd_keys k;
+	unsigned int i;
+	char go = 1;
+
+	assert_non_null(local);
+	assert_int_equal(read(up, &k, sizeof(k)), sizeof(k));
+	x = xrcd_open(ctx, 0);
+	assert_non_null(x);
+	mr = ibv_reg_mr(pd, local, RD_BUF, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	for (i = 0; i < RD_WRITE_LEN; i++)
+		local[i] = rd_pattern(0, i);
+	for (i = 0; i < RD_IMM_LEN; i++)
+		local[4096 + i] = rd_pattern(1, i);
+	rd_pair(x, &send, &recv);
+	assert_int_equal(rd_post(send, IBV_WR_RDMA_WRITE, mr, local,
+				 RD_WRITE_LEN, k.srqn, k.rkey,
+				 k.base + RD_WRITE_OFF, 1), IBV_WC_SUCCESS);
+	assert_int_equal(rd_post(send, IBV_WR_RDMA_WRITE_WITH_IMM, mr,
+				 local + 4096, RD_IMM_LEN, k.srqn, k.rkey,
+				 k.base + RD_IMM_OFF, 2), IBV_WC_SUCCESS);
+	assert_int_equal(rd_post(send, IBV_WR_RDMA_READ, mr, local + 8192,
+				 RD_READ_LEN, k.srqn, k.rkey,
+				 k.base + RD_READ_OFF, 3), IBV_WC_SUCCESS);
+	for (i = 0; i < RD_READ_LEN; i++)
+		if (local[8192 + i] != rd_pattern(2, i))
+			fail_msg("READ byte %u", i);
+	assert_int_equal(ibv_destroy_qp(send), 0);
+	assert_int_equal(ibv_destroy_qp(recv), 0);
+
+	/* what A's keys do not grant is a remote access error, and writes
+	 * nothing (A checks every byte): a wrong key, a range past the MR,
+	 * and an atomic, which is not done across processes */
+	for (i = 0; i < 3; i++) {
+		uint64_t raddr = i == 1 ? k.base + RD_BUF - 8 : k.base;
+		enum ibv_wr_opcode op = i == 2 ? IBV_WR_ATOMIC_FETCH_AND_ADD :
+					i == 1 ? IBV_WR_RDMA_READ :
+						 IBV_WR_RDMA_WRITE;
+		struct ibv_sge sge = { (uintptr_t)local + 12288, 64,
+				       mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = 10 + i, .sg_list = &sge, .num_sge = 1,
+			.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+		}, *bad;
+
+		rd_pair(x, &send, &recv);
+		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			sge.length = 8;
+			wr.wr.atomic.rkey = k.rkey;
+			wr.wr.atomic.remote_addr = raddr;
+			wr.wr.atomic.compare_add = 1;
+		} else {
+			wr.wr.rdma.rkey = i ? k.rkey : k.rkey ^ 0x100;
+			wr.wr.rdma.remote_addr = raddr;
+		}
+		wr.qp_type.xrc.remote_srqn = k.srqn;
+		assert_int_equal(ibv_post_send(send, &wr, &bad), 0);
+		assert_int_equal(wait_wr(10 + i).status,
+				 IBV_WC_REM_ACCESS_ERR);
+		assert_int_equal(ibv_destroy_qp(send), 0);
+		assert_int_equal(ibv_destroy_qp(recv), 0);
+	}
+	assert_int_equal(write(down, &go, 1), 1);
+	assert_int_equal(waitpid(arg[0], &st, 0), arg[0]);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_close_xrcd(x), 0);
+	free(local);
+	nstash = 0;
+}
+
 static int rm_one(const char *path, const struct stat *sb, int flag,
 		  struct FTW *ftw)
 {
@@ -618,7 +835,8 @@ static int fork_owner(int arg[3], int mode)
 	if (!pid) {
 		close(u[0]);
 		close(d[1]);
-		_exit(mode == 2 ? held_owner(u[1], d[0]) :
+		_exit(mode == 3 ? rdma_owner(u[1], d[0]) :
+		      mode == 2 ? held_owner(u[1], d[0]) :
 				  owner(u[1], d[0], mode == 1));
 	}
 	close(u[1]);
@@ -632,7 +850,7 @@ static int fork_owner(int arg[3], int mode)
 int main(void)
 {
 	char path[64] = "/tmp/ur-xrcp-XXXXXX";
-	int polled[3], waited[3], held[3], st, rc, i;
+	int polled[3], waited[3], held[3], rdma[3], st, rc, i;
 
 	if (ptrace_scope() >= 2) {
 		printf("skip: ptrace_scope >= 2 refuses process_vm_writev\n");
@@ -645,7 +863,7 @@ int main(void)
 	unlink(path);
 	setenv("XDG_RUNTIME_DIR", rundir, 1);
 	if (fork_owner(polled, 0) || fork_owner(waited, 1) ||
-	    fork_owner(held, 2))
+	    fork_owner(held, 2) || fork_owner(rdma, 3))
 		return 1;
 	{
 		const struct CMUnitTest tests[] = {
@@ -656,12 +874,14 @@ int main(void)
 				test_owner_waits_on_channel, waited),
 			cmocka_unit_test_prestate(test_held_wqe_flushed,
 						  held),
+			cmocka_unit_test_prestate(test_rdma_into_owner, rdma),
 		};
 
 		rc = cmocka_run_group_tests(tests, setup, teardown);
 	}
-	for (i = 0; i < 3; i++) {
-		pid_t pid = i == 2 ? held[0] : i ? waited[0] : polled[0];
+	for (i = 0; i < 4; i++) {
+		pid_t pid = i == 3 ? rdma[0] : i == 2 ? held[0] :
+			    i ? waited[0] : polled[0];
 
 		if (waitpid(pid, &st, WNOHANG) == 0) {
 			kill(pid, SIGKILL);

@@ -907,3 +907,11 @@ uint64_t ur_xring_id(const struct ur_xring *x)
 	(void)x;
 	return 0;
 }
+
+void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
+		    uint8_t gid[16])
+{
+	(void)x, (void)pd;
+	*pid = 0;
+	memset(gid, 0, 16);
+}
