@@ -557,14 +557,14 @@ int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
-/* XRC_RECV, rx owner, dev->obj_lock held: completes with wc the receive
- * WQE the responder holds, in the SRQ it came from (nothing if that SRQ is
- * gone); false on a CQ overrun. */
+/* XRC_RECV, rx owner, dev->obj_lock held (for a local SRQ's WQE):
+ * completes with wc the receive WQE the responder holds, in the SRQ it
+ * came from (nothing if that SRQ is gone); false on a CQ overrun. */
 bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc);
 /* XRC_RECV, rx owner, without obj_lock: completes the held receive WQE
  * with IBV_WC_WR_FLUSH_ERR where it came from. may_wait: take obj_lock
- * (no sq_lock held); else only try it, and false when that failed (the
- * WQE stays held). */
+ * (no sq_lock held); else only try it, and false when a local SRQ's WQE
+ * needed it (the WQE stays held). */
 bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait);
 void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
 void ur_sq_advance(struct ur_qp *qp);		/* sq_lock held */

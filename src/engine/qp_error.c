@@ -110,30 +110,37 @@ bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc)
 }
 
 /*
- * Finding the SRQ needs obj_lock (read), which the responder and the
- * progress stage hold; ibv_modify_qp holds sq_lock instead, under which
- * obj_lock is only tried (docs/design.md, "Locks"). Should that fail (a
- * control verb holds it as a writer), the move to ERR kicked the progress
- * stage, whose flush completes the WQE moments later.
+ * Finding a local SRQ by number needs obj_lock (read), which the responder
+ * and the progress stage hold; ibv_modify_qp holds sq_lock instead, under
+ * which obj_lock is only tried (docs/design.md, "Locks"). Should that fail
+ * (a control verb holds it as a writer), the move to ERR kicked the
+ * progress stage, whose flush completes the WQE moments later; a RESET
+ * then drops it, as a RESET drops its own RQ's (a local SRQ's slot is
+ * free once taken). Another process's ring is found under rx_lock alone:
+ * the domain's ring cache is the rx owner's, and its slot must not stay
+ * taken.
  */
 bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait)
 {
 	struct ur_resp_state_qp *r = &qp->xp->resp;
 	pthread_rwlock_t *l = &qp->dev->obj_lock;
+	bool locked = false, room;
 	struct ibv_wc wc;
-	bool room;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
 	if (!r->have_rwqe)
 		return true;
 	if (may_wait)
-		pthread_rwlock_rdlock(l);
-	else if (pthread_rwlock_tryrdlock(l))
+		locked = !pthread_rwlock_rdlock(l);
+	else
+		locked = !pthread_rwlock_tryrdlock(l);
+	if (!locked && !r->rwqe_ring)
 		return false;
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	flush_wc(qp, r->rwqe.wr_id, &wc);
 	room = ur_xrc_rwqe_complete(qp, &wc);
-	pthread_rwlock_unlock(l);
+	if (locked)
+		pthread_rwlock_unlock(l);
 	return room;
 }
 
