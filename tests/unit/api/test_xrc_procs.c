@@ -21,6 +21,12 @@
  * SRQ's CQ for one of B's (also when the QP is moved to RESET, or
  * destroyed); and A's ring goes on working past that slot.
  *
+ * B's RDMA WRITE, WRITE with immediate and READ naming A's SRQ work on
+ * A's memory under A's keys (every byte checked by both, A polls the
+ * immediate); a wrong key, a range past the MR, an atomic (not done
+ * across processes) and a key A deregistered get IBV_WC_REM_ACCESS_ERR
+ * and change none of A's bytes.
+ *
  * A is the child so that B writes into a descendant (Yama's ptrace_scope
  * 1 allows it); ptrace_scope 2 or more refuses it: skipped.
  */
@@ -609,7 +615,8 @@ static uint8_t rd_pattern(unsigned int which, unsigned int i)
 
 /* A for test_rdma_into_owner: an SRQ (the requests name it), a buffer
  * registered for remote writes and reads, a WQE for the WRITE with
- * immediate. Checks every byte B wrote, and that READ's region stayed. */
+ * immediate. Checks every byte B wrote, and that READ's region stayed;
+ * then deregisters the buffer, after which B's WRITE must not land. */
 static int rdma_owner(int up, int down)
 {
 	struct ibv_device **l = ibv_get_device_list(NULL);
@@ -677,6 +684,13 @@ static int rdma_owner(int up, int down)
 		if (buf[i] != want)
 			return 42;
 	}
+	/* deregistered: B's WRITE with the old key is refused, lands nowhere */
+	if (ibv_dereg_mr(mr) || write(up, &go, 1) != 1 ||
+	    read(down, &go, 1) != 1)
+		return 43;
+	for (i = 0; i < RD_WRITE_LEN; i++)
+		if (buf[RD_WRITE_OFF + i] != rd_pattern(0, i))
+			return 44;
 	return 0;
 }
 
@@ -793,6 +807,17 @@ static void test_rdma_into_owner(void **state)
 		assert_int_equal(ibv_destroy_qp(send), 0);
 		assert_int_equal(ibv_destroy_qp(recv), 0);
 	}
+	assert_int_equal(write(down, &go, 1), 1);
+	/* A deregistered its MR: its key no longer opens its memory */
+	assert_int_equal(read(up, &go, 1), 1);
+	for (i = 0; i < RD_WRITE_LEN; i++)
+		local[i] = rd_pattern(3, i);
+	rd_pair(x, &send, &recv);
+	assert_int_equal(rd_post(send, IBV_WR_RDMA_WRITE, mr, local,
+				 RD_WRITE_LEN, k.srqn, k.rkey,
+				 k.base + RD_WRITE_OFF, 20), IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_destroy_qp(send), 0);
+	assert_int_equal(ibv_destroy_qp(recv), 0);
 	assert_int_equal(write(down, &go, 1), 1);
 	assert_int_equal(waitpid(arg[0], &st, 0), arg[0]);
 	assert_true(WIFEXITED(st));
