@@ -435,14 +435,16 @@ no:
 /*
  * Another process's XRC SRQ lends its owner's rkeys to a request that this
  * process's target QP handles (xrc_mem.c): the same table, the same
- * holder protocol, for one copy by the responder. The pid is proven
- * every time (the responder keeps no per-peer state for it).
+ * holder protocol, for one copy by the responder. The pid is proven as a
+ * requester's QP proves it: again once UR_DX_REVERIFY_NS passed since
+ * the caller's last proof of that pid (*proof).
  */
 int ur_direct_xhold(struct ur_nic *nic, const union ur_sockaddr *addr,
 		    int32_t pid, uint32_t pd, uint32_t rkey, unsigned int need,
-		    uint64_t va, uint64_t len, struct ur_dx_xhold *h,
-		    uint64_t *host)
+		    uint64_t va, uint64_t len, struct ur_dx_proof *proof,
+		    struct ur_dx_xhold *h, uint64_t *host)
 {
+	uint64_t now = ur_now_ns();
 	struct dx_table *t;
 	struct dx_hold d;
 	int32_t owner;
@@ -458,10 +460,15 @@ int ur_direct_xhold(struct ur_nic *nic, const union ur_sockaddr *addr,
 		    DX_MAGIC ||
 	    t->pid != pid || t->pidns != nic->dx_pidns)
 		goto no;
-	rc = owner_verify(t, pid);
-	if (rc) {
-		rc = rc == -EPERM || rc == -ENOSYS ? -EPERM : -EACCES;
-		goto no;
+	if (proof->pid != pid || now - proof->ns >= UR_DX_REVERIFY_NS) {
+		proof->pid = 0;
+		rc = owner_verify(t, pid);
+		if (rc) {
+			rc = rc == -EPERM || rc == -ENOSYS ? -EPERM : -EACCES;
+			goto no;
+		}
+		proof->pid = pid;
+		proof->ns = now;
 	}
 	rc = -EACCES;
 	if (!mr_hold(t, rkey, nic->dx_self, &d))

@@ -286,6 +286,13 @@ struct ur_res {
 	uint64_t orig;			/* atomic: value before the operation */
 };
 
+/* Which same-host peer pid a table was last proven to be of, and when
+ * (ns; direct.c). */
+struct ur_dx_proof {
+	int32_t pid;
+	uint64_t ns;
+};
+
 enum ur_resp_msg {
 	UR_MSG_NONE,
 	UR_MSG_SEND,
@@ -322,6 +329,9 @@ struct ur_resp_state_qp {
 	struct ur_srq *rwqe_srq;
 	struct ur_xring *rwqe_ring;
 	uint64_t rwqe_ring_id;
+	/* XRC_RECV: the last proof of another process's same-host table
+	 * for its WRITEs and READs (xrc_mem.c) */
+	struct ur_dx_proof xrc_proof;
 	/* read/atomic replay ring */
 	struct ur_res res[UR_NUM_RES];
 	unsigned int res_head;
@@ -619,6 +629,7 @@ struct ur_dx_xhold {
 	void *entry;
 	unsigned int slot;
 };
+
 /*
  * Whether the same-host peer at addr, whose ring's owner must be pid,
  * grants need over [va, va+len) under rkey of its PD handle pd, exactly
@@ -626,12 +637,14 @@ struct ur_dx_xhold {
  * deregistration waits for it), *host is the address in the peer, and
  * 0 is returned; else -EACCES (not certainly granted: no table, no entry,
  * being rewritten, no free holder slot, a peer not proven to be pid) or
- * -EPERM (the kernel refuses cross-memory calls to it). Rx owner.
+ * -EPERM (the kernel refuses cross-memory calls to it). proof: the
+ * caller's last proof of a pid, renewed as direct.c renews its QPs'.
+ * Rx owner.
  */
 int ur_direct_xhold(struct ur_nic *nic, const union ur_sockaddr *addr,
 		    int32_t pid, uint32_t pd, uint32_t rkey, unsigned int need,
-		    uint64_t va, uint64_t len, struct ur_dx_xhold *h,
-		    uint64_t *host);
+		    uint64_t va, uint64_t len, struct ur_dx_proof *proof,
+		    struct ur_dx_xhold *h, uint64_t *host);
 void ur_direct_xrelease(struct ur_nic *nic, struct ur_dx_xhold *h);
 
 /* xrc_mem.c: a WRITE packet's payload into, and READ response bytes from,

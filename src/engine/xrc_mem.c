@@ -8,7 +8,8 @@
  * SRQ's PD as the owner's responder would check it, and the bytes move by
  * one process_vm_writev / process_vm_readv while the MR entry is held, so
  * the owner's ibv_dereg_mr waits for the copy or the copy sees the key
- * gone. Whatever is not certainly allowed (no table, a key not published
+ * gone. The table's pid is proven the owner's as a requester's QP proves
+ * it (its nonce read back, renewed every UR_DX_REVERIFY_NS). Whatever is not certainly allowed (no table, a key not published
  * or being rewritten, a refused or short copy) is a remote access error,
  * counted: the answer the packet got before this path existed.
  * Rx owner, dev->obj_lock held, qp->xrc_ring set (engine/xrc.c).
@@ -41,7 +42,7 @@ static int xrc_mem_io(struct ur_qp *qp, uint32_t rkey, uint64_t va,
 	if (ur_direct_xhold(nic, &addr, pid, pd, rkey,
 			    write ? IBV_ACCESS_REMOTE_WRITE :
 				    IBV_ACCESS_REMOTE_READ,
-			    va, len, &h, &host))
+			    va, len, &qp->xp->resp.xrc_proof, &h, &host))
 		goto refused;
 	if (!buf) {			/* the check alone */
 		ur_direct_xrelease(nic, &h);

@@ -619,11 +619,11 @@ static uint8_t rd_pattern(unsigned int which, unsigned int i)
  * then deregisters the buffer, after which B's WRITE must not land. */
 static int rdma_owner(int up, int down)
 {
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
-	struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
-	struct ibv_cq *q = p ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
-	struct ibv_xrcd *x = q ? xrcd_open(c, O_CREAT) : NULL;
+	struct ibv_device **l = NULL;
+	struct ibv_context *c = NULL;
+	struct ibv_pd *p = NULL;
+	struct ibv_cq *q = NULL;
+	struct ibv_xrcd *x = NULL;
 	uint8_t *buf = aligned_alloc(4096, RD_BUF);
 	struct ibv_srq *srq = NULL;
 	struct ibv_mr *mr = NULL;
@@ -632,7 +632,18 @@ static int rdma_owner(int up, int down)
 	unsigned int i;
 	char go;
 
+	/* B's WRITEs and READs find this process's keys through its
+	 * same-host ring, which a process starting at the same instant may
+	 * remove as a dead one's while it is being created: start once the
+	 * others have */
+	if (read(down, &go, 1) != 1)
+		return 1;
 	alarm(30);
+	l = ibv_get_device_list(NULL);
+	c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	p = c ? ibv_alloc_pd(c) : NULL;
+	q = p ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
+	x = q ? xrcd_open(c, O_CREAT) : NULL;
 	if (x && buf) {
 		struct ibv_srq_init_attr_ex a = {
 			.attr = { .max_wr = 4, .max_sge = 1 },
@@ -750,6 +761,7 @@ static void test_rdma_into_owner(void **state)
 	char go = 1;
 
 	assert_non_null(local);
+	assert_int_equal(write(down, &go, 1), 1);
 	assert_int_equal(read(up, &k, sizeof(k)), sizeof(k));
 	x = xrcd_open(ctx, 0);
 	assert_non_null(x);
