@@ -19,7 +19,8 @@
  * completes with IBV_WC_WR_FLUSH_ERR where it came from when B moves
  * that QP to ERR: in A's CQ, exactly once, for A's SRQ, and in B's own
  * SRQ's CQ for one of B's (also when the QP is moved to RESET, or
- * destroyed); and A's ring goes on working past that slot.
+ * destroyed, and with the error's status when the message's next packet
+ * names another SRQ); and A's ring goes on working past that slot.
  *
  * B's RDMA WRITE, WRITE with immediate and READ naming A's SRQ work on
  * A's memory under A's keys (every byte checked by both, A polls the
@@ -444,9 +445,9 @@ static struct ibv_qp *held_recv_qp(struct fp_env *e, struct ibv_xrcd *x,
 
 /* The forged peer sends an XRC SEND packet (an RC opcode) for srqn and
  * waits for the ACK of its PSN. */
-static void held_send(struct fp_env *e, struct ibv_qp *qp, uint8_t rc_op,
-		      uint32_t psn, uint32_t srqn, const uint8_t *pay,
-		      uint32_t len)
+static void held_send_syn(struct fp_env *e, struct ibv_qp *qp, uint8_t rc_op,
+			  uint32_t psn, uint32_t srqn, const uint8_t *pay,
+			  uint32_t len, uint8_t syn)
 {
 	struct ur_hdr_fields f;
 	uint64_t end = now_ms() + 3000;
@@ -467,12 +468,19 @@ static void held_send(struct fp_env *e, struct ibv_qp *qp, uint8_t rc_op,
 			continue;
 		if (ur_op_xrc_to_rc(pkt.opcode) == UR_OPC_RC_ACK &&
 		    pkt.psn == psn) {
-			assert_int_equal(ur_aeth_syn(pkt.aeth),
-					 UR_AETH_ACK_UNLIMITED);
+			assert_int_equal(ur_aeth_syn(pkt.aeth), syn);
 			return;
 		}
 	}
 	fail_msg("no ACK for PSN %u", psn);
+}
+
+static void held_send(struct fp_env *e, struct ibv_qp *qp, uint8_t rc_op,
+		      uint32_t psn, uint32_t srqn, const uint8_t *pay,
+		      uint32_t len)
+{
+	held_send_syn(e, qp, rc_op, psn, srqn, pay, len,
+		      UR_AETH_ACK_UNLIMITED);
 }
 
 static void to_err(struct ibv_qp *qp)
@@ -526,7 +534,7 @@ static void test_held_wqe_flushed(void **state)
 		sg = (struct ibv_sge){ (uintptr_t)lbuf, sizeof(lbuf),
 				       lmr->lkey };
 		wr.sg_list = &sg;
-		for (i = 0; i < 3; i++) {
+		for (i = 0; i < 4; i++) {
 			wr.wr_id = 900 + i;
 			assert_int_equal(ibv_post_srq_recv(lsrq, &wr, &bad),
 					 0);
@@ -563,6 +571,20 @@ static void test_held_wqe_flushed(void **state)
 		assert_int_equal(wc.wr_id, 900 + i);
 		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 	}
+	/* the next packet of the message names another SRQ (A's): not
+	 * written into the held WQE's buffer through A, but a remote access
+	 * error, and the held WQE completes with its error, here */
+	memset(lbuf, 0, sizeof(lbuf));
+	q3 = held_recv_qp(&e, x, psn);
+	held_send(&e, q3, UR_OPC_RC_SEND_FIRST, psn, lsrqn, pay, sizeof(pay));
+	held_send_syn(&e, q3, UR_OPC_RC_SEND_LAST, psn + 1, srqn, pay, 16,
+		      UR_AETH_NAK_REM_ACC);
+	assert_true(only_wc(lcq, &wc, 3000));
+	assert_int_equal(wc.wr_id, 903);
+	assert_int_equal(wc.status, IBV_WC_LOC_ACCESS_ERR);
+	for (i = 0; i < sizeof(lbuf); i++)
+		assert_int_equal(lbuf[i], i < sizeof(pay) ? pay[i] : 0);
+	assert_int_equal(ibv_destroy_qp(q3), 0);
 
 	/* A's ring goes on, past the slot the flushed WQE had */
 	q3 = held_recv_qp(&e, x, psn);
