@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/lock_assert.h"

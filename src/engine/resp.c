@@ -12,6 +12,7 @@
 
 #include "engine/engine_priv.h"
 #include "engine/resp_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/memguard.h"

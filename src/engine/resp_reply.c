@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/resp_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/lock_assert.h"
 
 #define RESP_BOUNCE (64u * 1024u)	/* READ responses of another process's

@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 
-#include "engine/engine_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/lock_assert.h"
 
 static int xrc_mem_io(struct ur_qp *qp, uint32_t rkey, uint64_t va,
