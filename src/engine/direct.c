@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/lock_assert.h"
@@ -430,6 +431,67 @@ static struct dx_table *peer_get(struct ur_qp *qp, int32_t *pid)
 no:
 	ur_link_peer_area_put(nic->link);
 	return NULL;
+}
+
+/*
+ * Another process's XRC SRQ lends its owner's rkeys to a request that this
+ * process's target QP handles (xrc_mem.c): the same table, the same
+ * holder protocol, for one copy by the responder. The pid is proven as a
+ * requester's QP proves it: again once UR_DX_REVERIFY_NS passed since
+ * the caller's last proof of that pid (*proof).
+ */
+int ur_direct_xhold(struct ur_nic *nic, const union ur_sockaddr *addr,
+		    int32_t pid, uint32_t pd, uint32_t rkey, unsigned int need,
+		    uint64_t va, uint64_t len, struct ur_dx_proof *proof,
+		    struct ur_dx_xhold *h, uint64_t *host)
+{
+	uint64_t now = ur_now_ns();
+	struct dx_table *t;
+	struct dx_hold d;
+	int32_t owner;
+	int rc;
+
+	UR_ASSERT_HELD(&nic->rx_lock);
+	t = ur_link_peer_area_get(nic->link, addr, &owner);
+	if (!t)
+		return -EACCES;
+	rc = -EACCES;
+	if (owner != pid ||
+	    atomic_load_explicit(&t->magic, memory_order_acquire) !=
+		    DX_MAGIC ||
+	    t->pid != pid || t->pidns != nic->dx_pidns)
+		goto no;
+	if (proof->pid != pid || now - proof->ns >= UR_DX_REVERIFY_NS) {
+		proof->pid = 0;
+		rc = owner_verify(t, pid);
+		if (rc) {
+			rc = rc == -EPERM || rc == -ENOSYS ? -EPERM : -EACCES;
+			goto no;
+		}
+		proof->pid = pid;
+		proof->ns = now;
+	}
+	rc = -EACCES;
+	if (!mr_hold(t, rkey, nic->dx_self, &d))
+		goto no;
+	if (!mr_grants(&d.mr, pd, need, va, len, host)) {
+		mr_release(&d);
+		goto no;
+	}
+	h->entry = d.e;
+	h->slot = d.slot;
+	return 0;	/* the area stays mapped until the release */
+no:
+	ur_link_peer_area_put(nic->link);
+	return rc;
+}
+
+void ur_direct_xrelease(struct ur_nic *nic, struct ur_dx_xhold *h)
+{
+	struct dx_hold d = { .e = h->entry, .slot = h->slot };
+
+	mr_release(&d);
+	ur_link_peer_area_put(nic->link);
 }
 
 /*

@@ -61,6 +61,8 @@ enum ur_stat {
 	UR_STAT_DIRECT_FALLBACKS,
 	UR_STAT_DIRECT_REFUSED,
 	UR_STAT_DIRECT_WRITE_IMMS,
+	UR_STAT_XRC_REMOTE_RDMA,	/* xrc_mem.c */
+	UR_STAT_XRC_REMOTE_REFUSED,
 	UR_STAT_NP_ECN_MARKED,		/* ecn.c: mlx5's names */
 	UR_STAT_NP_CNP_SENT,
 	UR_STAT_RP_CNP_HANDLED,
@@ -284,6 +286,13 @@ struct ur_res {
 	uint64_t orig;			/* atomic: value before the operation */
 };
 
+/* Which same-host peer pid a table was last proven to be of, and when
+ * (ns; direct.c). */
+struct ur_dx_proof {
+	int32_t pid;
+	uint64_t ns;
+};
+
 enum ur_resp_msg {
 	UR_MSG_NONE,
 	UR_MSG_SEND,
@@ -312,6 +321,17 @@ struct ur_resp_state_qp {
 		uint8_t rwqe_buf[sizeof(struct ur_recv_wqe) +
 				 UR_MAX_SGE * sizeof(struct ur_sge)];
 	};
+	/* XRC_RECV: the XRC SRQ rwqe was taken from, where it completes
+	 * however its message ends (qp_error.c): its number, and the local
+	 * SRQ or the other process's ring with the ring's identity, both
+	 * found again by number before use (either may be gone by then) */
+	uint32_t rwqe_srqn;
+	struct ur_srq *rwqe_srq;
+	struct ur_xring *rwqe_ring;
+	uint64_t rwqe_ring_id;
+	/* XRC_RECV: the last proof of another process's same-host table
+	 * for its WRITEs and READs (xrc_mem.c) */
+	struct ur_dx_proof xrc_proof;
 	/* read/atomic replay ring */
 	struct ur_res res[UR_NUM_RES];
 	unsigned int res_head;
@@ -547,6 +567,15 @@ int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
+/* XRC_RECV, rx owner, dev->obj_lock held (for a local SRQ's WQE):
+ * completes with wc the receive WQE the responder holds, in the SRQ it
+ * came from (nothing if that SRQ is gone); false on a CQ overrun. */
+bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc);
+/* XRC_RECV, rx owner, without obj_lock: completes the held receive WQE
+ * with IBV_WC_WR_FLUSH_ERR where it came from. may_wait: take obj_lock
+ * (no sq_lock held); else only try it, and false when a local SRQ's WQE
+ * needed it (the WQE stays held). */
+bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait);
 void ur_sqd_check(struct ur_qp *qp);		/* sq_lock held */
 void ur_sq_advance(struct ur_qp *qp);		/* sq_lock held */
 void ur_wqe_fail(struct ur_qp *qp, uint32_t idx, struct ur_send_wqe *w,

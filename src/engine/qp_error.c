@@ -63,19 +63,85 @@ void ur_flush_sq(struct ur_qp *qp)
 	}
 }
 
+static void flush_wc(struct ur_qp *qp, uint64_t wr_id, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wr_id;
+	wc->status = IBV_WC_WR_FLUSH_ERR;
+	wc->opcode = IBV_WC_RECV;
+	wc->qp_num = ur_qp_num(qp);
+}
+
 /* false: the CQ overran (the receive flush stops there, as the send's) */
 static bool flush_recv_one(struct ur_qp *qp, uint64_t wr_id)
 {
 	struct ibv_wc wc;
 
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = ur_qp_num(qp);
-	/* an XRC target's CQ is known only while a request names its SRQ */
+	flush_wc(qp, wr_id, &wc);
 	return !ur_qp_recv_cq(qp) ||
 	       !ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
+}
+
+/*
+ * An XRC target's WQE belongs to the SRQ its message named, of this
+ * process or of another one (obj/xrc_ring.c), and completes there: the
+ * responder noted which when it took it. The SRQ may have been destroyed
+ * since (a ring may even have been mapped again for a new SRQ of the
+ * same number): a WQE of an SRQ gone completes nowhere, as it went with
+ * its queue.
+ */
+bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc)
+{
+	struct ur_resp_state_qp *r = &qp->xp->resp;
+	struct ur_xring *ring;
+	struct ur_srq *srq;
+
+	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	if (r->rwqe_ring) {
+		if (!ur_xrcd_ring(qp->xrcd, r->rwqe_srqn, &ring) &&
+		    ur_xring_id(ring) == r->rwqe_ring_id)
+			ur_xring_complete(ring, r->rwqe.wr_id, wc);
+		return true;
+	}
+	srq = ur_srq_lookup_xrc(qp->dev, r->rwqe_srqn);
+	if (!srq || srq != r->rwqe_srq)
+		return true;
+	return !ur_cq_push(srq->xrc_cq, wc, false);
+}
+
+/*
+ * Finding a local SRQ by number needs obj_lock (read), which the responder
+ * and the progress stage hold; ibv_modify_qp holds sq_lock instead, under
+ * which obj_lock is only tried (docs/design.md, "Locks"). Should that fail
+ * (a control verb holds it as a writer), the move to ERR kicked the
+ * progress stage, whose flush completes the WQE moments later; a RESET
+ * then drops it, as a RESET drops its own RQ's (a local SRQ's slot is
+ * free once taken). Another process's ring is found under rx_lock alone:
+ * the domain's ring cache is the rx owner's, and its slot must not stay
+ * taken.
+ */
+bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait)
+{
+	struct ur_resp_state_qp *r = &qp->xp->resp;
+	pthread_rwlock_t *l = &qp->dev->obj_lock;
+	bool locked = false, room;
+	struct ibv_wc wc;
+
+	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	if (!r->have_rwqe)
+		return true;
+	if (may_wait)
+		locked = !pthread_rwlock_rdlock(l);
+	else
+		locked = !pthread_rwlock_tryrdlock(l);
+	if (!locked && !r->rwqe_ring)
+		return false;
+	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
+	flush_wc(qp, r->rwqe.wr_id, &wc);
+	room = ur_xrc_rwqe_complete(qp, &wc);
+	if (locked)
+		pthread_rwlock_unlock(l);
+	return room;
 }
 
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
@@ -97,14 +163,17 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 		 * owner flushes, after it (RQ completions in order) */
 		if (!rx_owner)
 			return;
+		if (qp->type == IBV_QPT_XRC_RECV) {
+			/* no RQ: its SRQs belong to the domain's other QPs */
+			ur_xrc_rwqe_flush(qp, false);
+			return;
+		}
 		if (xp->resp.have_rwqe) {
 			__atomic_store_n(&xp->resp.have_rwqe, false,
 					 __ATOMIC_RELAXED);
 			room = flush_recv_one(qp, xp->resp.rwqe.wr_id);
 		}
 	}
-	/* an XRC target has no RQ; its XRC SRQ (the rx owner's to read)
-	 * belongs to the other QPs of its domain too */
 	if (qp->type == IBV_QPT_XRC_RECV || ur_qp_rq_srq(qp))
 		return;	/* SRQ WQEs belong to the other QPs too */
 	while (!ur_qp_take_recv(qp, &r.w))

@@ -49,6 +49,13 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 		return;
 	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
 	ur_direct_qp_gone(qp);
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/* the WQE it held mid-message completes flushed, as a NIC
+		 * flushes a destroyed target QP's (its SRQ is the domain's) */
+		pthread_mutex_lock(&xp->nic->rx_lock);
+		ur_xrc_rwqe_flush(qp, true);
+		pthread_mutex_unlock(&xp->nic->rx_lock);
+	}
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);

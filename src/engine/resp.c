@@ -12,6 +12,7 @@
 
 #include "engine/engine_priv.h"
 #include "engine/resp_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
 #include "util/memguard.h"
@@ -201,6 +202,18 @@ static enum ur_resp_state resp_chk_op_valid(struct ur_resp_ctx *c)
 	return UR_RESP_CHK_RESOURCE;
 }
 
+/* An XRC target notes which SRQ lent the WQE: should the message not
+ * end, its completion goes there (qp_error.c). */
+static void resp_note_xrc_srq(struct ur_resp_ctx *c)
+{
+	struct ur_resp_state_qp *r = c->r;
+
+	r->rwqe_srqn = ur_xrceth_srqn(c->pkt->xrceth);
+	r->rwqe_srq = c->qp->xrc_srq;
+	r->rwqe_ring = c->qp->xrc_ring;
+	r->rwqe_ring_id = r->rwqe_ring ? ur_xring_id(r->rwqe_ring) : 0;
+}
+
 static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 {
 	struct ur_resp_state_qp *r = c->r;
@@ -218,6 +231,8 @@ static enum ur_resp_state resp_chk_resource(struct ur_resp_ctx *c)
 				r->uc_drop = true;
 			return UR_RESP_DROP;
 		}
+		if (c->qp->type == IBV_QPT_XRC_RECV)
+			resp_note_xrc_srq(c);
 		__atomic_store_n(&r->have_rwqe, true, __ATOMIC_RELAXED);
 		r->msg_len = 0;
 	}
@@ -283,7 +298,9 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			msg_reset(r);
 			return UR_RESP_DROP;
 		}
-		if (ur_rkey_map(c->qp, r->rkey, r->va, len,
+		/* another process's memory: checked as it is copied */
+		if (!c->qp->xrc_ring &&
+		    ur_rkey_map(c->qp, r->rkey, r->va, len,
 				IBV_ACCESS_REMOTE_WRITE, &c->host)) {
 			if (ur_resp_is_rc(c))
 				return UR_RESP_ERR_REMOTE_ACCESS;
@@ -293,9 +310,14 @@ static enum ur_resp_state resp_chk_rkey(struct ur_resp_ctx *c)
 			return UR_RESP_DROP;
 		}
 	} else if (ur_op_is_read(c->op)) {
-		if (ur_rkey_map(c->qp, ur_reth_rkey(pkt->reth),
-				ur_reth_va(pkt->reth), ur_reth_len(pkt->reth),
-				IBV_ACCESS_REMOTE_READ, &c->host))
+		if (c->qp->xrc_ring ?
+			    ur_xrc_mem_check(c->qp, ur_reth_rkey(pkt->reth),
+					     ur_reth_va(pkt->reth),
+					     ur_reth_len(pkt->reth), false) :
+			    ur_rkey_map(c->qp, ur_reth_rkey(pkt->reth),
+					ur_reth_va(pkt->reth),
+					ur_reth_len(pkt->reth),
+					IBV_ACCESS_REMOTE_READ, &c->host))
 			return UR_RESP_ERR_REMOTE_ACCESS;
 	} else if (ur_op_is_atomic(c->op)) {
 		if (ur_rkey_map(c->qp, ur_atmeth_rkey(pkt->atmeth),
@@ -373,8 +395,12 @@ static enum ur_resp_state resp_execute(struct ur_resp_ctx *c)
 	} else {
 		uint32_t len = resp_write_bytes(c);
 
-		if (!pkt->placed && len &&
-		    ur_memguard_copy((void *)c->host, pkt->payload, len))
+		if (c->qp->xrc_ring ?
+			    ur_xrc_mem_write(c->qp, r->rkey, r->va,
+					     pkt->payload, len) :
+			    !pkt->placed && len &&
+				    ur_memguard_copy((void *)c->host,
+						     pkt->payload, len))
 			return resp_mem_fault(c);
 		r->va += len;
 		r->resid -= len;
@@ -759,6 +785,10 @@ void ur_resp_reset(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 
+	/* a RESET discards the QP's own RQ; a WQE of an XRC SRQ belongs to
+	 * the domain and completes flushed, in its owner's process too */
+	if (qp->type == IBV_QPT_XRC_RECV)
+		ur_xrc_rwqe_flush(qp, false);
 	ur_reorder_clear(xp);
 	memset(&xp->resp, 0, sizeof(xp->resp));
 	xp->resp.epsn = qp->attr.rq_psn & UR_PSN_MASK;

@@ -6,10 +6,15 @@
  * after its ACK left), and the responder's move of a QP to ERR. Calls
  * nothing in resp.c, which calls it.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/resp_priv.h"
+#include "engine/xrc_mem.h"
 #include "util/lock_assert.h"
+
+#define RESP_BOUNCE (64u * 1024u)	/* READ responses of another process's
+					 * memory between two batches */
 
 /* An XRC target answers with XRC's opcodes (no XRCETH in responses). */
 static uint8_t reply_opcode(const struct ur_resp_ctx *c, uint8_t rc_op)
@@ -71,20 +76,29 @@ void ur_resp_send_read_ack(struct ur_resp_ctx *c, uint32_t psn)
 /* Read response packets for [va, va+len) with PSNs from psn on. The
  * memory is re-checked through the rkey for every packet, and a fault
  * while it is read (unmapped since registration, nothing mapped under an
- * on-demand MR) is a remote access error, as a bad rkey. */
-void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
-		       uint32_t psn, uint64_t va, uint32_t len)
+ * on-demand MR) is a remote access error, as a bad rkey. Another
+ * process's memory (an XRC SRQ's owner, xrc_mem.c) is read into bounce
+ * first, which the batch is sent from before it is filled again. */
+static void send_read(struct ur_resp_ctx *c, const struct ur_res *res,
+		      uint32_t psn, uint64_t va, uint32_t len, uint8_t *bounce)
 {
 	uint32_t mtu = c->xp->mtu, n = len ? (len + mtu - 1) / mtu : 1, i;
 	struct ur_hdr_fields f = { 0 };
+	uint32_t pos = RESP_BOUNCE;
 	struct iovec iov;
 	uintptr_t host;
 
 	for (i = 0; i < n; i++) {
 		uint32_t off = i * mtu, plen = UR_MIN(mtu, len - off);
 
-		if (ur_rkey_map(c->qp, res->rkey, va + off, plen,
-				IBV_ACCESS_REMOTE_READ, &host)) {
+		if (bounce && pos + plen > RESP_BOUNCE) {
+			ur_txb_flush(&c->xp->nic->txb);
+			pos = 0;
+		}
+		if (bounce ? ur_xrc_mem_read(c->qp, res->rkey, va + off,
+					     bounce + pos, plen) :
+			     ur_rkey_map(c->qp, res->rkey, va + off, plen,
+					 IBV_ACCESS_REMOTE_READ, &host)) {
 			ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC,
 				       ur_psn_add(psn, (int32_t)i));
 			return;
@@ -103,6 +117,10 @@ void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		f.psn = ur_psn_add(psn, (int32_t)i);
 		f.aeth.syn = UR_AETH_ACK_UNLIMITED;
 		f.aeth.msn = c->r->msn;
+		if (bounce) {
+			host = (uintptr_t)(bounce + pos);
+			pos += plen;
+		}
 		iov.iov_base = (void *)host;
 		iov.iov_len = plen;
 		if (ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest,
@@ -120,6 +138,25 @@ void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		}
 		ur_qcnt_tx(c->xp->qcnt.rx, plen);
 	}
+}
+
+void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
+		       uint32_t psn, uint64_t va, uint32_t len)
+{
+	uint8_t *bounce;
+
+	if (!c->qp->xrc_ring) {
+		send_read(c, res, psn, va, len, NULL);
+		return;
+	}
+	bounce = malloc(RESP_BOUNCE);
+	if (!bounce) {
+		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_REM_ACC, psn);
+		return;
+	}
+	send_read(c, res, psn, va, len, bounce);
+	ur_txb_flush(&c->xp->nic->txb);	/* it points into bounce */
+	free(bounce);
 }
 
 /* Responder-side class A/C error: the QP goes to ERR. */
@@ -143,10 +180,10 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
 		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
-		/* an XRC target's WQE goes back where the request came from:
-		 * nowhere when a later packet named an SRQ that is gone */
-		if (qp->xrc_ring)	/* another process's XRC SRQ */
-			ur_xring_complete(qp->xrc_ring, c->r->rwqe.wr_id, &wc);
+		/* an XRC target's WQE goes back to the SRQ that lent it, of
+		 * this process or another: nowhere if that SRQ is gone */
+		if (qp->type == IBV_QPT_XRC_RECV)
+			ur_xrc_rwqe_complete(qp, &wc);
 		else if (ur_qp_recv_cq(qp))
 			ur_cq_push(ur_qp_recv_cq(qp), &wc, false);
 	}

@@ -17,10 +17,10 @@
  * this host lends its receive WQEs from a file both map (obj/xrc_ring.c):
  * this process keeps the transport (PSN, ACK, NAK, RNR, duplicates) and
  * places SENDs into the owner's memory, and the completion goes to the
- * owner's completion ring. What needs the owner's keys is not done from
- * here (an RDMA WRITE, READ or atomic naming such an SRQ, a SEND with
- * Invalidate): it gets the answer for no SRQ, as does a request for an
- * SRQ whose owner is gone or whose memory this process may not write,
+ * owner's completion ring. WRITEs and READs use the owner's keys as it
+ * publishes them (xrc_mem.c). Atomics and SENDs with Invalidate are not
+ * done from here: they get the answer for no SRQ, as does a request for
+ * an SRQ whose owner is gone or whose memory this process may not write,
  * with a warning naming the cause once per process.
  */
 #include <errno.h>
@@ -35,7 +35,9 @@ static void xrc_bad_srq(struct ur_qp *qp, const struct ur_pkt *pkt,
 	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	struct ur_counters *cnt = &qp->xp->nic->cnt;
 
-	c.rwqe_status = IBV_WC_REM_ACCESS_ERR;
+	/* the WQE a message in progress holds, as resp.c's remote access
+	 * errors complete it */
+	c.rwqe_status = IBV_WC_LOC_ACCESS_ERR;
 	if (pkt->psn != c.r->epsn || qp->xp->nic->hardened) {
 		ur_cnt_drop(cnt, qp->xp->nic->hardened ? UR_DROP_HARDENED :
 							  UR_DROP_ACCESS);
@@ -60,10 +62,15 @@ static void xrc_warn_elsewhere(struct ur_qp *qp, const struct ur_pkt *pkt,
 		qp->ibqp_ex.qp_base.qp_num, srqn, why);
 }
 
-/* What a SEND needs of another process's SRQ: its WQEs and its CQ. */
+/* What can be done for another process's SRQ: SENDs (its WQEs and its
+ * CQ), WRITEs and READs (its owner's published keys, xrc_mem.c). Not
+ * atomics: a copy between processes is not atomic against the owner's
+ * other requesters, whose atomics its own responder executes; nor a SEND
+ * with Invalidate: the owner's keys are invalidated in the owner only. */
 static bool xrc_op_elsewhere_ok(const struct ur_pkt *pkt)
 {
-	return ur_op_is_send(pkt->opcode) && !pkt->ieth;
+	return (ur_op_is_send(pkt->opcode) && !pkt->ieth) ||
+	       ur_op_is_write(pkt->opcode) || ur_op_is_read(pkt->opcode);
 }
 
 static const char *xrc_why(int err)
@@ -74,7 +81,7 @@ static const char *xrc_why(int err)
 	case -EOPNOTSUPP:
 		return "its CQ waits on a completion channel and its process has no thread to take the completions";
 	case 0:
-		return "only SENDs are delivered into another process's SRQ";
+		return "atomics and SENDs with Invalidate are not done for another process's SRQ";
 	default:
 		return "the SRQ or its process is gone";
 	}
@@ -84,11 +91,17 @@ void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		    const struct ur_rxd *d, const struct ur_ip_flow *flow)
 {
 	uint32_t srqn = ur_xrceth_srqn(pkt->xrceth);
+	struct ur_resp_state_qp *r = &qp->xp->resp;
 	struct ur_xring *ring = NULL;
 	struct ur_srq *srq;
 	int err;
 
 	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	/* the packets of one message name one SRQ, whose WQE it holds */
+	if (r->have_rwqe && pkt->psn == r->epsn && srqn != r->rwqe_srqn) {
+		xrc_bad_srq(qp, pkt, d, flow);
+		return;
+	}
 	srq = ur_srq_lookup_xrc(qp->dev, srqn);
 	if (srq && ur_xrcd_same_domain(srq->xrcd, qp->xrcd)) {
 		qp->xrc_srq = srq;

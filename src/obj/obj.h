@@ -693,6 +693,14 @@ int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
 /* Hands the completion of the WQE claimed as idx to the owner. */
 void ur_xring_complete(struct ur_xring *x, uint64_t idx,
 		       const struct ibv_wc *wc);
+/* What tells x's file from a later one of the same SRQ number (a random
+ * number the owner chose). */
+uint64_t ur_xring_id(const struct ur_xring *x);
+/* Its owner's pid, the SRQ's PD handle (the one its rkeys must be of) and
+ * the owner device's address (GID index 0), for the WRITEs and READs
+ * another process does into the owner's memory (engine/xrc_mem.c). */
+void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
+		    uint8_t gid[16]);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

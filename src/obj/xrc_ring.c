@@ -146,6 +146,9 @@ int ur_xring_create(struct ur_srq *srq)
 	x->h->pidns = xr_pidns();
 	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
 	x->h->self = (uintptr_t)&x->h->nonce;
+	x->h->pd = srq->pd->ibpd.handle;
+	memcpy(x->h->gid, ur_ctx_dev(srq->ibsrq.context)->gids[0].gid.raw,
+	       sizeof(x->h->gid));
 	srq->xring = x;
 	/* a CQ with a channel is waited on, not polled: a thread of ours
 	 * moves the other processes' completions (and fires the event) */

@@ -21,7 +21,7 @@
 
 #include "obj/obj_priv.h"
 
-#define XR_MAGIC 0x75587231u	/* "uXr1" */
+#define XR_MAGIC 0x75587232u	/* "uXr2" */
 #define XR_HOLDERS 8u
 #define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
 #define XR_REAP_MAX 16u		/* dead takers' WQEs flushed per post */
@@ -72,6 +72,9 @@ struct xr_hdr {
 	uint64_t pidns;
 	uint64_t nonce;			/* read back through pid */
 	uint64_t self;			/* &nonce in the owner */
+	uint32_t pd;			/* the SRQ's PD handle: its rkeys' */
+	uint8_t gid[16];		/* the owner's device address: its
+					 * same-host table (engine/direct.c) */
 	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
 	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
 	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */

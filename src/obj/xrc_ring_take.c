@@ -165,6 +165,19 @@ void ur_xring_cache_free(struct ur_xring **cache)
 	}
 }
 
+uint64_t ur_xring_id(const struct ur_xring *x)
+{
+	return x->h->nonce;
+}
+
+void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
+		    uint8_t gid[16])
+{
+	*pid = x->h->pid;
+	*pd = x->h->pd;
+	memcpy(gid, x->h->gid, 16);
+}
+
 int ur_xring_take(struct ur_xring *x, struct ur_recv_wqe *out)
 {
 	return ur_xring_claim(x, out, true) < 0 ? -EAGAIN : 0;

@@ -901,3 +901,17 @@ void ur_xring_complete(struct ur_xring *x, uint64_t idx,
 {
 	(void)x, (void)idx, (void)wc;
 }
+
+uint64_t ur_xring_id(const struct ur_xring *x)
+{
+	(void)x;
+	return 0;
+}
+
+void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
+		    uint8_t gid[16])
+{
+	(void)x, (void)pd;
+	*pid = 0;
+	memset(gid, 0, 16);
+}
