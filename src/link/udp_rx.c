@@ -178,6 +178,7 @@ static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
 		x->tos = mt->tos;
 		x->ttl = mt->ttl;
 		x->ring = false;
+		x->no_icrc = false;
 		bytes += chunk;
 		u->pend_off += chunk;
 		if (u->pend_off >= mt->len || !chunk) {
