@@ -59,6 +59,11 @@
  * that checks the ICRC against the real header (rxe, a NIC) drops it, so
  * losses towards those are made on the path instead (the rxe suite drops
  * on its bridge).
+ *
+ * A datagram built for a same-host ring without its ICRC (ur_txd.no_icrc)
+ * is sealed (udp.h's ur_udp_seal_tx/_rx, the engine's ICRC) wherever this
+ * stage copies it on send, and before it corrupts one on receive, so that
+ * corruption is detected and counted as on the wire.
  */
 #include <errno.h>
 #include <inttypes.h>

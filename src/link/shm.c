@@ -33,6 +33,11 @@
  * application spins on its CQ the thread does not arm, and its poll_cq
  * drains the ring with no system call at all.
  *
+ * A datagram the engine built without its ICRC (ur_txd.no_icrc: the
+ * destination is a ring peer, ur_shm_is_ring()) keeps that in its slot
+ * (SHM_SLOT_NO_ICRC), so that its receiver skips the check; one that no
+ * ring takes is sealed by udp.c before it leaves by a socket.
+ *
  * A dead owner looks like a dead host: its ring fills and the rest is
  * dropped, so RC peers retry until IBV_WC_RETRY_EXC_ERR. A producer that
  * finds a ring full or closed checks the owner and, if it is gone, looks
