@@ -151,6 +151,12 @@ struct ur_txb {
 	unsigned int n;
 	int ack_slot;			/* index of a coalescable ACK, or -1 */
 	const struct ur_qp *ack_qp;
+	/* the last destination the link was asked about: whether it is a
+	 * same-host ring peer (its packets then go without ICRC), while the
+	 * link's ring generation stays ring_gen (tx.c) */
+	union ur_sockaddr ring_dst;
+	uint32_t ring_gen;
+	bool ring_ok, ring_known;
 	struct ur_txd txd[UR_TX_BATCH];
 	struct ur_txpkt pkt[UR_TX_BATCH];
 	/* GSO trains: equal-sized packets to one peer, iovecs end to end */

@@ -86,6 +86,8 @@ static int nic_open_link(struct ur_nic *nic)
 		cfg.use_gro = 1;
 		cfg.fault = ur_config_get()->fault;
 		cfg.same_host = ur_config_get()->same_host;
+		cfg.seal = ur_icrc_seal;	/* for ring packets sent
+						 * without one (link.h) */
 		cfg.tos = ur_ecn_tos(nic, 0);	/* most packets' class */
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)

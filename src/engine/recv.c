@@ -112,7 +112,8 @@ static bool rx_error_nak(const struct ur_pkt *pkt)
 }
 
 /* Fills flow from the datagram and checks its ICRC, unless that was done
- * when it was first received (a request kept past a gap). */
+ * when it was first received (a request kept past a gap) or a same-host
+ * ring says its sender computed none (link.h, ur_rxd.no_icrc). */
 static enum ur_drop_reason rx_flow_icrc(const struct ur_rxd *d,
 					struct ur_ip_flow *flow, bool checked)
 {
@@ -120,7 +121,9 @@ static enum ur_drop_reason rx_flow_icrc(const struct ur_rxd *d,
 		return UR_DROP_NOT_ROCE;
 	flow->tos = d->tos;
 	flow->ttl = d->ttl;
-	return checked ? UR_DROP_NONE : ur_icrc_check_rx(flow, d->data, d->len);
+	if (checked || d->no_icrc)
+		return UR_DROP_NONE;
+	return ur_icrc_check_rx(flow, d->data, d->len);
 }
 
 /*
@@ -348,25 +351,44 @@ static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
 		ur_resp_reorder_done(qp, n, stalled);
 }
 
+/*
+ * Records d before any check, dropped packets included. The socket never
+ * saw the IPv4 ID: the record has the one the ICRC says the sender's
+ * kernel wrote (0 if none fits). A ring datagram sent with no ICRC is
+ * recorded with the one it would have carried (ID 0): a capture shows
+ * packets as the wire would.
+ */
+static void rx_pcap(struct ur_nic *nic, const struct ur_rxd *d)
+{
+	struct iovec iov[2] = { { .iov_base = d->data, .iov_len = d->len } };
+	uint8_t icrc[UR_ICRC_BYTES];
+	struct ur_ip_flow flow;
+
+	if (ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst))
+		return;
+	flow.tos = d->tos;
+	flow.ttl = d->ttl;
+	if (d->no_icrc && d->len >= UR_ICRC_BYTES) {
+		ur_icrc_store(icrc, ur_icrc_compute(&flow, d->data, d->len));
+		iov[0].iov_len = d->len - UR_ICRC_BYTES;
+		iov[1].iov_base = icrc;
+		iov[1].iov_len = UR_ICRC_BYTES;
+		ur_pcap_write(nic->pcap, &flow, iov, 2);
+		return;
+	}
+	if (ur_icrc_check_rx(&flow, d->data, d->len))
+		flow.ip_id = 0;
+	ur_pcap_write(nic->pcap, &flow, iov, 1);
+}
+
 void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
 {
-	struct ur_ip_flow flow;
 	struct ur_qp *qp;
 
 	UR_ASSERT_HELD(&nic->rx_lock);
 	ur_trace_bth(UR_TR_RX, d->data, d->len);
-	if (nic->pcap && !ur_ip_flow_from_sockaddr(&flow, &d->src, &d->dst)) {
-		struct iovec iov = { .iov_base = d->data, .iov_len = d->len };
-
-		/* Recorded before any check, dropped packets included. The
-		 * socket never saw the IPv4 ID: record the one the ICRC says
-		 * the sender's kernel wrote (0 if none fits). */
-		flow.tos = d->tos;
-		flow.ttl = d->ttl;
-		if (ur_icrc_check_rx(&flow, d->data, d->len))
-			flow.ip_id = 0;
-		ur_pcap_write(nic->pcap, &flow, &iov, 1);
-	}
+	if (nic->pcap)
+		rx_pcap(nic, d);
 	qp = rx_dispatch(nic, d, false);
 	if (qp)
 		rx_reorder_drain(nic, qp);

@@ -19,6 +19,7 @@ void ur_txb_init(struct ur_txb *b, struct ur_nic *nic)
 	b->n = 0;
 	b->ack_slot = -1;
 	b->ack_qp = NULL;
+	b->ring_known = false;
 }
 
 static size_t txd_bytes(const struct ur_txd *d)
@@ -50,8 +51,10 @@ static void txb_train_set_ids(struct ur_txb *b, unsigned int first,
 
 		if (b->pkt[k].flow.family != AF_INET)
 			return;
-		ur_icrc_store(icrc, ur_icrc_ipv4_id_adjust(ur_icrc_load(icrc),
-							   txd_bytes(d), 0, id));
+		if (!d->no_icrc)	/* a ring's train: nobody checks it */
+			ur_icrc_store(icrc, ur_icrc_ipv4_id_adjust(
+						    ur_icrc_load(icrc),
+						    txd_bytes(d), 0, id));
 		b->pkt[k].flow.ip_id = id;
 	}
 }
@@ -81,6 +84,7 @@ static void txb_send_gso(struct ur_txb *b)
 				    d->tos != b->txd[i].tos ||
 				    d->ttl != b->txd[i].ttl ||
 				    d->via != b->txd[i].via ||
+				    d->no_icrc != b->txd[i].no_icrc ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
 				    len > seg || total + len > UR_GSO_MAX_BYTES)
@@ -103,6 +107,7 @@ static void txb_send_gso(struct ur_txb *b)
 		t->tos = b->txd[i].tos;
 		t->ttl = b->txd[i].ttl;
 		t->via = b->txd[i].via;
+		t->no_icrc = b->txd[i].no_icrc;
 		t->iov = &b->giov[ng];
 		t->iovcnt = 0;
 		t->gso_size = (uint16_t)seg;
@@ -186,7 +191,45 @@ static void icrc_piece_update(void *arg)
 {
 	const struct icrc_piece *p = arg;
 
-	ur_icrc_update(p->c, p->iov->iov_base, p->iov->iov_len);
+	if (p->c) {
+		ur_icrc_update(p->c, p->iov->iov_base, p->iov->iov_len);
+		return;
+	}
+	/* no ICRC to compute: still read each page (4 KiB, the smallest),
+	 * so that memory the application unmapped fails the WQE here as it
+	 * would then */
+	for (size_t off = 0; off < p->iov->iov_len; off += 4096)
+		(void)*(volatile const uint8_t *)((const uint8_t *)
+							  p->iov->iov_base +
+						  off);
+	(void)*(volatile const uint8_t *)((const uint8_t *)p->iov->iov_base +
+					  p->iov->iov_len - 1);
+}
+
+/*
+ * Whether a packet to dst carries its ICRC: not when it goes through a
+ * same-host ring (the link says so; its answer is kept per batch while
+ * the link's generation stands), unless a pcap records it.
+ */
+static bool txb_wants_icrc(struct ur_txb *b, const union ur_sockaddr *dst)
+{
+	struct ur_link *link = b->nic->link;
+	uint32_t gen;
+
+	if (b->nic->pcap || !ur_addr_is_loopback(dst))
+		return true;
+	gen = ur_link_ring_gen(link);
+	if (!b->ring_known || b->ring_gen != gen ||
+	    !ur_sockaddr_same_host(&b->ring_dst, dst) ||
+	    (dst->sa.sa_family == AF_INET ?
+		     b->ring_dst.in.sin_port != dst->in.sin_port :
+		     b->ring_dst.in6.sin6_port != dst->in6.sin6_port)) {
+		b->ring_ok = ur_link_is_ring(link, dst);
+		b->ring_dst = *dst;
+		b->ring_gen = gen;
+		b->ring_known = true;
+	}
+	return !b->ring_ok;
 }
 
 /* 0, -EINVAL (headers), or -EFAULT: the payload, which points into
@@ -199,6 +242,7 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	struct ur_txpkt *p = &b->pkt[slot];
 	struct ur_txd *d = &b->txd[slot];
 	uint8_t pad = ur_pad_len(paylen);
+	bool icrc = txb_wants_icrc(b, dst);
 	struct ur_icrc c;
 	unsigned int i, n = 0;
 	size_t udp_len;
@@ -212,12 +256,15 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 	udp_len = (size_t)hlen + paylen + pad + UR_ICRC_BYTES;
 	p->flow = *flow;
 	p->flow.tos = ur_ecn_tos(b->nic, flow->tos);	/* ecn.c */
-	ur_icrc_begin(&c, flow, udp_len);
-	ur_icrc_update(&c, p->hdr, (size_t)hlen);
+	if (icrc) {
+		ur_icrc_begin(&c, flow, udp_len);
+		ur_icrc_update(&c, p->hdr, (size_t)hlen);
+	}
 	p->iov[n].iov_base = p->hdr;
 	p->iov[n++].iov_len = (size_t)hlen;
 	for (i = 0; i < npay && n < UR_TX_PAY_IOV + 1; i++) {
-		struct icrc_piece piece = { .c = &c, .iov = &pay[i] };
+		struct icrc_piece piece = { .c = icrc ? &c : NULL,
+					    .iov = &pay[i] };
 
 		if (!pay[i].iov_len)
 			continue;
@@ -227,15 +274,17 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 		p->iov[n++] = pay[i];
 	}
 	memset(p->trailer, 0, sizeof(p->trailer));
-	if (pad)
+	if (icrc && pad)
 		ur_icrc_update(&c, p->trailer, pad);
-	ur_icrc_store(p->trailer + pad, ur_icrc_final(&c));
+	if (icrc)
+		ur_icrc_store(p->trailer + pad, ur_icrc_final(&c));
 	p->iov[n].iov_base = p->trailer;
 	p->iov[n++].iov_len = pad + UR_ICRC_BYTES;
 	d->dst = dst;
 	d->iov = p->iov;
 	d->iovcnt = n;
 	d->gso_size = 0;
+	d->no_icrc = !icrc;
 	d->tos = p->flow.tos;
 	d->ttl = flow->ttl;
 	d->via = txb_via(b->nic, flow);

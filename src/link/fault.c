@@ -59,6 +59,11 @@
  * that checks the ICRC against the real header (rxe, a NIC) drops it, so
  * losses towards those are made on the path instead (the rxe suite drops
  * on its bridge).
+ *
+ * A datagram built for a same-host ring without its ICRC (ur_txd.no_icrc)
+ * is sealed (udp.h's ur_udp_seal_tx/_rx, the engine's ICRC) wherever this
+ * stage copies it on send, and before it corrupts one on receive, so that
+ * corruption is detected and counted as on the wire.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -84,6 +89,7 @@ struct fi_pkt {
 	union ur_sockaddr src, dst;
 	uint8_t tos, ttl;
 	uint8_t via;			/* tx: the local address it leaves from */
+	bool no_icrc;			/* rx: ur_rxd.no_icrc */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -431,8 +437,14 @@ static int fi_tx_desc(struct ur_fault *f,
 	if (!seg)
 		return fi_tx_one(f, d, f->scratch, 0);
 	for (off = 0; off < total; off += seg) {
-		r = fi_tx_one(f, d, f->scratch + off,
-			      (uint32_t)UR_MIN(seg, total - off));
+		uint32_t len = (uint32_t)UR_MIN(seg, total - off);
+
+		/* each leaves alone as a plain datagram (IPv4 ID 0), which
+		 * must carry its ICRC, the more so to be corrupted */
+		if (d->no_icrc)
+			ur_udp_seal_tx(f->udp, d->via, d->dst,
+				       f->scratch + off, len);
+		r = fi_tx_one(f, d, f->scratch + off, len);
 		rc = rc ?: r;
 	}
 	return rc;
@@ -528,6 +540,7 @@ static void fi_rxd_from_pkt(struct ur_rxd *x, struct fi_pkt *p)
 	x->tos = p->tos;
 	x->ttl = p->ttl;
 	x->ring = false;	/* held: no same-host marks honoured */
+	x->no_icrc = p->no_icrc;
 }
 
 static struct fi_pkt *fi_pkt_from_rxd(const struct ur_rxd *x)
@@ -540,6 +553,7 @@ static struct fi_pkt *fi_pkt_from_rxd(const struct ur_rxd *x)
 	p->dst = x->dst;
 	p->tos = x->tos;
 	p->ttl = x->ttl;
+	p->no_icrc = x->no_icrc;
 	return p;
 }
 
@@ -641,6 +655,12 @@ int ur_fault_recv(struct ur_fault *f, struct ur_rxd *d, unsigned int max)
 			continue;
 		}
 		if (a.corrupt) {
+			/* a ring datagram sent with no ICRC gets its right
+			 * one first, so that its receiver checks it and finds
+			 * the flipped bit; without a seal function, one it
+			 * cannot match (no check, no drop otherwise) */
+			if (x->no_icrc && !ur_udp_seal_rx(f->udp, x))
+				x->no_icrc = false;
 			fi_flip(x->data, x->len, a.bit);
 			f->corrupted++;
 		}

@@ -141,6 +141,16 @@ void ur_link_peer_area_put(struct ur_link *l)
 	ur_udp_peer_area_put(l->udp);
 }
 
+bool ur_link_is_ring(struct ur_link *l, const union ur_sockaddr *dst)
+{
+	return ur_udp_is_ring(l->udp, dst);
+}
+
+uint32_t ur_link_ring_gen(const struct ur_link *l)
+{
+	return ur_udp_ring_gen(l->udp);
+}
+
 bool ur_link_faulty(const struct ur_link *l)
 {
 	return atomic_load_explicit(&((struct ur_link *)l)->fi_on,

@@ -17,6 +17,7 @@
 #define UR_LINK_LINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -29,6 +30,18 @@ struct ur_link;
  * may not be more). */
 #define UR_LINK_MAX_ADDRS 16
 #define UR_LINK_MAX_GROUPS 256
+
+/*
+ * Writes the ICRC of the flat datagram pkt (len bytes, the last 4 its
+ * ICRC) sent from src to dst with IPv4 ID 0. The link knows nothing of
+ * the packets' contents: the engine lends it this (wire/icrc.h's
+ * ur_icrc_seal) for a datagram built without its ICRC (ur_txd.no_icrc)
+ * that must carry one after all: it falls back from a same-host ring to
+ * a socket, or the fault stage is about to corrupt it.
+ */
+typedef void ur_link_seal_fn(uint8_t *pkt, size_t len,
+			     const union ur_sockaddr *src,
+			     const union ur_sockaddr *dst);
 
 struct ur_link_config {
 	union ur_sockaddr bind;		/* address 0 and the port to bind */
@@ -51,6 +64,8 @@ struct ur_link_config {
 					 * IPV6_TCLASS): a descriptor with this
 					 * tos needs no cmsg. The engine passes
 					 * ECT(0) unless UROCE_ECN=0 */
+	ur_link_seal_fn *seal;		/* the engine's ICRC (above); NULL:
+					 * no datagram leaves without one */
 };
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
@@ -71,6 +86,11 @@ struct ur_txd {
 					 * the socket's (the engine sets it
 					 * for multicast only: the AH's hop
 					 * limit) */
+	bool no_icrc;			/* its ICRC bytes were not computed:
+					 * only for a destination that
+					 * ur_link_is_ring() said goes by a
+					 * ring; anywhere else the link seals
+					 * it first (ur_link_config.seal) */
 };
 
 /* One received datagram. */
@@ -87,6 +107,8 @@ struct ur_rxd {
 	uint8_t ttl;			/* IPv4 TTL / IPv6 hop limit */
 	bool ring;			/* came through a same-host ring
 					 * (shm.h), from a uroce process */
+	bool no_icrc;			/* from a ring, sent with no ICRC
+					 * computed: nothing to check */
 };
 
 /* Returns 0 and *out, or -errno (-EADDRINUSE when the address is taken). */
@@ -182,6 +204,19 @@ void *ur_link_own_area(struct ur_link *l);
 void *ur_link_peer_area_get(struct ur_link *l, const union ur_sockaddr *dst,
 			    int32_t *owner);
 void ur_link_peer_area_put(struct ur_link *l);
+/*
+ * Whether datagrams to dst go through a same-host ring now, so that the
+ * engine may leave their ICRC out (ur_txd.no_icrc): memory the two
+ * processes share carries them, where nothing but a bug could corrupt
+ * them. False without a seal function (ur_link_config.seal). The answer
+ * stands while ur_link_ring_gen() returns what it returned before the
+ * call: the generation moves whenever a ring peer is looked up, appears
+ * or goes. A stale "true" costs a copy (the link seals the datagram and
+ * sends it by UDP), a stale "false" an ICRC nobody checks.
+ */
+bool ur_link_is_ring(struct ur_link *l, const union ur_sockaddr *dst);
+uint32_t ur_link_ring_gen(const struct ur_link *l);
+
 /* Datagrams pass the fault stage (ur_link_set_fault() configured one). */
 bool ur_link_faulty(const struct ur_link *l);
 

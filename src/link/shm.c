@@ -33,6 +33,11 @@
  * application spins on its CQ the thread does not arm, and its poll_cq
  * drains the ring with no system call at all.
  *
+ * A datagram the engine built without its ICRC (ur_txd.no_icrc: the
+ * destination is a ring peer, ur_shm_is_ring()) keeps that in its slot
+ * (SHM_SLOT_NO_ICRC), so that its receiver skips the check; one that no
+ * ring takes is sealed by udp.c before it leaves by a socket.
+ *
  * A dead owner looks like a dead host: its ring fills and the rest is
  * dropped, so RC peers retry until IBV_WC_RETRY_EXC_ERR. A producer that
  * finds a ring full or closed checks the owner and, if it is gone, looks
@@ -66,16 +71,21 @@
 
 #define SHM_DIR "/dev/shm"
 #define SHM_MAGIC 0x7552696eu	/* "uRin" */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define SHM_SLOT_HDR 64u
 #define SHM_STRIDE (SHM_SLOT_HDR + UR_SHM_SLOT_DATA)
+
+/* The datagram's ICRC bytes were never computed (ur_txd.no_icrc): its
+ * receiver does not check them. */
+#define SHM_SLOT_NO_ICRC 0x1u
 
 /* addresses as sockaddr_in6 bytes (an IPv4 one fits): the union's
  * sockaddr_storage would not fit the line */
 struct shm_slot_hdr {
 	uint32_t len;
 	uint8_t tos, ttl;
-	uint16_t pad;
+	uint8_t flags;			/* SHM_SLOT_* */
+	uint8_t pad;
 	struct sockaddr_in6 src, dst;
 };
 _Static_assert(sizeof(struct shm_slot_hdr) <= SHM_SLOT_HDR,
@@ -160,6 +170,10 @@ struct ur_shm {
 	pthread_rwlock_t peers_lock;
 	struct shm_peer peers[UR_SHM_MAX_PEERS];
 	unsigned int n_peers;
+
+	/* moves whenever a peer entry is looked up or goes stale: the
+	 * engine's cached ur_shm_is_ring() answers hold while it stands */
+	_Atomic uint32_t gen;
 
 	_Atomic uint64_t tx_pkts, rx_pkts, doorbells, tx_faults;
 };
@@ -401,8 +415,15 @@ static struct shm_peer *peer_find(struct ur_shm *s,
 	return NULL;
 }
 
+/* A peer's ring appeared, went or is to be looked up again. */
+static void peer_changed(struct ur_shm *s, struct shm_peer *p)
+{
+	atomic_store(&p->stale, true);
+	atomic_fetch_add(&s->gen, 1);
+}
+
 /* Write lock held: maps dst's ring into p if there is a live one. */
-static void peer_lookup(struct shm_peer *p, uint64_t now)
+static void peer_lookup(struct ur_shm *s, struct shm_peer *p, uint64_t now)
 {
 	char name[96];
 	struct shm_ring *r;
@@ -414,6 +435,7 @@ static void peer_lookup(struct shm_peer *p, uint64_t now)
 		p->ring = NULL;
 	}
 	atomic_store(&p->stale, false);
+	atomic_fetch_add(&s->gen, 1);
 	p->retry_at = now + UR_SHM_ABSENT_NS;
 	if (!ring_name(&p->addr, name, sizeof(name)))
 		return;
@@ -461,7 +483,7 @@ static struct shm_peer *peer_get(struct ur_shm *s,
 		p->addr = *dst;
 	}
 	if (p && (atomic_load(&p->stale) || (!p->ring && now >= p->retry_at)))
-		peer_lookup(p, now);
+		peer_lookup(s, p, now);
 	pthread_rwlock_unlock(&s->peers_lock);
 	/* the entry may change between the locks: check it again */
 	pthread_rwlock_rdlock(&s->peers_lock);
@@ -526,7 +548,7 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 		return UR_SHM_NOT_LOCAL;
 	if (atomic_load_explicit(&r->closed, memory_order_relaxed)) {
 		pthread_mutex_unlock(&r->plock);
-		atomic_store(&p->stale, true);
+		peer_changed(s, p);
 		return UR_SHM_NOT_LOCAL;
 	}
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -542,6 +564,7 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 			continue;
 		}
 		h->len = (uint32_t)chunk;
+		h->flags = d->no_icrc ? SHM_SLOT_NO_ICRC : 0;
 		h->tos = d->tos;
 		h->ttl = d->ttl ? d->ttl : UR_DEFAULT_HOP_LIMIT;
 		memcpy(&h->src, src, sizeof(h->src));
@@ -558,7 +581,7 @@ static enum ur_shm_tx ring_put(struct ur_shm *s, struct shm_peer *p,
 		atomic_fetch_add_explicit(&r->full_drops, nseg - k,
 					  memory_order_relaxed);
 		if (!owner_alive(r->owner))
-			atomic_store(&p->stale, true);
+			peer_changed(s, p);
 	}
 	if (faults)
 		shm_count(&s->tx_faults, faults);
@@ -586,6 +609,20 @@ enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
 	rc = ring_put(s, p, d, len, seg, src);
 	pthread_rwlock_unlock(&s->peers_lock);
 	return rc;
+}
+
+bool ur_shm_is_ring(struct ur_shm *s, const union ur_sockaddr *dst)
+{
+	if (!s || !ur_addr_is_loopback(dst) || !peer_get(s, dst))
+		return false;
+	pthread_rwlock_unlock(&s->peers_lock);
+	return true;
+}
+
+uint32_t ur_shm_gen(const struct ur_shm *s)
+{
+	return s ? atomic_load_explicit(&((struct ur_shm *)s)->gen,
+					memory_order_acquire) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -648,6 +685,7 @@ unsigned int ur_shm_recv(struct ur_shm *s, struct ur_rxd *d, unsigned int max)
 		d[out].tos = h->tos;
 		d[out].ttl = h->ttl;
 		d[out].ring = true;
+		d[out].no_icrc = h->flags & SHM_SLOT_NO_ICRC;
 		out++;
 	}
 	atomic_store_explicit(&s->next, next + n, memory_order_relaxed);

@@ -7,9 +7,11 @@
  * the address:port (so the UDP bind, which is exclusive, also makes the
  * name ours). A sender maps the ring of a destination that has one and
  * copies each datagram into a slot; the owner hands the slots out as
- * received datagrams. Nothing above link/ can tell the two paths apart:
- * the datagrams are the same RoCEv2 packets (ICRC included), so loss,
- * retries, fault injection and the pcap behave as on the wire.
+ * received datagrams. Above link/ the two paths differ in one thing: a
+ * datagram the engine built for a ring may carry no computed ICRC (a
+ * flag in its slot says so, and its receiver skips the check); otherwise
+ * they are the same RoCEv2 packets, so loss, retries, fault injection
+ * and the pcap behave as on the wire.
  *
  * Only udp.c (the datagram backend) calls this: it routes each
  * descriptor here first and sends the ones this declines by UDP, and it
@@ -51,6 +53,11 @@ enum ur_shm_tx {
  * address (the caller's test: only those can have a ring). */
 enum ur_shm_tx ur_shm_send(struct ur_shm *s, const struct ur_txd *d,
 			   size_t len, const union ur_sockaddr *src);
+
+/* Whether a datagram to dst would go into a ring now (ur_link_is_ring()),
+ * and the generation that moves when that may change. */
+bool ur_shm_is_ring(struct ur_shm *s, const union ur_sockaddr *dst);
+uint32_t ur_shm_gen(const struct ur_shm *s);
 
 /* Never blocks: up to max datagrams from the own ring, valid until the
  * next call. Returns the count. */

@@ -55,6 +55,7 @@
 #include "util/addr.h"
 #include "util/log.h"
 #include "util/compiler.h"
+#include "util/memguard.h"
 #include "util/trace.h"
 
 static socklen_t sa_len(const union ur_sockaddr *a)
@@ -174,6 +175,16 @@ void *ur_udp_peer_area_get(struct ur_udp *u, const union ur_sockaddr *dst,
 void ur_udp_peer_area_put(struct ur_udp *u)
 {
 	ur_shm_area_put(u->shm);
+}
+
+bool ur_udp_is_ring(struct ur_udp *u, const union ur_sockaddr *dst)
+{
+	return u->cfg.seal && ur_shm_is_ring(u->shm, dst);
+}
+
+uint32_t ur_udp_ring_gen(const struct ur_udp *u)
+{
+	return ur_shm_gen(u->shm);
 }
 
 void ur_udp_close(struct ur_udp *u)
@@ -530,6 +541,78 @@ static void shm_doorbell(struct ur_udp *u, uint8_t via,
 		ur_shm_note_doorbell(u->shm);
 }
 
+bool ur_udp_seal_tx(struct ur_udp *u, uint8_t via,
+		    const union ur_sockaddr *dst, uint8_t *pkt, size_t len)
+{
+	if (!u->cfg.seal || len < 4)
+		return false;
+	u->cfg.seal(pkt, len, &tx_sock(u, via)->local, dst);
+	return true;
+}
+
+bool ur_udp_seal_rx(struct ur_udp *u, struct ur_rxd *x)
+{
+	if (!u->cfg.seal || x->len < 4)
+		return false;
+	u->cfg.seal(x->data, x->len, &x->src, &x->dst);
+	x->no_icrc = false;
+	return true;
+}
+
+/*
+ * A descriptor built for a ring without its ICRC (ur_txd.no_icrc) that no
+ * ring took (its owner closed, another process owns the address now):
+ * each datagram is copied out, sealed with its ICRC and sent alone, so
+ * that nothing leaves by a socket without one. The engine's next lookup
+ * (ur_link_is_ring()) stops building such descriptors. Returns the
+ * datagrams sent.
+ */
+static unsigned int seal_send(struct ur_udp *u, const struct ur_txd *d,
+			      size_t len)
+{
+	size_t seg = d->gso_size && len > d->gso_size ? d->gso_size : len;
+	const struct ur_sock *sk = tx_sock(u, d->via);
+	uint8_t buf[UR_SHM_SLOT_DATA];
+	unsigned int i = 0, sent = 0;
+	size_t off = 0, pos = 0, take, chunk, k;
+	struct iovec iov;
+
+	for (; pos < len; pos += chunk) {
+		chunk = UR_MIN(seg, len - pos);
+		for (k = 0; k < chunk && chunk <= sizeof(buf); k += take) {
+			take = UR_MIN(chunk - k, d->iov[i].iov_len - off);
+			if (ur_memguard_copy(buf + k,
+					     (const uint8_t *)d->iov[i].iov_base +
+						     off, take))
+				break;	/* unmapped: lost, as sendmsg's EFAULT */
+			off += take;
+			if (off == d->iov[i].iov_len) {
+				i++;
+				off = 0;
+			}
+		}
+		if (!u->cfg.seal || chunk > sizeof(buf) || k < chunk ||
+		    chunk < 4) {
+			udp_count(&u->tx_errors, 1);
+			if (k < chunk)
+				break;	/* the iovec cursor is lost */
+			continue;
+		}
+		u->cfg.seal(buf, chunk, &sk->local, d->dst);
+		iov.iov_base = buf;
+		iov.iov_len = chunk;
+		if (send_one(u, sk->fd, d->dst, &iov, 1, d->tos, d->ttl,
+			     u->cfg.tos)) {
+			udp_count(&u->tx_errors, 1);
+			continue;
+		}
+		udp_count(&u->tx_pkts, 1);
+		udp_count(&u->tx_bytes, chunk);
+		sent++;
+	}
+	return sent;
+}
+
 /*
  * Hands the descriptors bound for same-host rings to them; the others go
  * to rest (at most n). Returns how many are left for the sockets and adds
@@ -563,7 +646,10 @@ static unsigned int shm_route(struct ur_udp *u, const struct ur_txd *d,
 		len = iov_total(d[i].iov, d[i].iovcnt);
 		r = ur_shm_send(u->shm, &d[i], len,
 				&tx_sock(u, d[i].via)->local);
-		if (r == UR_SHM_NOT_LOCAL) {
+		if (r == UR_SHM_NOT_LOCAL && d[i].no_icrc) {
+			*taken += seal_send(u, &d[i], len) ==
+				  txd_segments(&d[i], len);
+		} else if (r == UR_SHM_NOT_LOCAL) {
 			rest[left++] = d[i];
 		} else {
 			if (r != UR_SHM_SENT_NONE)

@@ -61,6 +61,17 @@ void *ur_udp_peer_area_get(struct ur_udp *u, const union ur_sockaddr *dst,
 			   int32_t *owner);
 void ur_udp_peer_area_put(struct ur_udp *u);
 
+/* Writes the ICRC of a flat datagram built without one (ur_txd.no_icrc),
+ * before the fault stage copies or corrupts it: sent from local address
+ * via to dst (tx), or as received (rx: x->no_icrc is cleared). false
+ * when the engine lent no seal function (ur_link_config.seal). */
+bool ur_udp_seal_tx(struct ur_udp *u, uint8_t via,
+		    const union ur_sockaddr *dst, uint8_t *pkt, size_t len);
+bool ur_udp_seal_rx(struct ur_udp *u, struct ur_rxd *x);
+/* ur_link_is_ring() and ur_link_ring_gen(). */
+bool ur_udp_is_ring(struct ur_udp *u, const union ur_sockaddr *dst);
+uint32_t ur_udp_ring_gen(const struct ur_udp *u);
+
 /* Fills the socket's tx_* and rx_* counters of st (leaves the rest). */
 void ur_udp_stats(const struct ur_udp *u, struct ur_link_stats *st);
 uint64_t ur_udp_tx_blocked(const struct ur_udp *u);

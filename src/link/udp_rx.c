@@ -178,6 +178,7 @@ static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
 		x->tos = mt->tos;
 		x->ttl = mt->ttl;
 		x->ring = false;
+		x->no_icrc = false;
 		bytes += chunk;
 		u->pend_off += chunk;
 		if (u->pend_off >= mt->len || !chunk) {
@@ -220,23 +221,25 @@ static int shm_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
 }
 
 /*
- * The sockets and the ring take turns at coming first, so that a stream
- * on one never starves the other; a call returns what the first one that
- * had anything brought.
+ * The ring comes first, and the sockets every UR_SHM_SOCK_TURN-th call
+ * (link/params.h says why), so that a stream on one never starves the
+ * other; a call returns what the first one that had anything brought.
  */
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
 {
+	bool ring_first;
 	int r;
 
 	if (!max)
 		return 0;
 	if (!u->shm)
 		return sock_recv(u, d, max);
-	u->rx_turn ^= 1;
-	r = u->rx_turn ? shm_recv(u, d, max) : sock_recv(u, d, max);
+	u->rx_turn = (u->rx_turn + 1) % UR_SHM_SOCK_TURN;
+	ring_first = u->rx_turn != 0;
+	r = ring_first ? shm_recv(u, d, max) : sock_recv(u, d, max);
 	if (r)
 		return r;
-	return u->rx_turn ? sock_recv(u, d, max) : shm_recv(u, d, max);
+	return ring_first ? sock_recv(u, d, max) : shm_recv(u, d, max);
 }
 
 /* link.h's ur_link_rx_maybe(). The arena's pending datagrams are not

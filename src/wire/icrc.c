@@ -111,6 +111,17 @@ uint32_t ur_icrc_compute(const struct ur_ip_flow *flow, const void *buf,
 	return ur_icrc_final(&c);
 }
 
+void ur_icrc_seal(uint8_t *pkt, size_t len, const union ur_sockaddr *src,
+		  const union ur_sockaddr *dst)
+{
+	struct ur_ip_flow flow;
+
+	if (len < UR_ICRC_BYTES || ur_ip_flow_from_sockaddr(&flow, src, dst))
+		return;
+	ur_icrc_store(pkt + len - UR_ICRC_BYTES,
+		      ur_icrc_compute(&flow, pkt, len));
+}
+
 uint32_t ur_icrc_compute_iov(const struct ur_ip_flow *flow,
 			     const struct iovec *iov, int iovcnt)
 {

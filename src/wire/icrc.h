@@ -57,6 +57,14 @@ static inline uint32_t ur_icrc_load(const void *src)
 uint32_t ur_icrc_compute(const struct ur_ip_flow *flow, const void *buf,
 			 size_t len);
 
+/* Computes and stores the ICRC of the flat datagram pkt[0..len) sent from
+ * src to dst (addresses with their UDP ports) with IPv4 ID 0: what the
+ * link calls (link.h's ur_link_seal_fn) for a datagram the engine built
+ * for a same-host ring without its ICRC. A pair of addresses that makes
+ * no flow leaves pkt as it was. */
+void ur_icrc_seal(uint8_t *pkt, size_t len, const union ur_sockaddr *src,
+		  const union ur_sockaddr *dst);
+
 /* Same over an iovec (the ICRC slot = the last 4 bytes of the iovec total,
  * not hashed). Sender: fill the slot with ur_icrc_store() afterwards. */
 uint32_t ur_icrc_compute_iov(const struct ur_ip_flow *flow,
