@@ -39,6 +39,8 @@
 
 /* "<pid>:<start>" and up to UR_CM_MAX_GIDS addresses of INET6_ADDRSTRLEN */
 #define RV_LINE_MAX (48 + UR_CM_MAX_GIDS * INET6_ADDRSTRLEN)
+/* Stale entries a listener removes from its name before it gives up */
+#define RV_PUBLISH_TRIES 8
 
 /* When process pid started, in clock ticks after boot (field 22 of
  * /proc/<pid>/stat, after the command name, which may hold spaces and
@@ -218,6 +220,38 @@ static int entry_link(const char *dir, const char *path, const char *line)
 	return ret;
 }
 
+/*
+ * An entry naming this process that none of its listeners owns is one it
+ * withdrew, put back by a reader that had set it aside (entry_remove)
+ * meanwhile: it looks live to everyone (our pid, our start time) and
+ * would keep the port taken. Removes it (as that file) and returns true;
+ * false for anything else. Under cma.lock, as publish and withdraw are.
+ */
+static bool entry_drop_ghost(const char *path, const char *name)
+{
+	struct ur_list *pos;
+	FILE *f = fopen(path, "r");
+	long pid = 0;
+
+	if (!f)
+		return true;	/* gone already: try again */
+	if (fscanf(f, "%ld", &pid) != 1 || pid != (long)getpid()) {
+		fclose(f);
+		return false;
+	}
+	ur_list_for_each(pos, &cma.ids) {
+		struct cma_id *id = ur_list_entry(pos, struct cma_id, node);
+
+		if (!strcmp(id->rv_name, name)) {
+			fclose(f);
+			return false;	/* a listener of ours: live */
+		}
+	}
+	entry_remove(path, f);
+	fclose(f);
+	return true;
+}
+
 int cma_rv_publish(struct cma_id *id)
 {
 	const union ur_sockaddr *sa = &id->src;
@@ -237,11 +271,14 @@ int cma_rv_publish(struct cma_id *id)
 		   sa);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	entry_line(id, sa, line, sizeof(line));
-	for (tries = 0; tries < 2; tries++) {
+	/* a stale entry removed may make way for another put back (a
+	 * reader's entry_remove), our own withdrawn one included: each is
+	 * removed in turn, a live listener's ends it */
+	for (tries = 0; tries < RV_PUBLISH_TRIES; tries++) {
 		ret = entry_link(dir, path, line);
 		if (ret != EEXIST)
 			break;
-		if (entry_read(path, g, g, g) == 0)
+		if (entry_read(path, g, g, g) == 0 && !entry_drop_ghost(path, name))
 			break;	/* a live listener's */
 	}
 	if (ret == EEXIST)

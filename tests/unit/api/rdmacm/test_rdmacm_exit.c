@@ -360,6 +360,79 @@ static void test_regress_stale_entry_removed_by_identity(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/*
+ * Regression: a reader that set a live entry aside (entry_remove) and put
+ * it back after its listener had withdrawn brought back an entry naming a
+ * live process: the next listener on that port got EADDRINUSE (the
+ * stale-entry test above failed so under load). Here the withdrawn
+ * entry comes back as that reader would bring it; a listener must still
+ * get the port.
+ */
+/* The steps of test_regress_withdrawn_entry_put_back, in a child of its
+ * own (the test process must not open a device: the later tests' forked
+ * servers would share its address). Exits with the failed step. */
+static void put_back_child(uint16_t p, const char *entry)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = ta_lo(p);
+	char tmp[720], line[512];
+	struct rdma_cm_id *l;
+	FILE *f;
+	size_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s.back", entry);
+	if (!ch || rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(l, (struct sockaddr *)&a) || rdma_listen(l, 1))
+		_exit(2);
+	f = fopen(entry, "r");
+	if (!f)
+		_exit(3);
+	n = fread(line, 1, sizeof(line), f);
+	fclose(f);
+	if (!n || rdma_destroy_id(l) || !access(entry, F_OK))
+		_exit(4);	/* withdrawn */
+	f = fopen(tmp, "w");
+	if (!f || fwrite(line, 1, n, f) != n || fclose(f) || rename(tmp, entry))
+		_exit(5);	/* put back */
+	if (rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(l, (struct sockaddr *)&a))
+		_exit(6);
+	if (rdma_listen(l, 1)) {
+		fprintf(stderr, "listen after the put-back: %s\n",
+			strerror(errno));
+		_exit(7);
+	}
+	rdma_destroy_id(l);
+	exit(0);
+}
+
+/*
+ * Regression: a reader that set a live entry aside (entry_remove) and put
+ * it back after its listener had withdrawn brought back an entry naming a
+ * live process: the next listener on that port got EADDRINUSE (the
+ * stale-entry test above failed so under load). Here the withdrawn
+ * entry comes back as that reader would bring it; a listener of the same
+ * process must still get the port.
+ */
+static void test_regress_withdrawn_entry_put_back(void **state)
+{
+	char entry[700];
+	uint16_t p = port();
+	pid_t pid;
+	int st;
+
+	(void)state;
+	rv_entry(entry, sizeof(entry), p);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		put_back_child(p, entry);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	unlink(entry);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_regress_exit_left_peer_waiting(void **state)
 {
 	struct rdma_event_channel *ch;
@@ -606,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_regress_killed_listener_pid_reused),
 		cmocka_unit_test(test_regress_entry_appears_whole),
 		cmocka_unit_test(test_regress_stale_entry_removed_by_identity),
+		cmocka_unit_test(test_regress_withdrawn_entry_put_back),
 		cmocka_unit_test(test_regress_exit_left_peer_waiting),
 		cmocka_unit_test(test_forked_child_exit_leaves_ours),
 	};
