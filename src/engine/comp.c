@@ -65,6 +65,19 @@ void ur_comp_drain(struct ur_qp *qp)
 	while (sq->consumer != sq->cursor) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 
+		/* its CQE frees the memory its packets point into: they
+		 * leave first. A UD or UC WQE waits for its sender, who
+		 * drains when back (send.c); an RC one held only by a
+		 * retransmission (its first copy was acknowledged) sends
+		 * it now, a rare loss recovery case, not to hold the
+		 * completer's cursor back */
+		if (ur_txq_holds(&qp->xp->txq, sq->consumer)) {
+			if (!ur_qp_reliable(qp)) {
+				qp->xp->txq.drain_held = true;
+				break;
+			}
+			ur_txq_flush_all(&qp->xp->txq);
+		}
 		if (w->state == UR_WQE_DONE) {
 			sq->consumer++;
 			if ((qp->sq_sig_all ||

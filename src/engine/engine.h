@@ -56,6 +56,10 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 /* WQEs were added to the SQ (qp->sq_lock held by the caller): run the
  * requester now, from the caller's thread. */
 void ur_engine_sq_kick(struct ur_qp *qp);
+/* Releases qp->sq_lock after ur_engine_sq_kick: the packets the requester
+ * built leave now, after the lock is released (so a thread processing an
+ * ACK for the QP never waits for this thread's system call). */
+void ur_engine_sq_unlock(struct ur_qp *qp);
 /* WQEs were added to the RQ/SRQ: lets a QP in ERR flush them, and wakes a
  * responder waiting for receive buffers (RNR). */
 void ur_engine_rq_kick(struct ur_qp *qp);

@@ -143,6 +143,9 @@ struct ur_txpkt {
 	uint8_t trailer[8];
 	struct iovec iov[UR_TX_PAY_IOV + 2];
 	struct ur_ip_flow flow;
+	/* a copy: a requester's batch may leave while ibv_modify_qp
+	 * rewrites the QP's address vector */
+	union ur_sockaddr dst;
 };
 
 /* A batch of packets sent with one ur_link_send(). */
@@ -162,6 +165,33 @@ struct ur_txb {
 	/* GSO trains: equal-sized packets to one peer, iovecs end to end */
 	struct ur_txd gtxd[UR_TX_BATCH];
 	struct iovec giov[UR_TX_BATCH * UR_GSO_MAX_IOV];
+};
+
+/*
+ * The requester's two batches (tx.c; the send step's release, send.c):
+ * one fills under sq_lock while the other leaves without it, so no thread
+ * that needs sq_lock (an ACK, a post) waits for another's sendmmsg, and
+ * batches leave in the order they were filled, one sender at a time.
+ */
+struct ur_txq {
+	/* sq_lock, except the batch in flight: its sender's (below) */
+	struct ur_txb b[2];
+	unsigned int fill;		/* b[fill] takes the new packets */
+	bool sending;			/* a thread sends b[!fill] without
+					 * sq_lock and comes back for more */
+	bool stalled;			/* the requester stopped: no room */
+	bool drain_held;		/* the completer stopped at a WQE
+					 * with packets not yet sent */
+	bool arm_owed;			/* the requester left the retransmit
+					 * deadline to the packets' sender */
+	/* per batch: it holds packets whose WQE may not complete before
+	 * they left (a UD or UC send, an RC retransmission), and the SQ
+	 * index of the oldest such WQE */
+	bool held[2];
+	uint32_t lo[2];
+	/* held while a batch leaves; taken under sq_lock (never the other
+	 * way round) only to wait for the batch in flight */
+	pthread_mutex_t lock;
 };
 
 /* The QPs with a deadline armed, earliest first (timer.c). */
@@ -493,7 +523,7 @@ struct ur_qp_xport {
 	struct ur_cc_info cc;		/* sq_lock */
 	struct ur_tmr_info tmr;		/* see above */
 	struct ur_resp_state_qp resp;	/* rx owner (rx_lock) */
-	struct ur_txb txb;		/* requester's packet batch (sq_lock) */
+	struct ur_txq txq;		/* requester's batches (see above) */
 	struct ur_qp_counters qcnt;
 	struct ur_dx_info dx;		/* sq_lock */
 };
@@ -566,6 +596,38 @@ int ur_txb_add(struct ur_txb *b, const union ur_sockaddr *dst,
 void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		    struct ur_hdr_fields *f);
 void ur_txb_flush(struct ur_txb *b);
+/* The requester's batches (struct ur_txq); sq_lock held unless said. */
+int ur_txq_init(struct ur_txq *q, struct ur_nic *nic);
+void ur_txq_fini(struct ur_txq *q);
+/* Whether the filling batch takes one more packet (it may switch to the
+ * other batch); false: both hold packets that have not left. */
+bool ur_txq_room(struct ur_txq *q);
+/* No room: the requester stops, and the batches' sender, when back, runs
+ * the send step again (send.c). */
+bool ur_txq_stalled(struct ur_txq *q);
+/* ur_txb_add() for a packet of the WQE at SQ index idx. Never sends
+ * unless both batches are full: then it waits for the one in flight, or
+ * sends the older itself. */
+int ur_txq_add(struct ur_txq *q, uint32_t idx, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen);
+/* Whether packets wait to leave or are leaving. */
+bool ur_txq_pending(const struct ur_txq *q);
+/* Whether a packet the WQE at SQ index idx may not complete before (a
+ * UD or UC one, an RC retransmission: tx.c) has not left yet. */
+bool ur_txq_holds(const struct ur_txq *q, uint32_t idx);
+/* Sends everything now, in order, after the batch in flight (the rare
+ * case that cannot wait: comp.c). */
+void ur_txq_flush_all(struct ur_txq *q);
+/* The batch to send next, with q->lock taken and sending set; NULL when
+ * another thread sends or nothing waits. The caller drops sq_lock,
+ * ur_txq_send()s it, takes sq_lock again and calls ur_txq_back(). */
+struct ur_txb *ur_txq_take(struct ur_txq *q);
+void ur_txq_send(struct ur_txq *q, struct ur_txb *b);	/* no sq_lock */
+void ur_txq_back(struct ur_txq *q);
+/* Drops every packet not sent, after the batch in flight left (the QP
+ * moves to ERR or RESET or goes: its WQEs' memory may go with them). */
+void ur_txq_discard(struct ur_txq *q);
 
 /* qp_error.c: send CQEs, failed WQEs, the move to ERR, flushes, SQD. */
 int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
@@ -647,6 +709,9 @@ void ur_comp_forget_ahead(struct ur_qp_xport *xp);
 
 /* send.c: the send step, the only caller of the requester. */
 void ur_send_step(struct ur_qp *qp);		/* sq_lock held */
+/* Releases sq_lock after a send step; what it built leaves first, without
+ * the lock (ur_engine_sq_unlock is the same for api/). */
+void ur_send_unlock(struct ur_qp *qp);
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
 

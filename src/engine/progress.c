@@ -84,14 +84,14 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 		ur_timer_disarm(&xp->tmr.kick_deadline);
 		pthread_mutex_lock(&qp->sq_lock);
 		ur_send_step(qp);
-		pthread_mutex_unlock(&qp->sq_lock);
+		ur_send_unlock(qp);
 	}
 	rto = atomic_load(&xp->tmr.rto_deadline);
 	rnr = atomic_load(&xp->tmr.rnr_deadline);
 	if ((rto && rto <= now) || (rnr && rnr <= now)) {
 		pthread_mutex_lock(&qp->sq_lock);
 		ur_send_on_deadline(qp, now);
-		pthread_mutex_unlock(&qp->sq_lock);
+		ur_send_unlock(qp);
 	}
 }
 

@@ -47,6 +47,9 @@ void ur_flush_sq(struct ur_qp *qp)
 	bool room = true;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
+	/* no packet of a flushed WQE may leave after its CQE */
+	if (qp->xp)
+		ur_txq_discard(&qp->xp->txq);
 	while (sq->consumer != sq->producer) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, sq->consumer);
 

@@ -26,10 +26,14 @@ int ur_engine_qp_init(struct ur_qp *qp)
 	xp->qp = qp;
 	xp->nic = nic;
 	xp->mtu = ur_mtu_bytes(qp->dev->active_mtu);
-	ur_txb_init(&xp->txb, nic);
+	if (ur_txq_init(&xp->txq, nic)) {
+		free(xp);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&nic->qp_list_lock);
 	if (ur_timer_attach(xp)) {
 		pthread_mutex_unlock(&nic->qp_list_lock);
+		ur_txq_fini(&xp->txq);
 		free(xp);
 		return -ENOMEM;
 	}
@@ -62,9 +66,12 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	pthread_mutex_unlock(&xp->nic->qp_list_lock);
 	pthread_mutex_lock(&qp->sq_lock);
 	ur_cc_set_busy(xp, false);
+	/* a batch in flight leaves before its memory goes */
+	ur_txq_discard(&xp->txq);
 	pthread_mutex_unlock(&qp->sq_lock);
 	qp->xp = NULL;
 	ur_reorder_clear(xp);
+	ur_txq_fini(&xp->txq);
 	free(xp);
 }
 
@@ -84,6 +91,7 @@ static void xp_reset(struct ur_qp *qp)
 	ur_timer_disarm(&xp->tmr.rto_deadline);
 	ur_timer_disarm(&xp->tmr.rnr_deadline);
 	ur_timer_disarm(&xp->tmr.kick_deadline);
+	ur_txq_discard(&xp->txq);
 	xp->req.psn = xp->comp.psn = xp->req.psn_max = xp->comp.recover_psn = 0;
 	xp->req.pkt = 0;
 	xp->req.entered = false;
@@ -142,7 +150,7 @@ void ur_engine_qp_lock(struct ur_qp *qp)
 
 void ur_engine_qp_unlock(struct ur_qp *qp)
 {
-	pthread_mutex_unlock(&qp->sq_lock);
+	ur_send_unlock(qp);	/* what the move to RTS sent */
 	if (qp->xp)
 		pthread_mutex_unlock(&qp->xp->nic->rx_lock);
 }

@@ -11,7 +11,8 @@
  * FIRST/MIDDLE/LAST/ONLY opcodes, one PSN per packet except READ (which
  * consumes one per response packet), AckReq on the last packet of a message
  * and every UR_ACKREQ_EVERY packets. Payload goes to the link straight from
- * registered memory as iovecs, the ICRC computed over them incrementally.
+ * registered memory as iovecs, the ICRC computed over them incrementally,
+ * into the QP's batches (tx.c), which leave after sq_lock (send.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -173,8 +174,8 @@ static void req_ud(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	f.deth.qkey = qkey;
 	f.deth.sqp = ur_qp_num(qp);
 	f.imm_be = wqe->imm_data;
-	if (ur_txb_add(&xp->txb, &ah->av.dest, &flow, &f, iov, niov,
-		       wqe->length)) {
+	if (ur_txq_add(&xp->txq, qp->sq.cursor, &ah->av.dest, &flow, &f, iov,
+		       niov, wqe->length)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
@@ -195,8 +196,9 @@ static enum ur_pos pkt_pos(uint32_t idx, uint32_t n)
 
 /* Packet pkt of a SEND/WRITE on RC/UC, with PSN psn, into the batch:
  * 0, or -EFAULT when its local memory failed (unmapped, or a key). */
-static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
-			 uint32_t pkt, uint32_t psn, bool ackreq)
+static int req_write_pkt(struct ur_qp *qp, uint32_t idx,
+			 struct ur_send_wqe *wqe, uint32_t pkt, uint32_t psn,
+			 bool ackreq)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_hdr_fields f = { 0 };
@@ -226,7 +228,7 @@ static int req_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	f.imm_be = wqe->imm_data;
 	f.ieth_rkey = wqe->invalidate_rkey;
 	req_xrc(qp, wqe, &f);
-	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
+	if (ur_txq_add(&xp->txq, idx, &qp->av.dest, &xp->flow, &f, iov, niov,
 		       len))
 		return -EFAULT;	/* memory faulted */
 	ur_qcnt_tx(xp->qcnt.req, len);
@@ -245,7 +247,8 @@ static void req_send_write_pkt(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	bool full = ur_cc_window_full(xp, ur_psn_inc(xp->req.psn));
 	bool ackreq = ur_qp_reliable(qp) && ur_cc_want_ackreq(xp, last || full);
 
-	if (req_write_pkt(qp, wqe, xp->req.pkt, xp->req.psn, ackreq)) {
+	if (req_write_pkt(qp, qp->sq.cursor, wqe, xp->req.pkt, xp->req.psn,
+			  ackreq)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -277,7 +280,7 @@ static bool req_resend_one(struct ur_qp *qp)
 		    !ur_psn_in_range(psn, w->first_psn, w->last_psn))
 			continue;
 		if (ur_wr_is_rd_atomic(w->opcode) ||
-		    req_write_pkt(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
+		    req_write_pkt(qp, i, w, (psn - w->first_psn) & UR_PSN_MASK,
 				  psn, true))
 			return false;
 		/* a retransmission, as a go-back-N is; the device also
@@ -292,8 +295,8 @@ static bool req_resend_one(struct ur_qp *qp)
 
 /* A READ request for the responses [pkt, end) of READ WQE w (packet
  * indexes), at their PSNs: a first request, a retry's or an ask. */
-static void req_read_request(struct ur_qp *qp, struct ur_send_wqe *w,
-			     uint32_t pkt, uint32_t end)
+static void req_read_request(struct ur_qp *qp, uint32_t idx,
+			     struct ur_send_wqe *w, uint32_t pkt, uint32_t end)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_hdr_fields f = { 0 };
@@ -308,7 +311,7 @@ static void req_read_request(struct ur_qp *qp, struct ur_send_wqe *w,
 	f.reth.len = (uint32_t)UR_MIN((uint64_t)(end - pkt) * xp->mtu,
 				      (uint64_t)(w->length - off));
 	req_xrc(qp, w, &f);
-	ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
+	ur_txq_add(&xp->txq, idx, &qp->av.dest, &xp->flow, &f, NULL, 0, 0);
 	ur_qcnt_tx(xp->qcnt.req, 0);
 }
 
@@ -334,7 +337,8 @@ static void req_read_asks(struct ur_qp *qp)
 		    w->opcode != IBV_WR_RDMA_READ ||
 		    !ur_psn_in_range(psn, w->first_psn, w->last_psn))
 			continue;
-		req_read_request(qp, w, (psn - w->first_psn) & UR_PSN_MASK,
+		req_read_request(qp, xp->resend.rd_ask[a].idx, w,
+				 (psn - w->first_psn) & UR_PSN_MASK,
 				 ((end - w->first_psn) & UR_PSN_MASK) + 1);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_RETRANSMITS, 1);
 		ur_cnt_stat(&xp->nic->cnt, UR_STAT_READ_ASKS, 1);
@@ -407,7 +411,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		/* all placed: nothing to ask, but counted as a request
 		 * (the completer ends it when its cursor passes) */
 		if (xp->req.pkt < end)
-			req_read_request(qp, wqe, xp->req.pkt, end);
+			req_read_request(qp, qp->sq.cursor, wqe, xp->req.pkt,
+					 end);
 		xp->req.rd_outstanding++;
 		xp->req.psn = ur_psn_add(wqe->first_psn, (int32_t)end);
 		xp->req.pkt = end;
@@ -433,8 +438,8 @@ static void req_read_atomic(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	}
 	f.psn = xp->req.psn;
 	req_xrc(qp, wqe, &f);
-	if (ur_txb_add(&xp->txb, &qp->av.dest, &xp->flow, &f, iov, niov,
-		       paylen)) {
+	if (ur_txq_add(&xp->txq, qp->sq.cursor, &qp->av.dest, &xp->flow, &f,
+		       iov, niov, paylen)) {
 		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_LOC_PROT_ERR);	/* memory faulted */
 		return;
 	}
@@ -722,12 +727,14 @@ void ur_req_run(struct ur_qp *qp)
 	       budget--) {
 		struct ur_send_wqe *wqe = ur_wq_slot(&qp->sq, qp->sq.cursor);
 
+		if (ur_txq_stalled(&xp->txq))	/* its sender reruns us */
+			break;
 		if (!req_step(qp, wqe))
 			break;
 	}
-	ur_txb_flush(&xp->txb);
-	/* a send of this run (a full batch leaves as it fills) found the
-	 * local socket or queue full: congestion here (cc.c) */
+	/* what the run built leaves when sq_lock is released (send.c); a
+	 * send it made itself (both batches full) found the local socket
+	 * or queue full: congestion here (cc.c) */
 	if (ur_qp_reliable(qp) &&
 	    ur_link_tx_blocked(xp->nic->link) != blocked)
 		ur_cc_local_full(xp);
@@ -737,7 +744,12 @@ void ur_req_run(struct ur_qp *qp)
 		rtt_start(xp, psn0);
 		if (ur_psn_after(xp->req.psn, xp->req.psn_max))
 			xp->req.psn_max = xp->req.psn;
-		ur_cc_arm_rto(qp, false);
+		/* packets to leave: their sender arms it (a probe must
+		 * not resend what a preempted sender still sends) */
+		if (ur_txq_pending(&xp->txq))
+			xp->txq.arm_owed = true;
+		else
+			ur_cc_arm_rto(qp, false);
 	}
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock_assert.h"
 #include "util/memguard.h"
 #include "util/trace.h"
 
@@ -132,14 +133,13 @@ static void txb_send_gso(struct ur_txb *b)
 		ur_cnt_stat(&nic->cnt, UR_STAT_TX_ERRORS, ntx - sent);
 }
 
-void ur_txb_flush(struct ur_txb *b)
+/* Sends b's packets; b itself stays as it is (its sender empties it). */
+static void txb_send(struct ur_txb *b)
 {
 	struct ur_nic *nic = b->nic;
 	unsigned int i;
 	int rc;
 
-	if (!b->n)
-		return;
 	for (i = 0; i < b->n; i++)
 		ur_trace_bth(UR_TR_TX, b->txd[i].iov[0].iov_base,
 			     b->txd[i].iov[0].iov_len);
@@ -158,9 +158,21 @@ void ur_txb_flush(struct ur_txb *b)
 		for (i = 0; i < b->n; i++)
 			ur_pcap_write(nic->pcap, &b->pkt[i].flow, b->txd[i].iov,
 				      (int)b->txd[i].iovcnt);
+}
+
+static void txb_empty(struct ur_txb *b)
+{
 	b->n = 0;
 	b->ack_slot = -1;
 	b->ack_qp = NULL;
+}
+
+void ur_txb_flush(struct ur_txb *b)
+{
+	if (!b->n)
+		return;
+	txb_send(b);
+	txb_empty(b);
 }
 
 /* The link address a flow leaves from: its source is one of nic->addrs,
@@ -280,7 +292,8 @@ static int txb_fill(struct ur_txb *b, unsigned int slot,
 		ur_icrc_store(p->trailer + pad, ur_icrc_final(&c));
 	p->iov[n].iov_base = p->trailer;
 	p->iov[n++].iov_len = pad + UR_ICRC_BYTES;
-	d->dst = dst;
+	p->dst = *dst;
+	d->dst = &p->dst;
 	d->iov = p->iov;
 	d->iovcnt = n;
 	d->gso_size = 0;
@@ -328,3 +341,178 @@ void ur_txb_add_ack(struct ur_txb *b, const struct ur_qp *qp,
 		ur_txb_flush(b);
 }
 
+
+/*
+ * The requester's batches. Under sq_lock the requester fills b[fill];
+ * the thread that releases sq_lock after a send step takes the older
+ * batch (ur_txq_take: b[!fill], or b[fill] switched over when that one
+ * is empty), drops sq_lock, sends it, and comes back under sq_lock for
+ * whatever was built meanwhile (send.c, ur_send_unlock()). While it is
+ * away (sending), b[!fill] is its own: no sq_lock holder reads or writes
+ * it, and others only fill b[fill] and leave it for that sender. So one
+ * sender at a time, batches in the order they were filled, and a thread
+ * that holds sq_lock waits for a send only when both batches are full.
+ */
+int ur_txq_init(struct ur_txq *q, struct ur_nic *nic)
+{
+	ur_txb_init(&q->b[0], nic);
+	ur_txb_init(&q->b[1], nic);
+	q->fill = 0;
+	q->sending = q->stalled = q->drain_held = q->arm_owed = false;
+	return -pthread_mutex_init(&q->lock, NULL);
+}
+
+void ur_txq_fini(struct ur_txq *q)
+{
+	pthread_mutex_destroy(&q->lock);
+}
+
+bool ur_txq_room(struct ur_txq *q)
+{
+	if (q->b[q->fill].n < UR_TX_BATCH)
+		return true;
+	if (q->sending || q->b[!q->fill].n)
+		return false;
+	q->fill = !q->fill;	/* the full one is the next to leave */
+	return true;
+}
+
+bool ur_txq_stalled(struct ur_txq *q)
+{
+	if (ur_txq_room(q))
+		return false;
+	q->stalled = true;
+	return true;
+}
+
+/* Both batches full: the older leaves before the requester goes on. */
+static void txq_make_room(struct ur_txq *q)
+{
+	struct ur_txb *o = &q->b[!q->fill];
+
+	/* the batch in flight: its sender emptied it before unlocking */
+	pthread_mutex_lock(&q->lock);
+	if (!q->sending && o->n) {	/* a batch nobody sends yet */
+		txb_send(o);
+		txb_empty(o);
+	}
+	pthread_mutex_unlock(&q->lock);
+	q->fill = !q->fill;
+}
+
+/*
+ * Whether the WQE of a packet must wait for it to leave before it
+ * completes (ur_txq_holds()): a UD or UC packet (they complete when
+ * sent), and an RC one sent before (below psn_max, which moves at the
+ * end of a run): the ACK of its first copy may complete the WQE while it
+ * is still to leave. A new RC packet is acknowledged only once the
+ * kernel took it.
+ */
+static bool txq_hold(const struct ur_txq *q, const struct ur_hdr_fields *f)
+{
+	const struct ur_qp_xport *xp = container_of(q, struct ur_qp_xport,
+						    txq);
+
+	return !ur_qp_reliable(xp->qp) ||
+	       ur_psn_before(f->psn, xp->req.psn_max);
+}
+
+int ur_txq_add(struct ur_txq *q, uint32_t idx, const union ur_sockaddr *dst,
+	       const struct ur_ip_flow *flow, struct ur_hdr_fields *f,
+	       const struct iovec *pay, unsigned int npay, uint32_t paylen)
+{
+	bool hold = txq_hold(q, f);
+	unsigned int i;
+	struct ur_txb *b;
+	int rc;
+
+	if (!ur_txq_room(q))
+		txq_make_room(q);
+	i = q->fill;
+	b = &q->b[i];
+	rc = txb_fill(b, b->n, dst, flow, f, pay, npay, paylen);
+	if (rc)
+		return rc;
+	if (!b->n)
+		q->held[i] = false;
+	/* the requester goes forward through the SQ, a resend back */
+	if (hold && (!q->held[i] || idx - q->lo[i] > UINT32_MAX / 2)) {
+		q->lo[i] = idx;
+		q->held[i] = true;
+	}
+	b->n++;
+	return 0;
+}
+
+bool ur_txq_holds(const struct ur_txq *q, uint32_t idx)
+{
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		/* the batch in flight counts until its sender is back */
+		bool pending = (i != q->fill && q->sending) || q->b[i].n;
+
+		if (pending && q->held[i] && q->lo[i] == idx)
+			return true;
+	}
+	return false;
+}
+
+void ur_txq_flush_all(struct ur_txq *q)
+{
+	struct ur_txb *o = &q->b[!q->fill], *b = &q->b[q->fill];
+
+	/* the batch in flight left before its sender unlocked; what its
+	 * sender comes back for is then gone already */
+	pthread_mutex_lock(&q->lock);
+	if (o->n) {
+		txb_send(o);
+		txb_empty(o);
+	}
+	if (b->n) {
+		txb_send(b);
+		txb_empty(b);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool ur_txq_pending(const struct ur_txq *q)
+{
+	return q->sending || q->b[0].n || q->b[1].n;
+}
+
+struct ur_txb *ur_txq_take(struct ur_txq *q)
+{
+	if (q->sending)
+		return NULL;
+	if (!q->b[!q->fill].n) {
+		if (!q->b[q->fill].n)
+			return NULL;
+		q->fill = !q->fill;
+	}
+	q->sending = true;
+	pthread_mutex_lock(&q->lock);	/* free: nobody sends */
+	return &q->b[!q->fill];
+}
+
+void ur_txq_send(struct ur_txq *q, struct ur_txb *b)
+{
+	UR_ASSERT_HELD(&q->lock);
+	txb_send(b);
+	txb_empty(b);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void ur_txq_back(struct ur_txq *q)
+{
+	q->sending = false;
+}
+
+void ur_txq_discard(struct ur_txq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	txb_empty(&q->b[0]);
+	txb_empty(&q->b[1]);
+	pthread_mutex_unlock(&q->lock);
+	q->stalled = q->drain_held = q->arm_owed = false;
+}

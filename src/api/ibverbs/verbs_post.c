@@ -18,13 +18,14 @@
  * The send side: obj/ checks and writes the ring under qp->sq_lock, and the
  * engine's requester runs inline from here when the producer moved from
  * where it was at lock time, still under the lock (one lock and direct
- * calls per ibv_post_send).
+ * calls per ibv_post_send); what it built leaves as the engine releases
+ * the lock.
  */
 static void sq_ring_and_unlock(struct ur_qp *qp, uint32_t first)
 {
 	if (qp->sq.producer != first)
 		ur_engine_sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	ur_engine_sq_unlock(qp);	/* the packets leave after it */
 }
 
 int ur_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

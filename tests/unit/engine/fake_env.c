@@ -25,6 +25,7 @@ static struct fe_fault fe_fault;
 static fe_tap_fn *fe_tap;
 static fe_filter_fn *fe_filter;
 static fe_rx_hook_fn *fe_rx_hook;
+static fe_send_hook_fn *fe_send_hook;
 static unsigned int fe_filtered;
 static struct fe_counts fe_cnt;
 
@@ -41,6 +42,13 @@ void fe_set_tap(fe_tap_fn *tap)
 {
 	pthread_mutex_lock(&fe_net_lock);
 	fe_tap = tap;
+	pthread_mutex_unlock(&fe_net_lock);
+}
+
+void fe_set_send_hook(fe_send_hook_fn *hook)
+{
+	pthread_mutex_lock(&fe_net_lock);
+	fe_send_hook = hook;
 	pthread_mutex_unlock(&fe_net_lock);
 }
 
@@ -378,6 +386,7 @@ void fe_inject(int to_dev, const uint8_t *data, uint32_t len)
 int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 {
 	static __thread uint8_t buf[65536];
+	fe_send_hook_fn *hook;
 	unsigned int i, k;
 	size_t len, off, seg;
 
@@ -405,6 +414,11 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n)
 			pthread_mutex_unlock(&fe_net_lock);
 		}
 	}
+	pthread_mutex_lock(&fe_net_lock);
+	hook = fe_send_hook;
+	pthread_mutex_unlock(&fe_net_lock);
+	if (hook)
+		hook(l == fe_links[0] ? 0 : 1, n);
 	return (int)n;
 }
 
@@ -809,7 +823,7 @@ void fe_sq_post(struct ur_qp *qp)
 	pthread_mutex_lock(&qp->sq_lock);
 	qp->sq.producer++;
 	ur_engine_sq_kick(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	ur_engine_sq_unlock(qp);
 }
 
 void fe_rq_post(struct ur_qp *qp, uint64_t wr_id, void *addr, uint32_t len,

@@ -51,6 +51,11 @@ static inline uint32_t fe_pkt_psn(const uint8_t *d)
  * at a time; what it recorded is safe to read after fe_set_tap(NULL). */
 typedef void fe_tap_fn(int to_dev, const uint8_t *data, uint32_t len);
 void fe_set_tap(fe_tap_fn *tap);
+/* Called at the end of every ur_link_send() of device dev (its datagrams
+ * delivered, the call not yet returned: a sender preempted inside
+ * sendmmsg), with no lock of the fake network's: a test may block there. */
+typedef void fe_send_hook_fn(int dev, unsigned int n);
+void fe_set_send_hook(fe_send_hook_fn *hook);
 /* Called by device dev's NIC when it takes datagrams off the fake link,
  * with its receive lock held and no lock of the fake network's: where a
  * test may change a QP of that device under the QP's sq_lock, as the

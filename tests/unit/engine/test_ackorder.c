@@ -216,7 +216,7 @@ static void test_order_with_error(void **state)
 	fe_set_filter(count_to_receiver);
 	pthread_mutex_lock(&p->a.qp->sq_lock);
 	ur_engine_sq_kick(p->a.qp);
-	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	ur_engine_sq_unlock(p->a.qp);
 	for (i = 0; i < 20000 && __atomic_load_n(&to_receiver,
 						 __ATOMIC_RELAXED) < 8; i++)
 		usleep(50);

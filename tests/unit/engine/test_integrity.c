@@ -484,7 +484,7 @@ static void test_gap_drain_stops_at_rnr(void **state)
 		p->a.qp->sq.producer++;
 	}
 	ur_engine_sq_kick(p->a.qp);
-	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	ur_engine_sq_unlock(p->a.qp);
 	for (waited = 0; stat(&p->b, UR_STAT_RNR_NAK_SENT) == rnr0; waited++) {
 		if (waited > T_TMO)
 			fail_msg("no RNR NAK");
@@ -606,7 +606,7 @@ static void reads_with_losses(struct t_pair *p, uint32_t len,
 		p->a.qp->sq.producer++;
 	}
 	ur_engine_sq_kick(p->a.qp);
-	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	ur_engine_sq_unlock(p->a.qp);
 	expect_sends(p, ids, nreads + write);
 	assert_int_equal(fe_set_filter(NULL), n * times);
 	fe_set_rx_hook(NULL);
@@ -824,7 +824,7 @@ static void test_probe_ack_covers_rewound_wqes(void **state)
 		p->a.qp->sq.producer++;
 	}
 	ur_engine_sq_kick(p->a.qp);
-	pthread_mutex_unlock(&p->a.qp->sq_lock);
+	ur_engine_sq_unlock(p->a.qp);
 	expect_sends(p, ids, 8);
 	assert_true(fe_set_filter(NULL) >= 1);
 	assert_memory_equal(p->bb.buf, p->ba.buf, 8192);
