@@ -281,10 +281,13 @@ static void sweep_stale(void)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
+		/* no owner yet: a ring another process is creating (a
+		 * creator that died there is replaced by the address's next
+		 * owner, own_create) */
 		if (pread(fd, &owner, sizeof(owner),
 			  offsetof(struct shm_ring, owner)) ==
 			    (ssize_t)sizeof(owner) &&
-		    !owner_alive(owner))
+		    owner > 0 && !owner_alive(owner))
 			unlink_if_same(path, fd);
 		close(fd);
 	}

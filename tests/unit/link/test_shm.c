@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -495,6 +496,36 @@ static void test_dead_owner(void **state)
 	close(pfd[1]);
 }
 
+/*
+ * Regression: a ring file another process is still creating (allocated
+ * and zero-filled, its owner not yet written) was taken for a dead
+ * owner's by the sweep a device open runs, and unlinked: that process's
+ * ring was gone for good. The sweep leaves a ring with no owner yet.
+ */
+static void test_regress_sweep_spares_ring_being_created(void **state)
+{
+	char path[128];
+	struct stat st;
+	union ur_sockaddr fake, aa;
+	struct ur_link *a;
+	int fd;
+
+	(void)state;
+	memset(&fake, 0, sizeof(fake));
+	fake.in.sin_family = AF_INET;
+	fake.in.sin_addr.s_addr = htonl(0x7f0000fe);	/* 127.0.0.254 */
+	fake.in.sin_port = htons(1);
+	ring_path(&fake, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);	/* zeros: no owner */
+	close(fd);
+	a = link_new(1, NULL, &aa);	/* opening a link sweeps */
+	assert_int_equal(stat(path, &st), 0);
+	ur_link_close(a);
+	unlink(path);
+}
+
 /* The fault stage sits above the rings: its drops are counted and the
  * rings carry only the rest. */
 static void test_fault_on_rings(void **state)
@@ -567,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_regress_doorbell_after_last_put),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_dead_owner),
+		cmocka_unit_test(test_regress_sweep_spares_ring_being_created),
 		cmocka_unit_test(test_fault_on_rings),
 		cmocka_unit_test(test_socket_turn),
 	};
