@@ -633,6 +633,7 @@ void ur_txq_discard(struct ur_txq *q);
 int ur_wqe_complete(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		    enum ibv_wc_status status);
 void ur_qp_error_locked(struct ur_qp *qp);	/* sq_lock held */
+void ur_qp_entered_err(struct ur_qp *qp);	/* sq_lock held */
 void ur_flush_sq(struct ur_qp *qp);		/* sq_lock held */
 void ur_flush_rq(struct ur_qp *qp, bool rx_owner);
 /* XRC_RECV, rx owner, dev->obj_lock held (for a local SRQ's WQE):

@@ -184,6 +184,20 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 			room = flush_recv_one(qp, r.w.wr_id);
 }
 
+/* A QP on an SRQ that enters ERR, by the engine or by ibv_modify_qp,
+ * takes no more of the SRQ's WQEs: IBV_EVENT_QP_LAST_WQE_REACHED, once. */
+void ur_qp_entered_err(struct ur_qp *qp)
+{
+	struct ibv_async_event ev = {
+		.element.qp = &qp->ibqp_ex.qp_base,
+		.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
+	};
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (qp->srq)
+		ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
+}
+
 void ur_qp_error_locked(struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
@@ -193,14 +207,7 @@ void ur_qp_error_locked(struct ur_qp *qp)
 		qp->state = IBV_QPS_ERR;
 		qp->attr.qp_state = IBV_QPS_ERR;
 		ur_direct_qp_update(qp);	/* no more copies into it */
-		if (qp->srq) {
-			struct ibv_async_event ev = {
-				.element.qp = &qp->ibqp_ex.qp_base,
-				.event_type = IBV_EVENT_QP_LAST_WQE_REACHED,
-			};
-
-			ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
-		}
+		ur_qp_entered_err(qp);
 	}
 	if (xp) {
 		ur_timer_disarm(&xp->tmr.rto_deadline);

@@ -203,6 +203,9 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 		}
 		break;
 	case IBV_QPS_ERR:
+		/* obj/ already set the state: the event is raised here */
+		if (old_state != IBV_QPS_ERR)
+			ur_qp_entered_err(qp);
 		ur_qp_error_locked(qp);
 		ur_flush_rq(qp, true);
 		break;

@@ -7,6 +7,7 @@
  * but not the fast-register extensions it lacks.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,6 +152,47 @@ static void odp_caps_no_fastreg(void **state)
 		     IBV_DEVICE_MEM_MGT_EXTENSIONS);
 }
 
+/*
+ * Regression: a QP on an SRQ moved to ERR by ibv_modify_qp raises
+ * IBV_EVENT_QP_LAST_WQE_REACHED, as mlx5 does and as a transport that
+ * reclaims such a QP waits for (UCX's rc_verbs: its own test suite,
+ * uct_p2p_test_event.last_wqe_*, timed out). Only a move to ERR by the
+ * engine raised it.
+ */
+static void test_regress_last_wqe_on_modify_to_err(void **state)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_async_event ev;
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_qp *qp;
+
+	(void)state;
+	assert_non_null(srq);
+	qp = ibv_create_qp(pd, &ia);
+	assert_non_null(qp);
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+			 0);
+	a.qp_state = IBV_QPS_ERR;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	assert_int_equal(poll(&pfd, 1, 2000), 1);
+	assert_int_equal(ibv_get_async_event(ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev.element.qp, qp);
+	ibv_ack_async_event(&ev);
+	/* once: ERR again raises nothing */
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +201,7 @@ int main(void)
 		cmocka_unit_test(destroy_cleans_cq),
 		cmocka_unit_test(on_demand_access),
 		cmocka_unit_test(odp_caps_no_fastreg),
+		cmocka_unit_test(test_regress_last_wqe_on_modify_to_err),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
