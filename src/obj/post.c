@@ -142,6 +142,8 @@ static int wqe_copy_inline(const struct ur_qp *qp, struct ur_send_wqe *wqe,
 		return -EINVAL;
 	total = 0;
 	for (i = 0; i < num; i++) {
+		if (!sg[i].length)
+			continue;	/* may have no address at all */
 		memcpy(wqe->inline_data + total,
 		       (const void *)(uintptr_t)sg[i].addr, sg[i].length);
 		total += sg[i].length;
