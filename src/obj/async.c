@@ -151,10 +151,13 @@ int ur_async_event_get(struct ur_context *uctx, struct ibv_async_event *ev)
 	e = ur_list_first(&uctx->async_events, struct ur_async_event, node);
 	ur_list_del(&e->node);
 	ur_evcount_take(uctx->async_efd);
+	/* counted before async_lock goes: a destroy's purge (under it)
+	 * either finds the event queued or sees it delivered and waits for
+	 * its ack, never frees the object between the two */
+	mark_delivered(&e->ev);
 	pthread_mutex_unlock(&uctx->async_lock);
 	*ev = e->ev;
 	free(e);
-	mark_delivered(ev);
 	return 0;
 }
 
