@@ -157,6 +157,18 @@ static void *post_thread(void *arg)
 	return NULL;
 }
 
+/* Rings qp's doorbell from a thread of its own (*t) and returns once that
+ * thread's send is held (hold_arm() first); fails the test otherwise. */
+static void post_held(struct ur_qp *qp, pthread_t *t)
+{
+	assert_int_equal(pthread_create(t, NULL, post_thread, qp), 0);
+	if (!hold_wait_in()) {
+		hold_release();
+		pthread_join(*t, NULL);
+		fail_msg("the send was never held");
+	}
+}
+
 /* Requester's cursor of the completer, read under sq_lock within ms:
  * false when sq_lock stayed held that long. */
 static bool comp_psn_within(struct ur_qp *qp, int ms, uint32_t *psn)
@@ -196,12 +208,7 @@ static void test_ack_while_sending(void **state)
 	fe_set_tap(tap_requests);
 	hold_arm();
 	wqe_write(&p->a, &p->b, 1, 0);
-	assert_int_equal(pthread_create(&t, NULL, post_thread, p->a.qp), 0);
-	if (!hold_wait_in()) {
-		hold_release();
-		pthread_join(t, NULL);
-		fail_msg("the send was never held");
-	}
+	post_held(p->a.qp, &t);
 	/* the ACK of WRITE 1 comes back while its sender is held */
 	t0 = ur_now_ns();
 	do {
@@ -280,12 +287,7 @@ static void test_ud_completes_after_send(void **state)
 	w->ud.remote_qpn = ur_qp_num(p->b.qp);
 	w->ud.remote_qkey = 0x11111111;
 	hold_arm();
-	assert_int_equal(pthread_create(&t, NULL, post_thread, p->a.qp), 0);
-	if (!hold_wait_in()) {
-		hold_release();
-		pthread_join(t, NULL);
-		fail_msg("the send was never held");
-	}
+	post_held(p->a.qp, &t);
 	early = fe_cq_wait(&p->a.scq, &wc, 100) != 0;
 	hold_release();
 	pthread_join(t, NULL);
@@ -320,12 +322,7 @@ static void test_err_waits_for_batch(void **state)
 	rc_open(p);
 	hold_arm();
 	wqe_write(&p->a, &p->b, 1, 0);
-	assert_int_equal(pthread_create(&t, NULL, post_thread, p->a.qp), 0);
-	if (!hold_wait_in()) {
-		hold_release();
-		pthread_join(t, NULL);
-		fail_msg("the send was never held");
-	}
+	post_held(p->a.qp, &t);
 	wqe_write(&p->a, &p->b, 2, 1024);
 	fe_sq_post(p->a.qp);	/* left to the held sender */
 	assert_int_equal(pthread_create(&e, NULL, to_err_thread, p->a.qp), 0);
