@@ -80,6 +80,11 @@ int ur_engine_poll(struct ur_device *dev);
  * atomic of ours. progress.c says what this may do. */
 void ur_engine_poll_done(struct ur_device *dev, bool one_sided);
 
+/* The application is about to block for a completion event (it armed a
+ * CQ of dev, or waits on a completion channel): its spin on poll_cq, if
+ * any, is over, and the progress thread must receive for it again. */
+void ur_engine_event_wait(struct ur_device *dev);
+
 /* Counters (drops by reason and link statistics) as text, one per line. */
 void ur_engine_dump_counters(struct ur_device *dev, FILE *out);
 /* One QP's live PSNs and counters as " name value" pairs on the current

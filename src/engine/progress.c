@@ -205,6 +205,28 @@ static void app_poll_note(struct ur_nic *nic)
 				      memory_order_relaxed);
 }
 
+/*
+ * Ends the application's spin (app_poll_note()) when it is about to block
+ * for an event: it polled, found nothing, and now only the progress thread
+ * can receive, while a thread that went to sleep during the spin ignores
+ * the socket until UROCE_QUIET_US after the last poll. Such a thread is
+ * woken (seq_cst both ways, as one_sided_note(): either it reads the
+ * cleared stamp after it published its deaf wait, or this sees the wait).
+ */
+void ur_engine_event_wait(struct ur_device *dev)
+{
+	struct ur_nic *nic = dev->nic;
+
+	if (!nic)
+		return;
+	atomic_store_explicit(&nic->poll_streak, 0, memory_order_relaxed);
+	if (!atomic_load_explicit(&nic->last_app_poll, memory_order_relaxed))
+		return;
+	atomic_store(&nic->last_app_poll, 0);
+	if (atomic_load(&nic->wait_deaf))
+		ur_nic_wake(nic);
+}
+
 int ur_engine_poll(struct ur_device *dev)
 {
 	struct ur_nic *nic = dev->nic;
@@ -288,12 +310,13 @@ void ur_engine_poll_done(struct ur_device *dev, bool one_sided)
  */
 static uint64_t nic_deaf_until(struct ur_nic *nic, uint64_t now)
 {
-	uint64_t last = atomic_load_explicit(&nic->last_app_poll,
-					     memory_order_relaxed);
-	uint64_t one_sided;
+	uint64_t last, one_sided;
 
+	/* published before either stamp is read: one_sided_note() and
+	 * ur_engine_event_wait() store theirs and then read it */
+	atomic_store(&nic->wait_deaf, true);
+	last = atomic_load(&nic->last_app_poll);
 	if (last && last + nic->quiet_ns > now) {
-		atomic_store(&nic->wait_deaf, true);
 		one_sided = atomic_load(&nic->last_one_sided);
 		if (!one_sided || one_sided + UR_ONE_SIDED_HOLD_NS <= now)
 			return last + nic->quiet_ns;

@@ -66,7 +66,13 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 int ur_op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	return ur_api_ret(ur_cq_arm(to_ur_cq(ibcq), solicited_only));
+	int err = ur_cq_arm(to_ur_cq(ibcq), solicited_only);
+
+	/* an armed CQ is waited on next (rsockets poll()s the channel's fd
+	 * without calling ibv_get_cq_event first) */
+	if (!err)
+		ur_engine_event_wait(ur_ctx_dev(ibcq->context));
+	return ur_api_ret(err);
 }
 
 static struct ur_cq *ex_cq(struct ibv_cq_ex *c)
@@ -308,8 +314,11 @@ UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	struct ur_cq *ucq;
 	int err = ur_live_check(UR_OBJ_CHANNEL, channel);
 
-	if (!err)
+	if (!err) {
+		/* a CQ armed before a spin on it is waited on only now */
+		ur_engine_event_wait(ur_ctx_dev(channel->context));
 		err = ur_channel_get_event(to_ur_channel(channel), &ucq);
+	}
 
 	if (err) {
 		errno = -err;
