@@ -3,7 +3,8 @@
 # The commands the README (and docs/programs.md) show run as written, so a
 # command that fails cannot stay there. Every line of their ```sh blocks is
 # one of:
-#  - "# not run in CI: REASON" at its end: listed with the reason, not run;
+#  - "skipped by the docs check: REASON" in its comment: listed with the
+#    reason, not run;
 #  - a server: its comment begins with "server". It starts in the
 #    background; the lines after it, up to a blank line or the next
 #    server, are its clients, run one after another once it is up. The
@@ -202,9 +203,9 @@ command_line() {
 	[[ $text == *#* ]] && comment=${text#*#}
 	comment=${comment#"${comment%%[![:space:]]*}"}
 	name="$where $(prog "$cmd")"
-	if [[ $comment == *"not run in CI:"* ]]; then
+	if [[ $comment == *"skipped by the docs check:"* ]]; then
 		flush_group
-		echo "NOT RUN $where: ${comment#*not run in CI: }"
+		echo "NOT RUN $where: ${comment#*skipped by the docs check: }"
 		NOT_RUN=$((NOT_RUN + 1))
 	elif [[ $cmd == export\ * ]]; then
 		flush_group
@@ -247,5 +248,5 @@ for f in README.md docs/programs.md; do
 		joined=
 	done <"$REPO/$f"
 done
-echo "readme: $NOT_RUN commands marked not run in CI"
+echo "readme: $NOT_RUN commands skipped by the docs check"
 e2e_summary
