@@ -307,8 +307,12 @@ int ur_cq_pop_ex(struct ur_cq *cq)
 	return err;
 }
 
+static void channel_signal(struct ur_cq *cq);
+
 int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 {
+	bool fire = false;
+
 	/* no channel, so no event could ever be delivered: EINVAL, as the
 	 * providers that check it answer (mlx5 arms it and returns 0;
 	 * docs/deviations.md) */
@@ -320,7 +324,24 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 		cq->arm = UR_CQ_ARMED_NEXT;
 	else if (cq->arm != UR_CQ_ARMED_NEXT)
 		cq->arm = UR_CQ_ARMED_SOLICITED;
+	/*
+	 * mlx5 arms a CQ at its consumer index: an entry already written and
+	 * not yet polled raises the event at once. UCX relies on it: it polls
+	 * until idle, arms, and sleeps without polling again, so an entry
+	 * pushed between its last poll and the arm would otherwise wait for
+	 * the next one (a blocking ping-pong: for ever). An application that
+	 * polls after arming, as the man page suggests, only sees an event
+	 * for an entry it has taken already, which it must expect anyway.
+	 */
+	if (cq_count(cq) &&
+	    (cq->arm == UR_CQ_ARMED_NEXT ||
+	     cq->tail - cq->wake_tail < cq_count(cq))) {
+		cq->arm = UR_CQ_DISARMED;
+		fire = true;
+	}
 	pthread_spin_unlock(&cq->lock);
+	if (fire)
+		channel_signal(cq);
 	return 0;
 }
 
@@ -376,6 +397,8 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 			     (uint64_t)ts.tv_nsec;
 	}
 	cq->tail++;
+	if (solicited || wc->status != IBV_WC_SUCCESS)
+		cq->wake_tail = cq->tail;
 	if (cq->arm == UR_CQ_ARMED_NEXT ||
 	    (cq->arm == UR_CQ_ARMED_SOLICITED &&
 	     (solicited || wc->status != IBV_WC_SUCCESS))) {

@@ -295,6 +295,8 @@ struct ur_cq {
 	uint32_t tail;			/* next to produce */
 	bool overflow;			/* IBV_EVENT_CQ_ERR already raised */
 	enum ur_cq_arm arm;
+	uint32_t wake_tail;		/* tail after the last entry that
+					 * wakes a solicited-only arm */
 	struct ur_list chan_node;	/* in channel->pending when an event waits */
 	uint64_t wc_flags_ex;		/* IBV_WC_EX_WITH_* requested */
 	atomic_int usecnt;		/* QPs and SRQs using it */

@@ -195,6 +195,14 @@ static void test_resize(void **state)
 	ut_ctx_free(ctx);
 }
 
+static void drain(struct ur_cq *cq)
+{
+	struct ibv_wc wc[8];
+
+	while (ur_cq_poll(cq, 8, wc) > 0)
+		;
+}
+
 static struct ur_comp_channel *mkch(struct ibv_context *ctx)
 {
 	struct ur_comp_channel *ch = NULL;
@@ -213,6 +221,9 @@ static void test_notify(void **state)
 	/* not armed: no event */
 	push(cq, 1, IBV_WC_SUCCESS, true);
 	assert_false(ut_fd_readable(fd));
+	/* each arm below finds the CQ polled empty (an entry left in it
+	 * fires at the arm: test_regress_arm_with_unpolled_entry) */
+	drain(cq);
 	/* armed for next: the first completion fires, once */
 	assert_int_equal(ur_cq_arm(cq, 0), 0);
 	assert_false(ut_fd_readable(fd));
@@ -222,6 +233,7 @@ static void test_notify(void **state)
 	assert_int_equal(ur_channel_get_event(ch, &got), 0);
 	assert_ptr_equal(got, cq);
 	assert_false(ut_fd_readable(fd));
+	drain(cq);
 	/* solicited only: plain successes do not fire */
 	assert_int_equal(ur_cq_arm(cq, 1), 0);
 	push(cq, 4, IBV_WC_SUCCESS, false);
@@ -229,15 +241,18 @@ static void test_notify(void **state)
 	push(cq, 5, IBV_WC_SUCCESS, true);
 	assert_true(ut_fd_readable(fd));
 	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	drain(cq);
 	/* solicited only: an error completion fires */
 	ur_cq_arm(cq, 1);
 	push(cq, 6, IBV_WC_REM_ACCESS_ERR, false);
 	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	drain(cq);
 	/* next wins over a later solicited-only request */
 	ur_cq_arm(cq, 0);
 	ur_cq_arm(cq, 1);
 	push(cq, 7, IBV_WC_SUCCESS, false);
 	assert_true(ut_fd_readable(fd));
+	drain(cq);
 	/* two armings before the reader: two events */
 	ur_cq_arm(cq, 0);
 	push(cq, 8, IBV_WC_SUCCESS, false);
@@ -255,6 +270,69 @@ static void test_notify(void **state)
 	atomic_store(&cq->usecnt, 1);	/* as a QP would */
 	assert_int_equal(ur_cq_destroy(cq), -EBUSY);
 	atomic_store(&cq->usecnt, 0);
+	assert_int_equal(ur_cq_destroy(cq), 0);
+	assert_int_equal(ur_channel_destroy(ch), 0);
+	ut_ctx_free(ctx);
+}
+
+/*
+ * Regression: arming a CQ that held an entry not yet polled raised no
+ * event until the next completion; mlx5 arms at the consumer index, so an
+ * entry already there raises one at once. UCX polls until idle, arms, and
+ * sleeps without polling again: an entry pushed in between left UCX's own
+ * blocking ping-pong (test_ucp_perf, tag_lat_b over rc_verbs) asleep for
+ * good. A solicited-only arm fires at once only for an unpolled solicited
+ * or error entry.
+ */
+static void test_regress_arm_with_unpolled_entry(void **state)
+{
+	struct ibv_context *ctx = ut_ctx_new();
+	struct ur_comp_channel *ch = mkch(ctx);
+	struct ur_cq *cq = mkcq(ctx, 64, ch), *got;
+	int fd = ch->ibch.fd;
+
+	(void)state;
+	push(cq, 1, IBV_WC_SUCCESS, false);
+	assert_int_equal(ur_cq_arm(cq, 0), 0);
+	assert_true(ut_fd_readable(fd));
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	assert_ptr_equal(got, cq);
+	/* one event per arm; armed again, the entry still waiting fires again */
+	push(cq, 2, IBV_WC_SUCCESS, true);
+	assert_false(ut_fd_readable(fd));
+	ur_cq_arm(cq, 0);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	drain(cq);
+	ur_cq_arm(cq, 0);
+	assert_false(ut_fd_readable(fd));
+	push(cq, 3, IBV_WC_SUCCESS, false);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	drain(cq);
+
+	/* solicited only: a plain entry left unpolled does not fire ... */
+	push(cq, 4, IBV_WC_SUCCESS, false);
+	ur_cq_arm(cq, 1);
+	assert_false(ut_fd_readable(fd));
+	/* ... a solicited one does, when pushed and when armed over it */
+	push(cq, 5, IBV_WC_SUCCESS, true);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	ur_cq_arm(cq, 1);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	/* polled, it fires no more; a later plain one left does not either */
+	drain(cq);
+	push(cq, 6, IBV_WC_SUCCESS, false);
+	ur_cq_arm(cq, 1);
+	assert_false(ut_fd_readable(fd));
+	/* an error entry left unpolled fires as a solicited one */
+	push(cq, 7, IBV_WC_WR_FLUSH_ERR, false);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	ur_cq_arm(cq, 1);
+	assert_int_equal(ur_channel_get_event(ch, &got), 0);
+	drain(cq);
+	ur_cq_arm(cq, 1);
+	assert_false(ut_fd_readable(fd));
+
+	ur_cq_ack_events(cq, cq->comp_delivered);
 	assert_int_equal(ur_cq_destroy(cq), 0);
 	assert_int_equal(ur_channel_destroy(ch), 0);
 	ut_ctx_free(ctx);
@@ -457,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_notify),
 		cmocka_unit_test(test_regress_arm_without_channel),
+		cmocka_unit_test(test_regress_arm_with_unpolled_entry),
 		cmocka_unit_test(test_destroy_waits_for_ack),
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_cq_ex_pop),
