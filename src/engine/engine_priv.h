@@ -70,6 +70,8 @@ enum ur_stat {
 	UR_STAT_PACE_WAITS,		/* cc.c: the requester waited to pace */
 	UR_STAT_LOCAL_CONGESTION,	/* cc.c: a cut for a full local queue */
 	UR_STAT_SLEEP_TIMERS,		/* progress.c: the thread set timer_fd */
+	UR_STAT_RX_FORWARDED,		/* recv.c: to another receive shard */
+	UR_STAT_RX_FWD_QUEUED,		/* recv.c: of them, left in its queue */
 	UR_STAT__MAX,
 };
 

@@ -89,28 +89,23 @@ static int shard_rx_burst(struct ur_nic *nic, struct ur_rx_shard *sh)
 	return total;
 }
 
-/* The deadlines of one QP that the timer heap says are due. */
+/*
+ * The deadlines of one QP that the timer heap says are due, with its
+ * receive shard's lock held: its handlers never run beside its receive
+ * path (an RTO never fires in the middle of the burst that holds its
+ * ACK).
+ */
 static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 {
 	struct ur_qp *qp = xp->qp;
 	uint64_t kick = atomic_load(&xp->tmr.kick_deadline);
 	uint64_t rto, rnr;
 
-	struct ur_rx_shard *sh = ur_xp_shard(xp);
-	bool again = false;
-
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
 	/* the error path asked for this: only the receive path's owner may
-	 * flush the receive WQE its responder holds, and a shard's lock is
-	 * only tried here (the order in docs/design.md, "Locks"): when
-	 * taken, this comes back soon */
-	if (qp->state == IBV_QPS_ERR) {
-		if (!pthread_mutex_trylock(&sh->lock)) {
-			ur_flush_rq(qp, true);
-			pthread_mutex_unlock(&sh->lock);
-		} else {
-			again = true;
-		}
-	}
+	 * flush the receive WQE its responder holds */
+	if (qp->state == IBV_QPS_ERR)
+		ur_flush_rq(qp, true);
 	ur_trace(UR_TR_DEADLINE, ur_qp_num(qp), 0);
 	if (kick && kick <= now) {
 		ur_timer_disarm(&xp->tmr.kick_deadline);
@@ -125,46 +120,58 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 		ur_send_on_deadline(qp, now);
 		ur_send_unlock(qp);
 	}
-	if (again)
-		ur_timer_arm(xp, &xp->tmr.kick_deadline,
-			     now + UR_SHARD_RETRY_NS);
 }
 
 /*
- * deadline_lock held, no shard's. obj_lock keeps the QPs' objects alive,
+ * sh->lock and deadline_lock held. obj_lock keeps the QPs' objects alive,
  * qp_list_lock keeps their transport state (ur_engine_qp_fini() waits for
  * it). A QP popped here goes back into the heap with whatever it still
- * has armed.
+ * has armed. A QP of another shard is run under that shard's lock if a
+ * trylock gets it (the order in docs/design.md, "Locks"); if not, it
+ * comes back UR_SHARD_RETRY_NS later (its kick slot, which runs every
+ * due deadline of the QP when it pops), unless that shard's holder runs
+ * the deadlines first after its burst.
  */
-static void progress_deadlines(struct ur_nic *nic, bool thread)
+static void progress_deadlines(struct ur_nic *nic, struct ur_rx_shard *sh,
+			       bool thread)
 {
 	struct ur_qp_xport *due[UR_TIMER_BATCH];
 	uint64_t now = ur_now_ns();
 	unsigned int n, i;
 
+	UR_ASSERT_HELD(&sh->lock);
 	UR_ASSERT_HELD(&nic->deadline_lock);
 	pthread_rwlock_rdlock(&nic->dev->obj_lock);
 	pthread_mutex_lock(&nic->qp_list_lock);
 	n = ur_timer_expired(nic, now, due, UR_TIMER_BATCH);
 	for (i = 0; i < n; i++) {
+		struct ur_rx_shard *own = ur_xp_shard(due[i]);
+
+		if (own != sh && pthread_mutex_trylock(&own->lock)) {
+			ur_timer_arm(due[i], &due[i]->tmr.kick_deadline,
+				     now + UR_SHARD_RETRY_NS);
+			continue;
+		}
 		progress_qp_deadlines(due[i], now);
+		if (own != sh)
+			pthread_mutex_unlock(&own->lock);
 		ur_timer_rearm(due[i], !thread);
 	}
 	pthread_mutex_unlock(&nic->qp_list_lock);
 	pthread_rwlock_unlock(&nic->dev->obj_lock);
 }
 
-/* Whatever deadlines passed, unless another thread runs them (poll_cq:
- * thread false) or once it did (the progress thread). No shard lock held. */
-static void progress_due(struct ur_nic *nic, bool thread)
+/* sh->lock held, after its burst: whatever deadlines passed, unless
+ * another thread runs them now (it then takes these too); thread: the
+ * caller is the progress thread (else poll_cq). */
+static void progress_due(struct ur_nic *nic, struct ur_rx_shard *sh,
+			 bool thread)
 {
 	if (!ur_timer_due(nic, ur_now_ns()))
 		return;
-	if (thread)
-		pthread_mutex_lock(&nic->deadline_lock);
-	else if (pthread_mutex_trylock(&nic->deadline_lock))
+	if (pthread_mutex_trylock(&nic->deadline_lock))
 		return;
-	progress_deadlines(nic, thread);
+	progress_deadlines(nic, sh, thread);
 	pthread_mutex_unlock(&nic->deadline_lock);
 }
 
@@ -253,9 +260,9 @@ static uint64_t app_poll_note(struct ur_nic *nic, uint64_t mask)
 }
 
 /* The shards a poll of cq tries (bit q: shard q): its QPs' (obj/'s
- * cq->rx_shards, which ur_engine_qp_init() fills; none yet: all), and
- * shard 0 while it receives the same-host ring, where any QP's datagrams
- * arrive. */
+ * cq->rx_shards, which qp_xport.c fills; none yet: all), and shard 0
+ * while it receives the same-host ring, or the link has one queue for
+ * more shards: any QP's datagrams arrive there. */
 static uint64_t poll_mask(const struct ur_nic *nic, struct ur_cq *cq)
 {
 	uint64_t all = nic->n_shard >= 64 ? ~0ull :
@@ -265,7 +272,7 @@ static uint64_t poll_mask(const struct ur_nic *nic, struct ur_cq *cq)
 
 	if (!m)
 		return all;
-	if (nic->rx_ring)
+	if (nic->rx_ring || nic->n_linkq < nic->n_shard)
 		m |= 1;
 	return m & all;
 }
@@ -273,7 +280,7 @@ static uint64_t poll_mask(const struct ur_nic *nic, struct ur_cq *cq)
 int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
 {
 	struct ur_nic *nic = dev->nic;
-	bool looked = false;
+	bool looked = false, due;
 	uint64_t mask, now;
 	unsigned int i;
 	int n = 0;
@@ -290,10 +297,12 @@ int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
 	 * until the application got a core again (milliseconds on a loaded
 	 * host).
 	 */
+	due = ur_timer_due(nic, now);
 	for (i = 0; i < nic->n_shard; i++) {
 		struct ur_rx_shard *sh = &nic->shard[i];
 
-		if (!(mask & (1ull << i)) || !shard_maybe(nic, sh))
+		/* a due deadline is run by the first shard tried */
+		if (!(mask & (1ull << i)) || (!shard_maybe(nic, sh) && !due))
 			continue;
 		looked = true;
 		if (pthread_mutex_trylock(&sh->lock)) {
@@ -301,11 +310,10 @@ int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
 			continue;
 		}
 		n += shard_rx_burst(nic, sh);
+		if (due)
+			progress_due(nic, sh, false);
+		due = false;
 		pthread_mutex_unlock(&sh->lock);
-	}
-	if (ur_timer_due(nic, now)) {
-		looked = true;
-		progress_due(nic, false);
 	}
 	/* never with a shard's lock held: the thread we yield to may need
 	 * it */
@@ -567,9 +575,16 @@ void *ur_progress_thread(void *arg)
 				continue;
 			pthread_mutex_lock(&sh->lock);
 			n += shard_rx_burst(nic, sh);
+			progress_due(nic, sh, true);
 			pthread_mutex_unlock(&sh->lock);
 		}
-		progress_due(nic, true);
+		/* due deadlines nobody ran: under shard 0 (any shard would
+		 * do; it tries the others) */
+		if (ur_timer_due(nic, ur_now_ns())) {
+			pthread_mutex_lock(&nic->shard[0].lock);
+			progress_due(nic, &nic->shard[0], true);
+			pthread_mutex_unlock(&nic->shard[0].lock);
+		}
 		if (n > 0 && nic->spin_ns)
 			spin_until = ur_now_ns() + nic->spin_ns;
 	}

@@ -480,7 +480,13 @@ static void rx_handle(struct ur_nic *nic, struct ur_rx_shard *sh,
 		rx_local(nic, sh, d);
 }
 
-/* from->lock held: d to shard to (the file's comment says how). */
+/*
+ * from->lock held: d to shard to (the file's comment says how). A QP's
+ * datagrams keep their order: they all come through one shard (its link
+ * queue's, or shard 0's), which forwards them one by one under its lock,
+ * and one goes into the queue whenever the queue is not empty, or is
+ * handled only after what the queue holds.
+ */
 static void rx_forward(struct ur_nic *nic, struct ur_rx_shard *from,
 		       struct ur_rx_shard *to, const struct ur_rxd *d,
 		       uint32_t only_qpn)
@@ -488,11 +494,12 @@ static void rx_forward(struct ur_nic *nic, struct ur_rx_shard *from,
 	struct ur_rx_fwd *f;
 	unsigned int before;
 
-	if (!pthread_mutex_trylock(&to->lock)) {
+	ur_cnt_stat(&nic->cnt, UR_STAT_RX_FORWARDED, 1);
+	if (!atomic_load(&to->fwd_n) && !pthread_mutex_trylock(&to->lock)) {
 		struct ur_rxd copy = *d;
 
-		rx_handle(nic, to, &copy, only_qpn);
 		ur_rx_fwd_drain(nic, to);
+		rx_handle(nic, to, &copy, only_qpn);
 		ur_resp_flush(to);
 		if (to->rx_one_sided) {	/* progress.c looks at from's */
 			to->rx_one_sided = false;
@@ -506,6 +513,7 @@ static void rx_forward(struct ur_nic *nic, struct ur_rx_shard *from,
 		ur_dbg_dp("engine: no memory to forward a datagram");
 		return;
 	}
+	ur_cnt_stat(&nic->cnt, UR_STAT_RX_FWD_QUEUED, 1);
 	f->next = NULL;
 	f->only_qpn = only_qpn;
 	f->d = *d;

@@ -45,14 +45,10 @@ static uint64_t rx_of(struct ur_nic *nic, unsigned int i)
 	return atomic_load(&nic->shard[i].rx_pkts);
 }
 
+/* Datagrams one shard handed to another, either way (recv.c). */
 static uint64_t fwd_total(struct ur_nic *nic)
 {
-	uint64_t n = 0;
-	unsigned int i;
-
-	for (i = 0; i < nic->n_shard; i++)
-		n += atomic_load(&nic->shard[i].fwd_in);
-	return n;
+	return atomic_load(&nic->cnt.stat[UR_STAT_RX_FORWARDED]);
 }
 
 /* Two connected pairs whose receiving QPs are in different shards. */
