@@ -277,6 +277,39 @@ static uint64_t poll_mask(const struct ur_nic *nic, struct ur_cq *cq)
 	return m & all;
 }
 
+/*
+ * poll_cq found nothing in its own shards: one shard that no poll_cq
+ * spins on (its last_app_poll is older than quiet_ns), with datagrams
+ * waiting, is received here if its lock is free. Such a shard (a target
+ * QP whose CQ nobody polls, in a process that also polls: one thread
+ * driving both ends of a pair) would otherwise wait for the progress
+ * thread to get a core from the spinning caller; a shard another
+ * poller serves is left to it, so pollers of different shards still
+ * never meet.
+ */
+static int poll_orphan(struct ur_nic *nic, uint64_t mask, uint64_t now)
+{
+	unsigned int i;
+	uint64_t last;
+	int n;
+
+	for (i = 0; i < nic->n_shard; i++) {
+		struct ur_rx_shard *sh = &nic->shard[i];
+
+		if (mask & (1ull << i))
+			continue;
+		last = atomic_load_explicit(&sh->last_app_poll,
+					    memory_order_relaxed);
+		if ((last && now - last < nic->quiet_ns) ||
+		    !shard_maybe(nic, sh) || pthread_mutex_trylock(&sh->lock))
+			continue;
+		n = shard_rx_burst(nic, sh);
+		pthread_mutex_unlock(&sh->lock);
+		return n;
+	}
+	return 0;
+}
+
 int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
 {
 	struct ur_nic *nic = dev->nic;
@@ -315,6 +348,8 @@ int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
 		due = false;
 		pthread_mutex_unlock(&sh->lock);
 	}
+	if (!n && nic->n_shard > 1)
+		n = poll_orphan(nic, mask, now);
 	/* never with a shard's lock held: the thread we yield to may need
 	 * it */
 	if (!n || !looked)
