@@ -54,6 +54,8 @@ const char *const ur_stat_names[UR_STAT__MAX] = {
 	[UR_STAT_PACE_WAITS] = "pace_waits",
 	[UR_STAT_LOCAL_CONGESTION] = "local_congestion",
 	[UR_STAT_SLEEP_TIMERS] = "sleep_timers",
+	[UR_STAT_RX_FORWARDED] = "rx_forwarded",
+	[UR_STAT_RX_FWD_QUEUED] = "rx_fwd_queued",
 };
 
 /* The device counters' names where the meaning is the same. */

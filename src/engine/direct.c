@@ -451,7 +451,7 @@ int ur_direct_xhold(struct ur_nic *nic, const union ur_sockaddr *addr,
 	int32_t owner;
 	int rc;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
+	UR_ASSERT_HELD(&nic->shard[0].lock);	/* XRC targets' */
 	t = ur_link_peer_area_get(nic->link, addr, &owner);
 	if (!t)
 		return -EACCES;

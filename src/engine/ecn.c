@@ -37,7 +37,7 @@ static void send_cnp(struct ur_nic *nic, struct ur_qp *qp)
 	f.opcode = UR_OPC_CNP;
 	f.becn = true;
 	f.qpn = qp->attr.dest_qp_num;
-	if (ur_txb_add(&nic->txb, &qp->av.dest, &qp->xp->flow, &f, NULL, 0, 0))
+	if (ur_txb_add(&ur_xp_shard(qp->xp)->txb, &qp->av.dest, &qp->xp->flow, &f, NULL, 0, 0))
 		return;
 	ur_qcnt_tx(qp->xp->qcnt.rx, 0);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_CNP_SENT, 1);
@@ -46,7 +46,7 @@ static void send_cnp(struct ur_nic *nic, struct ur_qp *qp)
 
 void ur_ecn_rx_ce(struct ur_nic *nic, struct ur_qp *qp)
 {
-	UR_ASSERT_HELD(&nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	ur_cnt_stat(&nic->cnt, UR_STAT_NP_ECN_MARKED, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_ECN_MARKED, 1);
 	/* a UD sender has no window to shrink and no QP of ours to name */
@@ -93,12 +93,12 @@ void ur_ecn_rx_cnp(struct ur_nic *nic, const struct ur_rxd *d,
 {
 	struct ur_qp *qp;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
 	qp = cnp_qp(nic, d, pkt);
 	if (!qp) {
 		ur_cnt_stat(&nic->cnt, UR_STAT_RP_CNP_IGNORED, 1);
 		return;
 	}
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	ur_cnt_stat(&nic->cnt, UR_STAT_RP_CNP_HANDLED, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_CNP_HANDLED, 1);
 	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);

@@ -37,7 +37,8 @@ int ur_engine_mcast_detach(struct ur_qp *qp, const uint8_t gid[16]);
 
 /*
  * ibv_modify_qp holds these around obj/'s change and the engine's (the
- * NIC's rx_lock, then qp->sq_lock): a packet, and a post from another
+ * lock of the QP's receive shard, then qp->sq_lock): a packet, and a post
+ * from another
  * thread, find the QP before the change or after all of it, never in its
  * new state with the old PSNs and path.
  */
@@ -76,6 +77,9 @@ void ur_engine_mr_withdraw(struct ur_mr *mr);
 /* Process whatever has arrived for dev without blocking (poll_cq calls this
  * when it finds the CQ empty). Returns the number of packets handled. */
 int ur_engine_poll(struct ur_device *dev);
+/* The same for a poll_cq on cq: only the receive shards of its QPs (and
+ * shard 0 while it receives the same-host ring or multicast groups). */
+int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq);
 /* poll_cq returned completions; one_sided: one completes a WRITE, READ or
  * atomic of ours. progress.c says what this may do. */
 void ur_engine_poll_done(struct ur_device *dev, bool one_sided);

@@ -70,6 +70,8 @@ enum ur_stat {
 	UR_STAT_PACE_WAITS,		/* cc.c: the requester waited to pace */
 	UR_STAT_LOCAL_CONGESTION,	/* cc.c: a cut for a full local queue */
 	UR_STAT_SLEEP_TIMERS,		/* progress.c: the thread set timer_fd */
+	UR_STAT_RX_FORWARDED,		/* recv.c: to another receive shard */
+	UR_STAT_RX_FWD_QUEUED,		/* recv.c: of them, left in its queue */
 	UR_STAT__MAX,
 };
 
@@ -212,6 +214,47 @@ struct ur_mcg {
 	struct ur_qp *qps[UR_MAX_MCAST_QP_ATTACH];
 };
 
+/* RC receive completions waiting for their ACK in a shard's txb to leave
+ * (resp_reply.c, ur_resp_flush()) */
+struct ur_held_cqe {
+	struct ur_qp *qp;
+	struct ur_cq *cq;		/* an XRC target's is its SRQ's */
+	struct ibv_wc wc;
+	bool solicited;
+};
+
+struct ur_rx_fwd;
+
+/*
+ * One receive shard (docs/design.md, "Receive shards"): the link's
+ * receive queue idx and the responders and completers' receive side of
+ * the QPs it owns (ur_xp_shard()), all under lock. Everything below lock
+ * is its holder's.
+ */
+struct ur_rx_shard {
+	pthread_mutex_t lock;
+	unsigned int idx;
+	bool rx_one_sided;		/* this burst had one (progress.c) */
+	/* drained store buffers for the next gap: reorder.c */
+	struct ur_reorder_pkt *reorder_spare;
+	uint64_t reorder_spare_bytes;
+	uint32_t reorder_cap;		/* the largest request kept yet */
+	unsigned int n_held;
+	struct ur_held_cqe held[UR_RX_BATCH];
+	struct ur_txb txb;
+	struct ur_rxd rxd[UR_RX_BATCH];
+	/* datagrams for this shard another shard received while this lock
+	 * was taken (recv.c, "forwarded"); fwd_lock is a leaf */
+	pthread_mutex_t fwd_lock;
+	struct ur_rx_fwd *fwd_head, **fwd_tail;
+	atomic_uint fwd_n;
+	/* ns: a poll_cq last tried this shard (the thread's deaf waits) */
+	_Atomic uint64_t last_app_poll;
+	_Atomic uint64_t rx_pkts;	/* datagrams handled here, forwarded
+					 * ones included */
+	_Atomic uint64_t fwd_in;	/* of them forwarded by another */
+};
+
 struct ur_nic {
 	struct ur_device *dev;
 	struct ur_link *link;
@@ -236,12 +279,19 @@ struct ur_nic {
 	/* RC QPs with PSNs unacknowledged: they share UR_NIC_WINDOW_PSNS
 	 * (cc.c; each QP's cc.busy says whether it is counted) */
 	_Atomic unsigned int rc_busy;
-	/* drained store buffers for the next gap (rx_lock): reorder.c */
-	struct ur_reorder_pkt *reorder_spare;
-	uint64_t reorder_spare_bytes;
-	uint32_t reorder_cap;		/* the largest request kept yet */
 
-	pthread_mutex_t rx_lock;
+	/* receive shards (UROCE_RX_SHARDS): QP q's is shard[ur_qp_shard_of
+	 * (q)]; shard 0 also owns the multicast table and the link's
+	 * socket set, and receives the same-host ring */
+	struct ur_rx_shard *shard;
+	unsigned int n_shard;
+	unsigned int n_linkq;		/* the link's queues: shards from
+					 * this on get forwarded datagrams
+					 * only */
+	bool rx_ring;			/* the link has a same-host ring */
+	/* who runs expired deadlines (progress.c); taken before any
+	 * shard's lock is, never while one is held */
+	pthread_mutex_t deadline_lock;
 	pthread_mutex_t qp_list_lock;
 	struct ur_list qps;		/* ur_qp_xport.node */
 	struct ur_timers timers;
@@ -257,7 +307,6 @@ struct ur_nic {
 	_Atomic uint64_t sleep_until;	/* ns; UINT64_MAX none; 0 awake */
 	atomic_bool wait_deaf;		/* that wait leaves the socket alone */
 	_Atomic uint64_t last_one_sided; /* ns: a WRITE/READ/atomic came in */
-	bool rx_one_sided;		/* rx owner: this burst had one */
 
 	/* same-host copies (direct.c): this NIC's published table (in its
 	 * ring's area; NULL without a ring), whether its QPs copy */
@@ -271,24 +320,11 @@ struct ur_nic {
 	bool stats_written;		/* UROCE_STATS written (dev->lock) */
 	struct ur_pcap *pcap;
 
-	/* rx owner only */
-	struct ur_rxd rxd[UR_RX_BATCH];
-	struct ur_txb txb;
-	/* RC receive completions waiting for their ACK in txb to leave
-	 * (resp_reply.c, ur_resp_flush()) */
-	struct ur_held_cqe {
-		struct ur_qp *qp;
-		struct ur_cq *cq;	/* an XRC target's is its SRQ's */
-		struct ibv_wc wc;
-		bool solicited;
-	} held[UR_RX_BATCH];
-	unsigned int n_held;
-
 	/* Cold, at the end: the hot fields above keep their cache lines. */
 	/* GID i's packets leave from addrs[i] (IP and port; nic.c) */
 	union ur_sockaddr addrs[UR_LINK_MAX_ADDRS];
 	unsigned int n_addrs;
-	/* multicast groups (mcast.c), rx_lock */
+	/* multicast groups (mcast.c), shard 0's lock */
 	struct ur_mcg *mcg[UR_MAX_MCAST_GRP];
 	unsigned int n_mcg;
 	unsigned int n_attach;		/* QP attachments, all groups */
@@ -522,7 +558,7 @@ struct ur_qp_xport {
 	struct ur_rto_info rto;		/* sq_lock */
 	struct ur_cc_info cc;		/* sq_lock */
 	struct ur_tmr_info tmr;		/* see above */
-	struct ur_resp_state_qp resp;	/* rx owner (rx_lock) */
+	struct ur_resp_state_qp resp;	/* its shard's lock (ur_xp_shard) */
 	struct ur_txq txq;		/* requester's batches (see above) */
 	struct ur_qp_counters qcnt;
 	struct ur_dx_info dx;		/* sq_lock */
@@ -547,6 +583,26 @@ static inline void ur_cc_set_busy(struct ur_qp_xport *xp, bool busy)
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {
 	return qp->ibqp_ex.qp_base.qp_num;
+}
+
+/*
+ * The receive shard that owns qp's responder and completer's receive side
+ * (docs/design.md, "Receive shards"): its QPN's, as the link steers
+ * (link.h, "Receive queues"); an XRC target's is shard 0, since the
+ * domain's cache of other processes' SRQ rings is shared by its QPs.
+ * Fixed for the QP's life.
+ */
+static inline unsigned int ur_qp_shard_of(const struct ur_nic *nic,
+					  const struct ur_qp *qp)
+{
+	if (nic->n_shard <= 1 || qp->type == IBV_QPT_XRC_RECV)
+		return 0;
+	return ur_qp_num(qp) % nic->n_shard;
+}
+
+static inline struct ur_rx_shard *ur_xp_shard(const struct ur_qp_xport *xp)
+{
+	return &xp->nic->shard[ur_qp_shard_of(xp->nic, xp->qp)];
 }
 
 /* Opcode facts come from obj/'s table (obj/wr_opcode.h). */
@@ -716,12 +772,12 @@ void ur_send_unlock(struct ur_qp *qp);
 void ur_send_on_response(struct ur_qp *qp, const struct ur_pkt *pkt);
 void ur_send_on_deadline(struct ur_qp *qp, uint64_t now); /* sq_lock */
 
-/* xrc.c (rx_lock and obj_lock read held): an XRC request to an XRC_RECV
- * QP, through the responder with the XRC SRQ its XRCETH names. */
+/* xrc.c (shard 0's lock and obj_lock read held): an XRC request to an
+ * XRC_RECV QP, through the responder with the XRC SRQ its XRCETH names. */
 void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 		    const struct ur_rxd *d, const struct ur_ip_flow *flow);
 
-/* mcast.c: the group of a multicast GID, or NULL (rx_lock held); a QP's
+/* mcast.c: the group of a multicast GID, or NULL (shard 0's lock); a QP's
  * attachments end with it (ur_engine_qp_fini); the groups go with the
  * NIC, whose link leaves them by closing. */
 struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16]);
@@ -746,25 +802,33 @@ static inline bool ur_ecn_is_ce(uint8_t tos)
 /* Whether a CNP may leave at now, one interval after the last (*last,
  * updated when it may). */
 bool ur_ecn_cnp_due(uint64_t *last, uint64_t now);
-/* A CE-marked packet passed to qp (rx_lock held): counted, and a CNP to
- * the peer's QP when qp is connected and its interval has passed. */
+/* A CE-marked packet passed to qp (its shard's lock held): counted, and a
+ * CNP to the peer's QP when qp is connected and its interval has passed. */
 void ur_ecn_rx_ce(struct ur_nic *nic, struct ur_qp *qp);
-/* A parsed CNP (rx_lock and obj_lock read held): the window of the QP it
- * names shrinks; never answered, never a drop. */
+/* A parsed CNP (the shard's lock of the QP it names and obj_lock read
+ * held): that QP's window shrinks; never answered, never a drop. */
 void ur_ecn_rx_cnp(struct ur_nic *nic, const struct ur_rxd *d,
 		   const struct ur_pkt *pkt);
 
-/* recv.c (rx_lock and obj_lock read held) */
-void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d);
+/* recv.c (sh->lock and obj_lock read held): one datagram sh received;
+ * one for another shard's QP is forwarded there. */
+void ur_rx_datagram(struct ur_nic *nic, struct ur_rx_shard *sh,
+		    struct ur_rxd *d);
+/* recv.c (sh->lock and obj_lock read held): what other shards forwarded
+ * to sh. Returns how many. */
+unsigned int ur_rx_fwd_drain(struct ur_nic *nic, struct ur_rx_shard *sh);
+/* recv.c: the shards (0 or -ENOMEM), and freeing them (nothing runs). */
+int ur_rx_shards_init(struct ur_nic *nic, unsigned int n);
+void ur_rx_shards_fini(struct ur_nic *nic);
 
 /* progress.c */
 void *ur_progress_thread(void *arg);
 
-/* reorder.c (rx_lock held): requests kept past a gap, by PSN */
+/* reorder.c (the QP's shard lock held): requests kept past a gap, by PSN */
 struct ur_reorder_pkt {
 	uint32_t psn;
 	uint32_t cap;			/* bytes buf holds */
-	struct ur_reorder_pkt *next;	/* in ur_nic.reorder_spare */
+	struct ur_reorder_pkt *next;	/* in ur_rx_shard.reorder_spare */
 	struct ur_rxd d;		/* d.data points into buf */
 	uint8_t buf[];
 };
@@ -774,10 +838,10 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 		     const struct ur_rxd *d);
 /* The kept request for resp.epsn, taken out of the store, or NULL. */
 struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp);
-/* A taken request's buffer back to the device's spares (rx_lock held). */
+/* A taken request's buffer back to its shard's spares (its lock held). */
 void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p);
-/* Frees the device's spare buffers (it is going away). */
-void ur_reorder_spares_free(struct ur_nic *nic);
+/* Frees a shard's spare buffers (it is going away). */
+void ur_reorder_spares_free(struct ur_rx_shard *sh);
 /* Whether a kept request is ahead of resp.epsn (past a gap); when none
  * is, those left behind it (inside a READ's PSNs) are freed. */
 bool ur_reorder_ahead(struct ur_qp_xport *xp);
@@ -794,9 +858,9 @@ void ur_resp_reset(struct ur_qp *qp);
  * NAKs the next gap if more are kept. */
 void ur_resp_reorder_done(struct ur_qp *qp, unsigned int drained,
 			  bool stalled);
-/* resp_reply.c, rx_lock held: sends the batch, then makes visible the receive
- * completions that waited for their ACK in it. */
-void ur_resp_flush(struct ur_nic *nic);
+/* resp_reply.c, sh->lock held: sends sh's batch, then makes visible the
+ * receive completions that waited for their ACK in it. */
+void ur_resp_flush(struct ur_rx_shard *sh);
 
 /* rdatm.c */
 struct ur_res *ur_res_alloc(struct ur_qp_xport *xp);

@@ -6,7 +6,9 @@
  * one), joined with the first QP and left with the last. There is no SA on
  * RoCE: attaching is all it takes to receive. The receive path (recv.c)
  * finds a group's QPs here and delivers to each. Everything runs under
- * nic->rx_lock, so the table never changes under a receive burst.
+ * receive shard 0's lock, which receives the groups' sockets (link.h,
+ * "Receive queues"), so neither the table nor the link's socket set
+ * changes under its receive burst.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@ struct ur_mcg *ur_mcast_find(struct ur_nic *nic, const uint8_t gid[16])
 {
 	unsigned int i;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
+	UR_ASSERT_HELD(&nic->shard[0].lock);
 	for (i = 0; i < nic->n_mcg; i++)
 		if (!memcmp(nic->mcg[i]->gid, gid, 16))
 			return nic->mcg[i];
@@ -91,7 +93,7 @@ int ur_engine_mcast_attach(struct ur_qp *qp, const uint8_t gid[16])
 
 	if (!nic)
 		return -ENODEV;
-	pthread_mutex_lock(&nic->rx_lock);
+	pthread_mutex_lock(&nic->shard[0].lock);
 	g = ur_mcast_find(nic, gid);
 	if (g && mcg_index_of(g, qp) >= 0)
 		goto out;		/* attached once, receives once */
@@ -107,7 +109,7 @@ int ur_engine_mcast_attach(struct ur_qp *qp, const uint8_t gid[16])
 		nic->n_attach++;
 	}
 out:
-	pthread_mutex_unlock(&nic->rx_lock);
+	pthread_mutex_unlock(&nic->shard[0].lock);
 	return rc;
 }
 
@@ -119,13 +121,13 @@ int ur_engine_mcast_detach(struct ur_qp *qp, const uint8_t gid[16])
 
 	if (!nic)
 		return -ENODEV;
-	pthread_mutex_lock(&nic->rx_lock);
+	pthread_mutex_lock(&nic->shard[0].lock);
 	g = ur_mcast_find(nic, gid);
 	if (g)
 		idx = mcg_index_of(g, qp);
 	if (idx >= 0)
 		mcg_drop_qp(nic, g, idx);
-	pthread_mutex_unlock(&nic->rx_lock);
+	pthread_mutex_unlock(&nic->shard[0].lock);
 	return idx >= 0 ? 0 : -EINVAL;
 }
 
@@ -135,7 +137,7 @@ void ur_mcast_qp_gone(struct ur_qp *qp)
 	unsigned int i = 0;
 	int idx;
 
-	pthread_mutex_lock(&nic->rx_lock);
+	pthread_mutex_lock(&nic->shard[0].lock);
 	/* mcg_drop_qp() may free a group and move the last one to i */
 	while (i < nic->n_mcg) {
 		struct ur_mcg *g = nic->mcg[i];
@@ -147,7 +149,7 @@ void ur_mcast_qp_gone(struct ur_qp *qp)
 		if (nic->n_mcg == before)
 			i++;
 	}
-	pthread_mutex_unlock(&nic->rx_lock);
+	pthread_mutex_unlock(&nic->shard[0].lock);
 }
 
 void ur_mcast_fini(struct ur_nic *nic)

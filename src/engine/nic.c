@@ -6,6 +6,7 @@
  * progress.c and recv.c.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -65,11 +66,41 @@ static void nic_load_addrs(struct ur_nic *nic)
 			nic->addrs[i] = nic->addrs[0];
 }
 
+/* UROCE_RX_SHARDS, or as many shards as the process may run on cores
+ * (at most UR_RX_SHARDS_DEFAULT_MAX). */
+static unsigned int nic_want_shards(void)
+{
+	unsigned int n = ur_config_get()->rx_shards;
+	cpu_set_t set;
+
+	if (n)
+		return UR_MIN(n, (unsigned int)UR_MAX_RX_SHARDS);
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = (unsigned int)CPU_COUNT(&set);
+	return UR_MAX(1u, UR_MIN(n, (unsigned int)UR_RX_SHARDS_DEFAULT_MAX));
+}
+
+/*
+ * The receive shards, once the link said how many queues it steers: as
+ * many unless UROCE_RX_SHARDS asked for more (the rest are fed by
+ * forwarding, recv.c: what the unit tests' one-queue link runs).
+ */
+static int nic_open_shards(struct ur_nic *nic, unsigned int want)
+{
+	unsigned int n;
+
+	nic->n_linkq = ur_link_rx_queues(nic->link);
+	nic->rx_ring = ur_link_own_area(nic->link) != NULL;
+	n = ur_config_get()->rx_shards ? want : UR_MIN(want, nic->n_linkq);
+	return ur_rx_shards_init(nic, UR_MAX(n, 1u));
+}
+
 static int nic_open_link(struct ur_nic *nic)
 {
 	struct ur_device *dev = nic->dev;
+	unsigned int i, shards = nic_want_shards();
 	struct ur_link_config cfg;
-	unsigned int i;
 	int rc, tries;
 
 	for (tries = 0; tries < 8; tries++) {
@@ -89,6 +120,7 @@ static int nic_open_link(struct ur_nic *nic)
 		cfg.seal = ur_icrc_seal;	/* for ring packets sent
 						 * without one (link.h) */
 		cfg.tos = ur_ecn_tos(nic, 0);	/* most packets' class */
+		cfg.rx_queues = shards;
 		rc = ur_link_open(&cfg, &nic->link);
 		if (rc != -EADDRINUSE)
 			break;
@@ -98,7 +130,7 @@ static int nic_open_link(struct ur_nic *nic)
 	if (rc)
 		return rc;
 	nic_load_addrs(nic);
-	return 0;
+	return nic_open_shards(nic, shards);
 }
 
 static void nic_free(struct ur_nic *nic)
@@ -111,8 +143,8 @@ static void nic_free(struct ur_nic *nic)
 	if (nic->timer_fd >= 0)
 		close(nic->timer_fd);
 	ur_pcap_close(nic->pcap);
-	ur_reorder_spares_free(nic);
-	pthread_mutex_destroy(&nic->rx_lock);
+	ur_rx_shards_fini(nic);
+	pthread_mutex_destroy(&nic->deadline_lock);
 	pthread_mutex_destroy(&nic->qp_list_lock);
 	pthread_mutex_destroy(&nic->dx_lock);
 	ur_timers_fini(&nic->timers);
@@ -131,12 +163,11 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	nic->dev = dev;
 	nic->wake_fd = -1;
 	nic->timer_fd = -1;
-	pthread_mutex_init(&nic->rx_lock, NULL);
+	pthread_mutex_init(&nic->deadline_lock, NULL);
 	pthread_mutex_init(&nic->qp_list_lock, NULL);
 	pthread_mutex_init(&nic->dx_lock, NULL);
 	ur_timers_init(&nic->timers);
 	ur_list_init(&nic->qps);
-	ur_txb_init(&nic->txb, nic);
 	nic->busy_poll = cfg->busy_poll;
 	nic->poll_yield = cfg->poll_yield;
 	nic->wait_yield = cfg->wait_yield;

@@ -152,6 +152,19 @@
  * a host whose round trips grew does not probe itself into a storm. */
 #define UR_PROBE_MAX_BACKOFF 6
 
+/* ---- receive shards (docs/design.md, "Receive shards") ---- */
+
+/* Shards a device may have (UROCE_RX_SHARDS; the link's UR_LINK_MAX_RXQ;
+ * poll masks are 64 bits). */
+#define UR_MAX_RX_SHARDS 16
+/* Unset UROCE_RX_SHARDS: as many as the process may run on cores, at most
+ * this many (nic.c); UR_RX_SHARDS_DEFAULT_MAX is a guess at where more
+ * sockets per address stop paying for the wake-ups they add. */
+#define UR_RX_SHARDS_DEFAULT_MAX 4
+/* A deadline that had to flush a QP's held receive WQE found its shard's
+ * lock taken (only tried there): it comes back this much later. */
+#define UR_SHARD_RETRY_NS 50000ull
+
 /* ---- the progress thread and a polling application ---- */
 
 /* An application that spun on its CQs this recently runs the receive path

@@ -3,15 +3,19 @@
  * Progress: the receive bursts and the expired deadlines of one NIC, run
  * by its progress thread and inline by poll_cq (ur_engine_poll).
  *
- * One progress thread per device blocks in ppoll() on the link fd (after
- * polling a while with UROCE_BUSY_POLL=1), takes nic->rx_lock and drains
- * the socket; so a
- * one-sided operation aimed at this process completes while the application
- * never calls the library. poll_cq on an empty CQ runs the same receive
- * path inline (trylock) when the link may hold datagrams, so a polling
- * application needs no thread wake-up.
+ * The NIC's receive side is split in shards (docs/design.md, "Receive
+ * shards"): shard q receives the link's queue q, which the kernel fills
+ * with the datagrams of the QPs whose number % shards is q, under its
+ * own lock. One progress thread per device blocks in ppoll() on every
+ * shard's fd (after polling a while with UROCE_BUSY_POLL=1), takes the
+ * lock of each shard that has datagrams and drains it; so a one-sided
+ * operation aimed at this process completes while the application never
+ * calls the library. poll_cq on an empty CQ runs the same receive path
+ * inline (trylock) for the shards of its CQ's QPs that may hold
+ * datagrams, so a polling application needs no thread wake-up, and
+ * threads polling CQs of different shards do not meet.
  * The timer heap (timer.c) names the QPs whose deadlines passed; this
- * stage runs their handlers.
+ * stage runs their handlers, under deadline_lock.
  */
 #include <poll.h>
 #include <sched.h>
@@ -27,54 +31,77 @@
 #include "util/trace.h"
 
 /*
- * rx_lock held: the burst executed a WRITE, READ or atomic. Such a request
+ * sh->lock held: the burst executed a WRITE, READ or atomic. Such a request
  * makes no CQE here, so an application waiting for one (ib_write_lat)
  * spins on memory, not on poll_cq: the progress thread must listen to the
  * socket for the next one even while the application also polls a CQ. A
  * thread already gone deaf is woken (seq_cst both ways: either it sees
  * this stamp before it leaves the socket, or this sees its deaf wait).
  */
-static void one_sided_note(struct ur_nic *nic)
+static void one_sided_note(struct ur_nic *nic, struct ur_rx_shard *sh)
 {
-	nic->rx_one_sided = false;
+	sh->rx_one_sided = false;
 	atomic_store(&nic->last_one_sided, ur_now_ns());
 	if (atomic_load(&nic->wait_deaf))
 		ur_nic_wake(nic);
 }
 
-/* rx_lock held. Returns datagrams handled. */
-static int nic_rx_burst(struct ur_nic *nic)
+/* Whether shard sh may have work: forwarded datagrams, or its link queue
+ * (asked without its lock, as ur_link_rx_maybe()). */
+static bool shard_maybe(struct ur_nic *nic, struct ur_rx_shard *sh)
+{
+	if (atomic_load_explicit(&sh->fwd_n, memory_order_relaxed))
+		return true;
+	return sh->idx < nic->n_linkq &&
+	       ur_link_rx_maybe_q(nic->link, sh->idx);
+}
+
+/* sh->lock held. Returns datagrams handled. */
+static int shard_rx_burst(struct ur_nic *nic, struct ur_rx_shard *sh)
 {
 	int n, i, total = 0;
+	unsigned int fwd;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
+	UR_ASSERT_HELD(&sh->lock);
 	do {
-		n = ur_link_recv(nic->link, nic->rxd, UR_RX_BATCH);
-		if (n <= 0)
+		n = 0;
+		if (sh->idx < nic->n_linkq)
+			n = ur_link_recv_q(nic->link, sh->idx, sh->rxd,
+					   UR_RX_BATCH);
+		fwd = atomic_load_explicit(&sh->fwd_n, memory_order_relaxed);
+		if (n <= 0 && !fwd)
 			break;
+		n = n < 0 ? 0 : n;
 		ur_cnt_stat(&nic->cnt, UR_STAT_RX_PKTS, (unsigned int)n);
 		pthread_rwlock_rdlock(&nic->dev->obj_lock);
+		total += (int)ur_rx_fwd_drain(nic, sh);
 		for (i = 0; i < n; i++)
-			ur_rx_datagram(nic, &nic->rxd[i]);
-		ur_resp_flush(nic);
+			ur_rx_datagram(nic, sh, &sh->rxd[i]);
+		ur_resp_flush(sh);
 		pthread_rwlock_unlock(&nic->dev->obj_lock);
 		total += n;
-		ur_trace(UR_TR_BURST, (uint64_t)n, 0);
+		ur_trace(UR_TR_BURST, (uint64_t)n, sh->idx);
 		/* A full batch may leave datagrams pending inside the link
 		 * (GRO trains) that the fd no longer announces: go on. */
 	} while (n == UR_RX_BATCH);
-	if (nic->rx_one_sided)
-		one_sided_note(nic);
+	if (sh->rx_one_sided)
+		one_sided_note(nic, sh);
 	return total;
 }
 
-/* The deadlines of one QP that the timer heap says are due. */
+/*
+ * The deadlines of one QP that the timer heap says are due, with its
+ * receive shard's lock held: its handlers never run beside its receive
+ * path (an RTO never fires in the middle of the burst that holds its
+ * ACK).
+ */
 static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 {
 	struct ur_qp *qp = xp->qp;
 	uint64_t kick = atomic_load(&xp->tmr.kick_deadline);
 	uint64_t rto, rnr;
 
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
 	/* the error path asked for this: only the receive path's owner may
 	 * flush the receive WQE its responder holds */
 	if (qp->state == IBV_QPS_ERR)
@@ -96,37 +123,56 @@ static void progress_qp_deadlines(struct ur_qp_xport *xp, uint64_t now)
 }
 
 /*
- * rx_lock held. obj_lock keeps the QPs' objects alive, qp_list_lock keeps
- * their transport state (ur_engine_qp_fini() waits for it). A QP popped
- * here goes back into the heap with whatever it still has armed.
+ * sh->lock and deadline_lock held. obj_lock keeps the QPs' objects alive,
+ * qp_list_lock keeps their transport state (ur_engine_qp_fini() waits for
+ * it). A QP popped here goes back into the heap with whatever it still
+ * has armed. A QP of another shard is run under that shard's lock if a
+ * trylock gets it (the order in docs/design.md, "Locks"); if not, it
+ * comes back UR_SHARD_RETRY_NS later (its kick slot, which runs every
+ * due deadline of the QP when it pops), unless that shard's holder runs
+ * the deadlines first after its burst.
  */
-static void progress_deadlines(struct ur_nic *nic, bool thread)
+static void progress_deadlines(struct ur_nic *nic, struct ur_rx_shard *sh,
+			       bool thread)
 {
 	struct ur_qp_xport *due[UR_TIMER_BATCH];
 	uint64_t now = ur_now_ns();
 	unsigned int n, i;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
+	UR_ASSERT_HELD(&sh->lock);
+	UR_ASSERT_HELD(&nic->deadline_lock);
 	pthread_rwlock_rdlock(&nic->dev->obj_lock);
 	pthread_mutex_lock(&nic->qp_list_lock);
 	n = ur_timer_expired(nic, now, due, UR_TIMER_BATCH);
 	for (i = 0; i < n; i++) {
+		struct ur_rx_shard *own = ur_xp_shard(due[i]);
+
+		if (own != sh && pthread_mutex_trylock(&own->lock)) {
+			ur_timer_arm(due[i], &due[i]->tmr.kick_deadline,
+				     now + UR_SHARD_RETRY_NS);
+			continue;
+		}
 		progress_qp_deadlines(due[i], now);
+		if (own != sh)
+			pthread_mutex_unlock(&own->lock);
 		ur_timer_rearm(due[i], !thread);
 	}
 	pthread_mutex_unlock(&nic->qp_list_lock);
 	pthread_rwlock_unlock(&nic->dev->obj_lock);
 }
 
-/* rx_lock held: a receive burst, then whatever deadlines passed; thread:
- * the caller is the progress thread (else poll_cq). */
-static int progress_once(struct ur_nic *nic, bool thread)
+/* sh->lock held, after its burst: whatever deadlines passed, unless
+ * another thread runs them now (it then takes these too); thread: the
+ * caller is the progress thread (else poll_cq). */
+static void progress_due(struct ur_nic *nic, struct ur_rx_shard *sh,
+			 bool thread)
 {
-	int n = nic_rx_burst(nic);
-
-	if (ur_timer_due(nic, ur_now_ns()))
-		progress_deadlines(nic, thread);
-	return n;
+	if (!ur_timer_due(nic, ur_now_ns()))
+		return;
+	if (pthread_mutex_trylock(&nic->deadline_lock))
+		return;
+	progress_deadlines(nic, sh, thread);
+	pthread_mutex_unlock(&nic->deadline_lock);
 }
 
 /* The CPU, given up once, unless poll_cq gave it up less than
@@ -184,25 +230,131 @@ static void peer_wait_yield(struct ur_nic *nic)
 /*
  * An application spinning on poll_cq runs the receive path itself; one
  * that polls once and then blocks for an event (ibv_get_cq_event) needs the
- * progress thread. Only a streak of close polls counts as spinning.
+ * progress thread. Only a streak of close polls counts as spinning: then
+ * the shards in mask (bit q: shard q) are stamped as polled, and the
+ * progress thread leaves their sockets to the application for a while
+ * (nic_deaf_until()). Returns now.
  */
-static void app_poll_note(struct ur_nic *nic)
+static uint64_t app_poll_note(struct ur_nic *nic, uint64_t mask)
 {
 	uint64_t now = ur_now_ns();
 	uint64_t prev = atomic_exchange_explicit(&nic->prev_poll, now,
 						 memory_order_relaxed);
-	unsigned int streak;
+	unsigned int streak, i;
 
 	if (now - prev > UR_APP_POLL_GAP_NS) {
 		atomic_store_explicit(&nic->poll_streak, 0,
 				      memory_order_relaxed);
-		return;
+		return now;
 	}
 	streak = atomic_fetch_add_explicit(&nic->poll_streak, 1,
 					   memory_order_relaxed);
-	if (streak >= UR_APP_POLL_SPIN)
-		atomic_store_explicit(&nic->last_app_poll, now,
-				      memory_order_relaxed);
+	if (streak < UR_APP_POLL_SPIN)
+		return now;
+	atomic_store_explicit(&nic->last_app_poll, now, memory_order_relaxed);
+	for (i = 0; i < nic->n_shard; i++)
+		if (mask & (1ull << i))
+			atomic_store_explicit(&nic->shard[i].last_app_poll, now,
+					      memory_order_relaxed);
+	return now;
+}
+
+/* The shards a poll of cq tries (bit q: shard q): its QPs' (obj/'s
+ * cq->rx_shards, which qp_xport.c fills; none yet: all), and shard 0
+ * while it receives the same-host ring, or the link has one queue for
+ * more shards: any QP's datagrams arrive there. */
+static uint64_t poll_mask(const struct ur_nic *nic, struct ur_cq *cq)
+{
+	uint64_t all = nic->n_shard >= 64 ? ~0ull :
+					     (1ull << nic->n_shard) - 1;
+	uint64_t m = cq ? atomic_load_explicit(&cq->rx_shards,
+					       memory_order_relaxed) : 0;
+
+	if (!m)
+		return all;
+	if (nic->rx_ring || nic->n_linkq < nic->n_shard)
+		m |= 1;
+	return m & all;
+}
+
+/*
+ * poll_cq found nothing in its own shards: one shard that no poll_cq
+ * spins on (its last_app_poll is older than quiet_ns), with datagrams
+ * waiting, is received here if its lock is free. Such a shard (a target
+ * QP whose CQ nobody polls, in a process that also polls: one thread
+ * driving both ends of a pair) would otherwise wait for the progress
+ * thread to get a core from the spinning caller; a shard another
+ * poller serves is left to it, so pollers of different shards still
+ * never meet.
+ */
+static int poll_orphan(struct ur_nic *nic, uint64_t mask, uint64_t now)
+{
+	unsigned int i;
+	uint64_t last;
+	int n;
+
+	for (i = 0; i < nic->n_shard; i++) {
+		struct ur_rx_shard *sh = &nic->shard[i];
+
+		if (mask & (1ull << i))
+			continue;
+		last = atomic_load_explicit(&sh->last_app_poll,
+					    memory_order_relaxed);
+		if ((last && now - last < nic->quiet_ns) ||
+		    !shard_maybe(nic, sh) || pthread_mutex_trylock(&sh->lock))
+			continue;
+		n = shard_rx_burst(nic, sh);
+		pthread_mutex_unlock(&sh->lock);
+		return n;
+	}
+	return 0;
+}
+
+int ur_engine_poll_cq(struct ur_device *dev, struct ur_cq *cq)
+{
+	struct ur_nic *nic = dev->nic;
+	bool looked = false, due;
+	uint64_t mask, now;
+	unsigned int i;
+	int n = 0;
+
+	if (!nic)
+		return 0;
+	mask = poll_mask(nic, cq);
+	now = app_poll_note(nic, mask);
+	/*
+	 * Take a shard's lock only for work: a spinning application spends
+	 * most of its time in here, so a lock taken for every look would
+	 * most often be held when the application is preempted, and the
+	 * progress thread woken for a datagram would then sleep on the lock
+	 * until the application got a core again (milliseconds on a loaded
+	 * host).
+	 */
+	due = ur_timer_due(nic, now);
+	for (i = 0; i < nic->n_shard; i++) {
+		struct ur_rx_shard *sh = &nic->shard[i];
+
+		/* a due deadline is run by the first shard tried */
+		if (!(mask & (1ull << i)) || (!shard_maybe(nic, sh) && !due))
+			continue;
+		looked = true;
+		if (pthread_mutex_trylock(&sh->lock)) {
+			ur_trace(UR_TR_TRYLOCK_FAIL, i, 0);
+			continue;
+		}
+		n += shard_rx_burst(nic, sh);
+		if (due)
+			progress_due(nic, sh, false);
+		due = false;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (!n && nic->n_shard > 1)
+		n = poll_orphan(nic, mask, now);
+	/* never with a shard's lock held: the thread we yield to may need
+	 * it */
+	if (!n || !looked)
+		peer_wait_yield(nic);
+	return n;
 }
 
 /*
@@ -216,12 +368,16 @@ static void app_poll_note(struct ur_nic *nic)
 void ur_engine_event_wait(struct ur_device *dev)
 {
 	struct ur_nic *nic = dev->nic;
+	unsigned int i;
 
 	if (!nic)
 		return;
 	atomic_store_explicit(&nic->poll_streak, 0, memory_order_relaxed);
 	if (!atomic_load_explicit(&nic->last_app_poll, memory_order_relaxed))
 		return;
+	for (i = 0; i < nic->n_shard; i++)
+		atomic_store_explicit(&nic->shard[i].last_app_poll, 0,
+				      memory_order_relaxed);
 	atomic_store(&nic->last_app_poll, 0);
 	if (atomic_load(&nic->wait_deaf))
 		ur_nic_wake(nic);
@@ -229,34 +385,7 @@ void ur_engine_event_wait(struct ur_device *dev)
 
 int ur_engine_poll(struct ur_device *dev)
 {
-	struct ur_nic *nic = dev->nic;
-	int n;
-
-	if (!nic)
-		return 0;
-	app_poll_note(nic);
-	/*
-	 * Take rx_lock only for work: a spinning application spends most of
-	 * its time in here, so a lock taken for every look would most often
-	 * be held when the application is preempted, and the progress
-	 * thread woken for a datagram would then sleep on the lock until
-	 * the application got a core again (milliseconds on a loaded host).
-	 */
-	if (!ur_link_rx_maybe(nic->link) &&
-	    !ur_timer_due(nic, ur_now_ns())) {
-		peer_wait_yield(nic);
-		return 0;
-	}
-	if (pthread_mutex_trylock(&nic->rx_lock)) {
-		ur_trace(UR_TR_TRYLOCK_FAIL, 0, 0);
-		return 0;
-	}
-	n = progress_once(nic, false);
-	pthread_mutex_unlock(&nic->rx_lock);
-	/* never with rx_lock held: the thread we yield to may need it */
-	if (!n)
-		peer_wait_yield(nic);
-	return n;
+	return ur_engine_poll_cq(dev, NULL);
 }
 
 /*
@@ -303,24 +432,40 @@ void ur_engine_poll_done(struct ur_device *dev, bool one_sided)
 }
 
 /*
- * Leave the socket to the application for this wait? Only while it spins
- * on its CQs (it then runs the receive path itself, and a second thread
- * woken per datagram would steal its core) and no peer aimed a one-sided
- * request at us lately (one_sided_note()). Returns when to check back.
+ * Leave a shard's socket to the application for this wait? Only while it
+ * spins on CQs of that shard's QPs (it then runs the receive path itself,
+ * and a second thread woken per datagram would steal its core) and no
+ * peer aimed a one-sided request at us lately (one_sided_note()). Fills
+ * *deaf (bit q: shard q's socket is left) and returns when to check back
+ * (0: no shard is left).
  */
-static uint64_t nic_deaf_until(struct ur_nic *nic, uint64_t now)
+static uint64_t nic_deaf_until(struct ur_nic *nic, uint64_t now,
+			       uint64_t *deaf)
 {
-	uint64_t last, one_sided;
+	uint64_t one_sided, last, until = 0;
+	unsigned int i;
 
-	/* published before either stamp is read: one_sided_note() and
+	*deaf = 0;
+	/* published before any stamp is read: one_sided_note() and
 	 * ur_engine_event_wait() store theirs and then read it */
 	atomic_store(&nic->wait_deaf, true);
-	last = atomic_load(&nic->last_app_poll);
-	if (last && last + nic->quiet_ns > now) {
-		one_sided = atomic_load(&nic->last_one_sided);
-		if (!one_sided || one_sided + UR_ONE_SIDED_HOLD_NS <= now)
-			return last + nic->quiet_ns;
+	if (!atomic_load(&nic->last_app_poll))
+		goto hear;
+	one_sided = atomic_load(&nic->last_one_sided);
+	if (one_sided && one_sided + UR_ONE_SIDED_HOLD_NS > now)
+		goto hear;
+	for (i = 0; i < nic->n_shard; i++) {
+		last = atomic_load_explicit(&nic->shard[i].last_app_poll,
+					    memory_order_relaxed);
+		if (!last || last + nic->quiet_ns <= now)
+			continue;
+		*deaf |= 1ull << i;
+		if (!until || last + nic->quiet_ns < until)
+			until = last + nic->quiet_ns;
 	}
+	if (until)
+		return until;
+hear:
 	atomic_store_explicit(&nic->wait_deaf, false, memory_order_relaxed);
 	return 0;
 }
@@ -356,30 +501,30 @@ static bool nic_timer_by(struct ur_nic *nic, uint64_t when)
 }
 
 /*
- * Sleep until the socket has datagrams (unless deaf), the earliest
- * deadline, or a wake-up. The deadline is in timer_fd (nic_timer_by()),
- * and the wait is published (sleep_until: when that timer fires at the
- * latest) under timers.lock, which every arm that makes a new earliest
- * deadline holds while it reads sleep_until: either the arm came first
- * and this sees its deadline, or the arm sees this wait and sets the
- * timerfd earlier itself (ur_nic_wake_by()); never a later time over an
- * earlier one. The socket comes last so a deaf wait drops it.
+ * Sleep until a shard's socket has datagrams (unless deaf), the earliest
+ * deadline, or a wake-up (forwarded datagrams among them). The deadline
+ * is in timer_fd (nic_timer_by()), and the wait is published
+ * (sleep_until: when that timer fires at the latest) under timers.lock,
+ * which every arm that makes a new earliest deadline holds while it reads
+ * sleep_until: either the arm came first and this sees its deadline, or
+ * the arm sees this wait and sets the timerfd earlier itself
+ * (ur_nic_wake_by()); never a later time over an earlier one. Returns the
+ * shards to look at (bit q: shard q).
  */
-static void nic_wait(struct ur_nic *nic)
+static uint64_t nic_wait(struct ur_nic *nic)
 {
-	struct pollfd pfd[3] = {
-		{ .fd = nic->wake_fd, .events = POLLIN },
-		{ .fd = nic->timer_fd, .events = POLLIN },
-		{ .fd = ur_link_fd(nic->link), .events = POLLIN },
-	};
-	uint64_t next, d, deaf, now, until, rel, v;
+	struct pollfd pfd[2 + UR_MAX_RX_SHARDS];
+	unsigned int shard_of[UR_MAX_RX_SHARDS], nfd = 2, i;
+	uint64_t next, d, deaf, deaf_mask, now, until, rel, v, out = 0;
 	struct timespec ts, *tsp = NULL;
 	ssize_t r;
 
+	pfd[0] = (struct pollfd){ .fd = nic->wake_fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = nic->timer_fd, .events = POLLIN };
 	pthread_mutex_lock(&nic->timers.lock);
 	next = ur_timer_next(nic);
 	now = ur_now_ns();
-	deaf = nic_deaf_until(nic, now);
+	deaf = nic_deaf_until(nic, now, &deaf_mask);
 	d = deaf && (!next || deaf < next) ? deaf : next;
 	rel = d > now ? d - now : 0;
 	if (nic_timer_by(nic, d)) {
@@ -394,18 +539,27 @@ static void nic_wait(struct ur_nic *nic)
 	pthread_mutex_unlock(&nic->timers.lock);
 	if (deaf)
 		ur_cnt_stat(&nic->cnt, UR_STAT_DEAF_WAITS, 1);
-	/* a deaf wait leaves the same-host ring to poll_cq, as the socket */
-	if (!deaf && ur_link_wait_arm(nic->link)) {
+	/* the same-host ring is shard 0's; a deaf wait leaves it to poll_cq,
+	 * as the socket */
+	if (!(deaf_mask & 1) && ur_link_wait_arm(nic->link)) {
 		ur_trace(UR_TR_ARM_HIT, 0, 0);
+		out = 1;
 		goto awake;
 	}
+	for (i = 0; i < nic->n_shard && i < nic->n_linkq; i++) {
+		if (deaf_mask & (1ull << i))
+			continue;
+		shard_of[nfd - 2] = i;
+		pfd[nfd++] = (struct pollfd){
+			.fd = ur_link_fd_q(nic->link, i), .events = POLLIN,
+		};
+	}
 	ur_trace(UR_TR_WAIT, deaf, d ? rel : 0);
-	pfd[2].revents = 0;
-	if (ppoll(pfd, deaf ? 2 : 3, tsp, NULL) > 0) {
+	if (ppoll(pfd, nfd, tsp, NULL) > 0) {
 		ur_trace(UR_TR_WOKE,
 			 (pfd[0].revents & POLLIN ? 1u : 0u) |
 				 (pfd[1].revents & POLLIN ? 2u : 0u) |
-				 (pfd[2].revents & POLLIN ? 4u : 0u),
+				 (nfd > 2 && pfd[2].revents & POLLIN ? 4u : 0u),
 			 0);
 		if (pfd[0].revents & POLLIN)
 			r = read(nic->wake_fd, &v, sizeof(v));
@@ -414,12 +568,16 @@ static void nic_wait(struct ur_nic *nic)
 			nic->timer_set = 0;
 		}
 		(void)r;
+		for (i = 2; i < nfd; i++)
+			if (pfd[i].revents)
+				out |= 1ull << shard_of[i - 2];
 	}
-	if (!deaf)
+	if (!(deaf_mask & 1))
 		ur_link_wait_disarm(nic->link);
 awake:
 	atomic_store(&nic->sleep_until, 0);
 	atomic_store_explicit(&nic->wait_deaf, false, memory_order_relaxed);
+	return out;
 }
 
 /*
@@ -448,7 +606,8 @@ static void nic_thread_priority(struct ur_nic *nic)
 void *ur_progress_thread(void *arg)
 {
 	struct ur_nic *nic = arg;
-	uint64_t spin_until = 0, now;
+	uint64_t spin_until = 0, now, look;
+	unsigned int i;
 	int n;
 
 	nic_thread_priority(nic);
@@ -465,17 +624,32 @@ void *ur_progress_thread(void *arg)
 		 * soon sleeps and is woken as usual instead.
 		 */
 		now = ur_now_ns();
-		if (now >= spin_until)
-			nic_wait(nic);
-		else if (!ur_link_rx_maybe(nic->link) &&
-			 !ur_timer_due(nic, now))
-			continue;
-		pthread_mutex_lock(&nic->rx_lock);
-		n = progress_once(nic, true);
-		pthread_mutex_unlock(&nic->rx_lock);
+		look = now >= spin_until ? nic_wait(nic) : 0;
+		n = 0;
+		for (i = 0; i < nic->n_shard; i++) {
+			struct ur_rx_shard *sh = &nic->shard[i];
+
+			/* what ppoll() said, forwarded datagrams, and while
+			 * spinning whatever may be there */
+			if (!(look & (1ull << i)) &&
+			    !atomic_load_explicit(&sh->fwd_n,
+						  memory_order_relaxed) &&
+			    (now >= spin_until || !shard_maybe(nic, sh)))
+				continue;
+			pthread_mutex_lock(&sh->lock);
+			n += shard_rx_burst(nic, sh);
+			progress_due(nic, sh, true);
+			pthread_mutex_unlock(&sh->lock);
+		}
+		/* due deadlines nobody ran: under shard 0 (any shard would
+		 * do; it tries the others) */
+		if (ur_timer_due(nic, ur_now_ns())) {
+			pthread_mutex_lock(&nic->shard[0].lock);
+			progress_due(nic, &nic->shard[0], true);
+			pthread_mutex_unlock(&nic->shard[0].lock);
+		}
 		if (n > 0 && nic->spin_ns)
 			spin_until = ur_now_ns() + nic->spin_ns;
 	}
 	return NULL;
 }
-

@@ -99,7 +99,7 @@ bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc)
 	struct ur_xring *ring;
 	struct ur_srq *srq;
 
-	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	if (r->rwqe_ring) {
 		if (!ur_xrcd_ring(qp->xrcd, r->rwqe_srqn, &ring) &&
 		    ur_xring_id(ring) == r->rwqe_ring_id)
@@ -119,8 +119,9 @@ bool ur_xrc_rwqe_complete(struct ur_qp *qp, const struct ibv_wc *wc)
  * (a control verb holds it as a writer), the move to ERR kicked the
  * progress stage, whose flush completes the WQE moments later; a RESET
  * then drops it, as a RESET drops its own RQ's (a local SRQ's slot is
- * free once taken). Another process's ring is found under rx_lock alone:
- * the domain's ring cache is the rx owner's, and its slot must not stay
+ * free once taken). Another process's ring is found under shard 0's lock
+ * alone (the shard of every XRC target):
+ * the domain's ring cache is that shard's, and its slot must not stay
  * taken.
  */
 bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait)
@@ -130,7 +131,7 @@ bool ur_xrc_rwqe_flush(struct ur_qp *qp, bool may_wait)
 	bool locked = false, room;
 	struct ibv_wc wc;
 
-	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	if (!r->have_rwqe)
 		return true;
 	if (may_wait)

@@ -13,6 +13,23 @@
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
 
+/* Tells qp's CQs which receive shard completes there, for their empty
+ * polls (engine/progress.c); a UD QP's multicast copies come through
+ * shard 0 (mcast.c). At every state change, as the number is given when
+ * the QP is published, after ur_engine_qp_init(). Bits are never
+ * cleared: a CQ that outlives a QP only polls a shard more. */
+static void xp_note_shard(struct ur_qp *qp)
+{
+	uint64_t bit = 1ull << ur_qp_shard_of(qp->xp->nic, qp);
+
+	if (qp->type == IBV_QPT_UD)
+		bit |= 1;
+	if (qp->send_cq)
+		atomic_fetch_or(&qp->send_cq->rx_shards, bit);
+	if (qp->recv_cq)
+		atomic_fetch_or(&qp->recv_cq->rx_shards, bit);
+}
+
 int ur_engine_qp_init(struct ur_qp *qp)
 {
 	struct ur_nic *nic = qp->dev->nic;
@@ -56,9 +73,9 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		/* the WQE it held mid-message completes flushed, as a NIC
 		 * flushes a destroyed target QP's (its SRQ is the domain's) */
-		pthread_mutex_lock(&xp->nic->rx_lock);
+		pthread_mutex_lock(&ur_xp_shard(xp)->lock);
 		ur_xrc_rwqe_flush(qp, true);
-		pthread_mutex_unlock(&xp->nic->rx_lock);
+		pthread_mutex_unlock(&ur_xp_shard(xp)->lock);
 	}
 	pthread_mutex_lock(&xp->nic->qp_list_lock);
 	ur_list_del(&xp->node);
@@ -144,7 +161,7 @@ static void xp_load_path(struct ur_qp *qp)
 void ur_engine_qp_lock(struct ur_qp *qp)
 {
 	if (qp->xp)
-		pthread_mutex_lock(&qp->xp->nic->rx_lock);
+		pthread_mutex_lock(&ur_xp_shard(qp->xp)->lock);
 	pthread_mutex_lock(&qp->sq_lock);
 }
 
@@ -152,7 +169,7 @@ void ur_engine_qp_unlock(struct ur_qp *qp)
 {
 	ur_send_unlock(qp);	/* what the move to RTS sent */
 	if (qp->xp)
-		pthread_mutex_unlock(&qp->xp->nic->rx_lock);
+		pthread_mutex_unlock(&ur_xp_shard(qp->xp)->lock);
 }
 
 void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
@@ -164,7 +181,8 @@ void ur_engine_qp_modified(struct ur_qp *qp, enum ibv_qp_state old_state,
 	UR_ASSERT_HELD(&qp->sq_lock);
 	if (!xp)
 		return;
-	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
+	xp_note_shard(qp);
 	switch ((enum ibv_qp_state)qp->state) {	/* one atomic load */
 	case IBV_QPS_RESET:
 		xp_reset(qp);

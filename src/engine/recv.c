@@ -6,9 +6,21 @@
  * responses to the completer (through the send step, send.c). A UD SEND
  * to QPN 0xFFFFFF at an IP multicast group goes to every QP of the group
  * (mcast.c) whose state and Q_Key accept it. Every drop is counted by
- * reason; nothing here trusts a byte of the packet. Runs with
- * nic->rx_lock and dev->obj_lock (read) held.
+ * reason; nothing here trusts a byte of the packet. Runs with the
+ * receiving shard's lock and dev->obj_lock (read) held.
+ *
+ * A datagram for a QP of another receive shard (the same-host ring and
+ * the multicast groups are received by shard 0; the link may have fewer
+ * queues than the engine shards) is forwarded: handled here under that
+ * shard's lock if a trylock gets it (never a wait: no two shard locks
+ * are ever waited for while another is held), else copied to the
+ * shard's queue of forwarded datagrams, which its next holder drains;
+ * the first one queued wakes the progress thread, which takes the lock
+ * (docs/design.md, "Receive shards").
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine/engine_priv.h"
 #include "util/lock_assert.h"
 #include "util/log.h"
@@ -169,39 +181,58 @@ static bool rx_from_self(const struct ur_nic *nic, const struct ur_qp *qp,
 }
 
 /*
- * One copy to each attached QP that would take it as a unicast SEND: in
+ * One attached QP's copy, if it would take it as a unicast SEND: in
  * RTR or later, the Q_Key of the DETH equal to its own (C10-15), within
  * its MTU. As rxe and mlx5 by default, the sending QP gets a copy too
  * when it is attached (IPoIB filters its own); one created with
- * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not.
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB does not. qp's shard lock held.
  */
-static void rx_mcast_deliver(struct ur_nic *nic, const struct ur_mcg *g,
-			     const struct ur_rxd *d, const struct ur_pkt *pkt,
-			     const struct ur_ip_flow *flow)
+static void rx_mcast_one(struct ur_nic *nic, struct ur_qp *qp,
+			 const struct ur_rxd *d, const struct ur_pkt *pkt,
+			 const struct ur_ip_flow *flow)
 {
 	enum ur_drop_reason r;
+
+	if (!state_accepts(qp, true))
+		r = UR_DROP_QP_STATE;
+	else if (ur_deth_qkey(pkt->deth) != qp->attr.qkey)
+		r = UR_DROP_BAD_QKEY;
+	else if (pkt->paylen > qp->xp->mtu)
+		r = UR_DROP_MTU_EXCEEDED;
+	else if (qp->mcast_block_self && rx_from_self(nic, qp, d, pkt))
+		r = UR_DROP_MCAST_SELF;
+	else
+		r = UR_DROP_NONE;
+	if (r) {
+		ur_cnt_drop(&nic->cnt, r);
+		return;
+	}
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
+	ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt->paylen);
+	ur_resp_rx(qp, pkt, d, flow);
+}
+
+static void rx_forward(struct ur_nic *nic, struct ur_rx_shard *from,
+		       struct ur_rx_shard *to, const struct ur_rxd *d,
+		       uint32_t only_qpn);
+
+/* One copy to each attached QP (rx_mcast_one()); a QP of another shard
+ * gets it forwarded. sh (shard 0) holds the table. */
+static void rx_mcast_deliver(struct ur_nic *nic, struct ur_rx_shard *sh,
+			     const struct ur_mcg *g, const struct ur_rxd *d,
+			     const struct ur_pkt *pkt,
+			     const struct ur_ip_flow *flow)
+{
 	unsigned int i;
 
 	for (i = 0; i < g->n; i++) {
 		struct ur_qp *qp = g->qps[i];
+		struct ur_rx_shard *own = ur_xp_shard(qp->xp);
 
-		if (!state_accepts(qp, true))
-			r = UR_DROP_QP_STATE;
-		else if (ur_deth_qkey(pkt->deth) != qp->attr.qkey)
-			r = UR_DROP_BAD_QKEY;
-		else if (pkt->paylen > qp->xp->mtu)
-			r = UR_DROP_MTU_EXCEEDED;
-		else if (qp->mcast_block_self && rx_from_self(nic, qp, d, pkt))
-			r = UR_DROP_MCAST_SELF;
+		if (own != sh)
+			rx_forward(nic, sh, own, d, ur_qp_num(qp));
 		else
-			r = UR_DROP_NONE;
-		if (r) {
-			ur_cnt_drop(&nic->cnt, r);
-			continue;
-		}
-		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_PKTS, 1);
-		ur_qcnt(qp->xp->qcnt.rx, UR_QSTAT_RX_BYTES, pkt->paylen);
-		ur_resp_rx(qp, pkt, d, flow);
+			rx_mcast_one(nic, qp, d, pkt, flow);
 	}
 }
 
@@ -276,8 +307,8 @@ static enum ur_drop_reason rx_classify(struct ur_nic *nic, struct ur_rxd *d,
  * the ICRC's, which they passed when they came).
  * Returns the QP of a request that did, for the caller's drain.
  */
-static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
-				 bool kept)
+static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rx_shard *sh,
+				 struct ur_rxd *d, bool kept)
 {
 	struct ur_ip_flow flow;
 	enum ur_drop_reason r;
@@ -293,7 +324,7 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 		return NULL;
 	}
 	if (mcg) {
-		rx_mcast_deliver(nic, mcg, d, &pkt, &flow);
+		rx_mcast_deliver(nic, sh, mcg, d, &pkt, &flow);
 		return NULL;
 	}
 	if (!qp) {
@@ -319,7 +350,7 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 	 * packets of a WRITE with immediate cannot be told from a
 	 * WRITE's. */
 	if (!ur_op_is_send(pkt.opcode) && !ur_op_completes_rwr(pkt.opcode))
-		nic->rx_one_sided = true;
+		sh->rx_one_sided = true;
 	epsn = qp->xp->resp.epsn;
 	if (qp->type == IBV_QPT_XRC_RECV)
 		ur_xrc_resp_rx(qp, &pkt, d, &flow);
@@ -332,7 +363,8 @@ static struct ur_qp *rx_dispatch(struct ur_nic *nic, struct ur_rxd *d,
 /* Requests kept past a gap that the last one filled, in order, until one
  * is not executed (no receive WQE: RNR; an error; a drop): the requester
  * sends that one again, and the drain goes on behind it then. */
-static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
+static void rx_reorder_drain(struct ur_nic *nic, struct ur_rx_shard *sh,
+			     struct ur_qp *qp)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_reorder_pkt *p;
@@ -342,7 +374,7 @@ static void rx_reorder_drain(struct ur_nic *nic, struct ur_qp *qp)
 	while (!stalled && (p = ur_reorder_take(xp))) {
 		uint32_t epsn = xp->resp.epsn;
 
-		rx_dispatch(nic, &p->d, true);
+		rx_dispatch(nic, sh, &p->d, true);
 		ur_reorder_free(xp, p);
 		stalled = xp->resp.epsn == epsn;
 		n += !stalled;
@@ -381,15 +413,201 @@ static void rx_pcap(struct ur_nic *nic, const struct ur_rxd *d)
 	ur_pcap_write(nic->pcap, &flow, iov, 1);
 }
 
-void ur_rx_datagram(struct ur_nic *nic, struct ur_rxd *d)
+/* A datagram for sh, its own or forwarded to it (after its capture). */
+static void rx_local(struct ur_nic *nic, struct ur_rx_shard *sh,
+		     struct ur_rxd *d)
+{
+	struct ur_qp *qp = rx_dispatch(nic, sh, d, false);
+
+	atomic_fetch_add_explicit(&sh->rx_pkts, 1, memory_order_relaxed);
+	if (qp)
+		rx_reorder_drain(nic, sh, qp);
+}
+
+/* A multicast copy forwarded to one attached QP of sh (qpn): the checks
+ * of its group's copies again, the ICRC's done by the receiving shard. */
+static void rx_mcast_fwd(struct ur_nic *nic, struct ur_rx_shard *sh,
+			 struct ur_rxd *d, uint32_t qpn)
+{
+	struct ur_ip_flow flow;
+	struct ur_qp *qp;
+	struct ur_pkt pkt;
+
+	atomic_fetch_add_explicit(&sh->rx_pkts, 1, memory_order_relaxed);
+	qp = ur_qp_lookup(nic->dev, qpn);
+	if (!qp || !qp->xp || ur_xp_shard(qp->xp) != sh ||
+	    ur_pkt_parse(d->data, d->len, &pkt) ||
+	    rx_flow_icrc(d, &flow, true)) {
+		ur_cnt_drop(&nic->cnt, UR_DROP_UNKNOWN_QP);
+		return;
+	}
+	rx_mcast_one(nic, qp, d, &pkt, &flow);
+}
+
+/* The shard of d's destination QP (the BTH's, read before any check:
+ * rx_classify() checks it there), or sh when there is none. */
+static struct ur_rx_shard *rx_owner(struct ur_nic *nic,
+				    struct ur_rx_shard *sh,
+				    const struct ur_rxd *d)
 {
 	struct ur_qp *qp;
+	uint32_t qpn;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
+	if (nic->n_shard <= 1 || d->len < UR_BTH_BYTES)
+		return sh;
+	qpn = (uint32_t)d->data[5] << 16 | (uint32_t)d->data[6] << 8 |
+	      d->data[7];
+	if (qpn == UR_QPN_MCAST)
+		return &nic->shard[0];	/* it holds the groups */
+	qp = qpn ? ur_qp_lookup(nic->dev, qpn) : NULL;
+	return qp && qp->xp ? ur_xp_shard(qp->xp) : sh;
+}
+
+/* A forwarded datagram's copy, in its shard's queue. */
+struct ur_rx_fwd {
+	struct ur_rx_fwd *next;
+	uint32_t only_qpn;		/* a multicast copy for this QP */
+	struct ur_rxd d;		/* d.data points into buf */
+	uint8_t buf[];
+};
+
+static void rx_handle(struct ur_nic *nic, struct ur_rx_shard *sh,
+		      struct ur_rxd *d, uint32_t only_qpn)
+{
+	if (only_qpn)
+		rx_mcast_fwd(nic, sh, d, only_qpn);
+	else
+		rx_local(nic, sh, d);
+}
+
+/*
+ * from->lock held: d to shard to (the file's comment says how). A QP's
+ * datagrams keep their order: they all come through one shard (its link
+ * queue's, or shard 0's), which forwards them one by one under its lock,
+ * and one goes into the queue whenever the queue is not empty, or is
+ * handled only after what the queue holds.
+ */
+static void rx_forward(struct ur_nic *nic, struct ur_rx_shard *from,
+		       struct ur_rx_shard *to, const struct ur_rxd *d,
+		       uint32_t only_qpn)
+{
+	struct ur_rx_fwd *f;
+	unsigned int before;
+
+	ur_cnt_stat(&nic->cnt, UR_STAT_RX_FORWARDED, 1);
+	if (!atomic_load(&to->fwd_n) && !pthread_mutex_trylock(&to->lock)) {
+		struct ur_rxd copy = *d;
+
+		ur_rx_fwd_drain(nic, to);
+		rx_handle(nic, to, &copy, only_qpn);
+		ur_resp_flush(to);
+		if (to->rx_one_sided) {	/* progress.c looks at from's */
+			to->rx_one_sided = false;
+			from->rx_one_sided = true;
+		}
+		pthread_mutex_unlock(&to->lock);
+		return;
+	}
+	f = malloc(sizeof(*f) + d->len);
+	if (!f) {	/* as a full socket buffer: RC sends it again */
+		ur_dbg_dp("engine: no memory to forward a datagram");
+		return;
+	}
+	ur_cnt_stat(&nic->cnt, UR_STAT_RX_FWD_QUEUED, 1);
+	f->next = NULL;
+	f->only_qpn = only_qpn;
+	f->d = *d;
+	f->d.data = f->buf;
+	memcpy(f->buf, d->data, d->len);
+	pthread_mutex_lock(&to->fwd_lock);
+	*to->fwd_tail = f;
+	to->fwd_tail = &f->next;
+	before = atomic_fetch_add(&to->fwd_n, 1);
+	pthread_mutex_unlock(&to->fwd_lock);
+	/* the holder may be leaving without looking again: the progress
+	 * thread drains every shard's queue when woken */
+	if (!before)
+		ur_nic_wake(nic);
+}
+
+unsigned int ur_rx_fwd_drain(struct ur_nic *nic, struct ur_rx_shard *sh)
+{
+	struct ur_rx_fwd *f, *next;
+	unsigned int n = 0;
+
+	UR_ASSERT_HELD(&sh->lock);
+	if (!atomic_load_explicit(&sh->fwd_n, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&sh->fwd_lock);
+	f = sh->fwd_head;
+	sh->fwd_head = NULL;
+	sh->fwd_tail = &sh->fwd_head;
+	atomic_store(&sh->fwd_n, 0);
+	pthread_mutex_unlock(&sh->fwd_lock);
+	for (; f; f = next, n++) {
+		next = f->next;
+		atomic_fetch_add_explicit(&sh->fwd_in, 1,
+					  memory_order_relaxed);
+		rx_handle(nic, sh, &f->d, f->only_qpn);
+		free(f);
+	}
+	return n;
+}
+
+void ur_rx_datagram(struct ur_nic *nic, struct ur_rx_shard *sh,
+		    struct ur_rxd *d)
+{
+	struct ur_rx_shard *own;
+
+	UR_ASSERT_HELD(&sh->lock);
 	ur_trace_bth(UR_TR_RX, d->data, d->len);
 	if (nic->pcap)
 		rx_pcap(nic, d);
-	qp = rx_dispatch(nic, d, false);
-	if (qp)
-		rx_reorder_drain(nic, qp);
+	own = rx_owner(nic, sh, d);
+	if (own != sh) {
+		rx_forward(nic, sh, own, d, 0);
+		return;
+	}
+	rx_local(nic, sh, d);
+}
+
+int ur_rx_shards_init(struct ur_nic *nic, unsigned int n)
+{
+	unsigned int i;
+
+	nic->shard = calloc(n, sizeof(*nic->shard));
+	if (!nic->shard)
+		return -ENOMEM;
+	nic->n_shard = n;
+	for (i = 0; i < n; i++) {
+		struct ur_rx_shard *sh = &nic->shard[i];
+
+		sh->idx = i;
+		pthread_mutex_init(&sh->lock, NULL);
+		pthread_mutex_init(&sh->fwd_lock, NULL);
+		sh->fwd_tail = &sh->fwd_head;
+		ur_txb_init(&sh->txb, nic);
+	}
+	return 0;
+}
+
+void ur_rx_shards_fini(struct ur_nic *nic)
+{
+	struct ur_rx_fwd *f;
+	unsigned int i;
+
+	for (i = 0; i < nic->n_shard; i++) {
+		struct ur_rx_shard *sh = &nic->shard[i];
+
+		while ((f = sh->fwd_head)) {
+			sh->fwd_head = f->next;
+			free(f);
+		}
+		ur_reorder_spares_free(sh);
+		pthread_mutex_destroy(&sh->lock);
+		pthread_mutex_destroy(&sh->fwd_lock);
+	}
+	free(nic->shard);
+	nic->shard = NULL;
+	nic->n_shard = 0;
 }

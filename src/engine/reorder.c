@@ -7,13 +7,13 @@
  * is indistinguishable from packets that were only delayed: nothing is
  * executed out of order, and what it resends is a duplicate. It turns a
  * loss from a window of resent packets into one (docs/design.md, "Keeping
- * what comes past a gap"). Runs with nic->rx_lock held, except
+ * what comes past a gap"). Runs with the QP's shard lock held, except
  * ur_reorder_clear() (a QP's reset or destruction; nothing else runs on
  * its store then), which frees rather than keeps spares.
  *
- * A drained request's buffer goes to the device's spares for the next gap
+ * A drained request's buffer goes to its shard's spares for the next gap
  * (UR_REORDER_SPARE_BYTES says why). Every buffer holds the largest
- * request the device has kept yet (a larger one frees the spares), so
+ * request the shard has kept yet (a larger one frees the spares), so
  * every spare fits whatever comes.
  */
 #include <stdlib.h>
@@ -32,60 +32,60 @@ static uint64_t pkt_bytes(const struct ur_reorder_pkt *p)
 	return sizeof(*p) + p->cap;
 }
 
-void ur_reorder_spares_free(struct ur_nic *nic)
+void ur_reorder_spares_free(struct ur_rx_shard *sh)
 {
 	struct ur_reorder_pkt *p;
 
-	while ((p = nic->reorder_spare)) {
-		nic->reorder_spare = p->next;
+	while ((p = sh->reorder_spare)) {
+		sh->reorder_spare = p->next;
 		free(p);
 	}
-	nic->reorder_spare_bytes = 0;
+	sh->reorder_spare_bytes = 0;
 }
 
 /* What a buffer for a request of len bytes holds: the largest request
  * kept yet, so that every spare fits whatever comes. */
-static uint32_t pkt_cap(const struct ur_nic *nic, uint32_t len)
+static uint32_t pkt_cap(const struct ur_rx_shard *sh, uint32_t len)
 {
-	return UR_MAX(len, nic->reorder_cap);
+	return UR_MAX(len, sh->reorder_cap);
 }
 
 /* A buffer for a request of len bytes: a spare, or a new one. */
-static struct ur_reorder_pkt *pkt_get(struct ur_nic *nic, uint32_t len)
+static struct ur_reorder_pkt *pkt_get(struct ur_rx_shard *sh, uint32_t len)
 {
 	struct ur_reorder_pkt *p;
 
-	if (len > nic->reorder_cap) {
-		nic->reorder_cap = len;
-		ur_reorder_spares_free(nic);	/* all too small now */
+	if (len > sh->reorder_cap) {
+		sh->reorder_cap = len;
+		ur_reorder_spares_free(sh);	/* all too small now */
 	}
-	p = nic->reorder_spare;
+	p = sh->reorder_spare;
 	if (p) {
-		nic->reorder_spare = p->next;
-		nic->reorder_spare_bytes -= pkt_bytes(p);
+		sh->reorder_spare = p->next;
+		sh->reorder_spare_bytes -= pkt_bytes(p);
 		return p;
 	}
-	p = malloc(sizeof(*p) + nic->reorder_cap);
+	p = malloc(sizeof(*p) + sh->reorder_cap);
 	if (p)
-		p->cap = nic->reorder_cap;
+		p->cap = sh->reorder_cap;
 	return p;
 }
 
-/* rx_lock held: p (out of its store) to the spares or freed. */
-static void pkt_put(struct ur_nic *nic, struct ur_reorder_pkt *p)
+/* sh->lock held: p (out of its store) to the spares or freed. */
+static void pkt_put(struct ur_rx_shard *sh, struct ur_reorder_pkt *p)
 {
-	if (p->cap < nic->reorder_cap ||
-	    nic->reorder_spare_bytes + pkt_bytes(p) > UR_REORDER_SPARE_BYTES) {
+	if (p->cap < sh->reorder_cap ||
+	    sh->reorder_spare_bytes + pkt_bytes(p) > UR_REORDER_SPARE_BYTES) {
 		free(p);
 		return;
 	}
-	p->next = nic->reorder_spare;
-	nic->reorder_spare = p;
-	nic->reorder_spare_bytes += pkt_bytes(p);
+	p->next = sh->reorder_spare;
+	sh->reorder_spare = p;
+	sh->reorder_spare_bytes += pkt_bytes(p);
 }
 
 /* Takes the request with PSN psn out of its slot: the buffer to the
- * spares (rx_lock held) or freed. */
+ * spares (the shard's lock held) or freed. */
 static void slot_drop(struct ur_qp_xport *xp, uint32_t psn, bool spare)
 {
 	struct ur_resp_state_qp *r = &xp->resp;
@@ -96,7 +96,7 @@ static void slot_drop(struct ur_qp_xport *xp, uint32_t psn, bool spare)
 	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes, pkt_bytes(p),
 				  memory_order_relaxed);
 	if (spare)
-		pkt_put(xp->nic, p);
+		pkt_put(ur_xp_shard(xp), p);
 	else
 		free(p);
 }
@@ -123,7 +123,7 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 	int32_t ahead = ur_psn_diff(psn, r->epsn);
 	uint64_t bytes;
 
-	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
 	if (ahead <= 0 || ahead >= UR_REORDER_PSNS)
 		return false;
 	if (!r->reorder) {
@@ -144,12 +144,12 @@ bool ur_reorder_keep(struct ur_qp_xport *xp, uint32_t psn,
 	}
 	if (p)	/* an earlier lap's, never drained: its PSN was skipped */
 		slot_drop(xp, p->psn, true);
-	bytes = sizeof(*p) + pkt_cap(xp->nic, d->len);
+	bytes = sizeof(*p) + pkt_cap(ur_xp_shard(xp), d->len);
 	if (atomic_load_explicit(&xp->nic->reorder_bytes,
 				 memory_order_relaxed) + bytes >
 	    UR_REORDER_MAX_BYTES)
 		return false;
-	p = pkt_get(xp->nic, d->len);
+	p = pkt_get(ur_xp_shard(xp), d->len);
 	if (!p)
 		return false;
 	bytes = pkt_bytes(p);
@@ -184,10 +184,10 @@ struct ur_reorder_pkt *ur_reorder_take(struct ur_qp_xport *xp)
 
 void ur_reorder_free(struct ur_qp_xport *xp, struct ur_reorder_pkt *p)
 {
-	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
 	atomic_fetch_sub_explicit(&xp->nic->reorder_bytes, pkt_bytes(p),
 				  memory_order_relaxed);
-	pkt_put(xp->nic, p);
+	pkt_put(ur_xp_shard(xp), p);
 }
 
 static void reorder_empty(struct ur_qp_xport *xp, bool spare)
@@ -204,7 +204,7 @@ bool ur_reorder_ahead(struct ur_qp_xport *xp)
 {
 	struct ur_resp_state_qp *r = &xp->resp;
 
-	UR_ASSERT_HELD(&xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(xp)->lock);
 	if (!r->reorder_n)
 		return false;
 	if (!ur_psn_before(r->reorder_max, r->epsn))

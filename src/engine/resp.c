@@ -4,7 +4,7 @@
  * §1.5, §3). One dispatcher loop walks the states below for each packet;
  * the error states are named after the IBA error they report and map to the
  * NAK classes of docs/wire-notes.md §3.7. Runs on the thread that owns the
- * receive path (nic->rx_lock) with dev->obj_lock held for reading, so every
+ * receive path (the QP's shard lock) with dev->obj_lock held for reading, so every
  * key it resolves stays valid while the packet is handled.
  */
 #include <errno.h>
@@ -434,7 +434,7 @@ static enum ur_resp_state resp_complete_elsewhere(struct ur_resp_ctx *c,
 	if (c->pkt->ackreq && !c->inv_failed)
 		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
 				  c->pkt->psn);
-	ur_resp_flush(c->xp->nic);
+	ur_resp_flush(ur_xp_shard(c->xp));
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	ur_xring_complete(c->qp->xrc_ring, r->rwqe.wr_id, wc);
 	return UR_RESP_DONE;
@@ -483,7 +483,7 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	 * it: an application that polls this completion and exits at once
 	 * (a server after its last receive) would otherwise never send it,
 	 * and the peer's SEND would end in RETRY_EXC_ERR. A successful one
-	 * waits in nic->held for the batch to leave (ur_resp_flush()), so
+	 * waits in its shard's held for the batch to leave (ur_resp_flush()), so
 	 * the ACKs stay coalesced; while it waits, r->held keeps others from
 	 * flushing the RQ past it. Class J is rare: the batch leaves now,
 	 * then the CQE, then the QP fails. A SEND with Invalidate whose
@@ -491,14 +491,14 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 	 * NAK, and mlx5 no ACK either): its requester hears nothing.
 	 */
 	if (ur_resp_is_rc(c) && pkt->ackreq && !c->inv_failed) {
-		struct ur_nic *nic = c->xp->nic;
+		struct ur_rx_shard *sh = ur_xp_shard(c->xp);
 
 		ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_ACK_UNLIMITED,
 				  pkt->psn);
 		if (wc.status == IBV_WC_SUCCESS) {
-			if (nic->n_held == UR_RX_BATCH)
-				ur_resp_flush(nic);
-			nic->held[nic->n_held++] = (struct ur_held_cqe){
+			if (sh->n_held == UR_RX_BATCH)
+				ur_resp_flush(sh);
+			sh->held[sh->n_held++] = (struct ur_held_cqe){
 				.qp = c->qp, .cq = ur_qp_recv_cq(c->qp),
 				.wc = wc, .solicited = pkt->se,
 			};
@@ -508,9 +508,9 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 					 __ATOMIC_RELEASE);
 			return UR_RESP_DONE;
 		}
-		ur_resp_flush(nic);
+		ur_resp_flush(sh);
 	} else if (r->held) {
-		ur_resp_flush(c->xp->nic);	/* keep the RQ's order */
+		ur_resp_flush(ur_xp_shard(c->xp));	/* keep the RQ's order */
 	}
 	__atomic_store_n(&r->have_rwqe, false, __ATOMIC_RELAXED);
 	if (ur_cq_push(ur_qp_recv_cq(c->qp), &wc, pkt->se)) {
@@ -632,7 +632,7 @@ static void resp_send_seq_nak(struct ur_resp_ctx *c)
 	ur_resp_send_aeth(c, UR_OPC_RC_ACK, UR_AETH_NAK_PSN_SEQ, c->r->epsn);
 	/* at once, not after the rest of the receive burst: until the
 	 * requester hears it, the gap holds up all it sends */
-	ur_resp_flush(c->xp->nic);
+	ur_resp_flush(ur_xp_shard(c->xp));
 }
 
 static enum ur_resp_state resp_err_psn_sequence(struct ur_resp_ctx *c)
@@ -757,7 +757,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	struct ur_resp_ctx c = ur_resp_ctx_of(qp, pkt, d, flow);
 	enum ur_resp_state st = UR_RESP_CHK_PSN;
 
-	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	while (st != UR_RESP_DONE) {
 		ur_dbg_dp("resp qp %u psn %u: %s", ur_qp_num(qp), pkt->psn,
 			  ur_resp_state_names[st]);

@@ -2,7 +2,8 @@
 /*
  * What the responder's two files share: the context of one packet being
  * handled (resp.c's state machine) and the replies it sends
- * (resp_reply.c). Runs with nic->rx_lock held (docs/design.md, "Locks").
+ * (resp_reply.c). Runs with the QP's shard lock held (docs/design.md,
+ * "Locks").
  */
 #ifndef UR_ENGINE_RESP_PRIV_H
 #define UR_ENGINE_RESP_PRIV_H
@@ -24,7 +25,7 @@ struct ur_resp_ctx {
 	bool kept;			/* past a gap, kept (reorder.c) */
 };
 
-/* The context of a request handled for qp (rx_lock held). */
+/* The context of a request handled for qp (its shard's lock held). */
 static inline struct ur_resp_ctx ur_resp_ctx_of(struct ur_qp *qp,
 						const struct ur_pkt *pkt,
 						const struct ur_rxd *d,

@@ -33,10 +33,10 @@ void ur_resp_send_aeth(struct ur_resp_ctx *c, uint8_t opcode, uint8_t syn,
 	f.aeth.syn = syn;
 	f.aeth.msn = c->r->msn;
 	if (syn == UR_AETH_ACK_UNLIMITED) {
-		ur_txb_add_ack(&c->xp->nic->txb, c->qp, &f);
+		ur_txb_add_ack(&ur_xp_shard(c->xp)->txb, c->qp, &f);
 		ur_cnt_stat(&c->xp->nic->cnt, UR_STAT_ACK_SENT, 1);
 	} else {
-		ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f,
+		ur_txb_add(&ur_xp_shard(c->xp)->txb, &c->qp->av.dest, &c->xp->flow, &f,
 			   NULL, 0, 0);
 		ur_qcnt_tx(c->xp->qcnt.rx, 0);
 	}
@@ -55,7 +55,7 @@ static void send_result(struct ur_resp_ctx *c, uint8_t opcode, uint32_t psn,
 	f.aeth.syn = UR_AETH_ACK_UNLIMITED;
 	f.aeth.msn = c->r->msn;
 	f.atmack_orig = orig;
-	ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
+	ur_txb_add(&ur_xp_shard(c->xp)->txb, &c->qp->av.dest, &c->xp->flow, &f, NULL,
 		   0, 0);
 	ur_qcnt_tx(c->xp->qcnt.rx, 0);
 }
@@ -92,7 +92,7 @@ static void send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		uint32_t off = i * mtu, plen = UR_MIN(mtu, len - off);
 
 		if (bounce && pos + plen > RESP_BOUNCE) {
-			ur_txb_flush(&c->xp->nic->txb);
+			ur_txb_flush(&ur_xp_shard(c->xp)->txb);
 			pos = 0;
 		}
 		if (bounce ? ur_xrc_mem_read(c->qp, res->rkey, va + off,
@@ -123,7 +123,7 @@ static void send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		}
 		iov.iov_base = (void *)host;
 		iov.iov_len = plen;
-		if (ur_txb_add(&c->xp->nic->txb, &c->qp->av.dest,
+		if (ur_txb_add(&ur_xp_shard(c->xp)->txb, &c->qp->av.dest,
 			       &c->xp->flow, &f, &iov, 1, plen)) {
 			if (c->xp->nic->hardened) {
 				ur_cnt_drop(&c->xp->nic->cnt,
@@ -155,7 +155,7 @@ void ur_resp_send_read(struct ur_resp_ctx *c, const struct ur_res *res,
 		return;
 	}
 	send_read(c, res, psn, va, len, bounce);
-	ur_txb_flush(&c->xp->nic->txb);	/* it points into bounce */
+	ur_txb_flush(&ur_xp_shard(c->xp)->txb);	/* it points into bounce */
 	free(bounce);
 }
 
@@ -170,7 +170,7 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 
 	/* the completions held for their ACK come before the error's */
 	if (c->r->held)
-		ur_resp_flush(c->xp->nic);
+		ur_resp_flush(ur_xp_shard(c->xp));
 	if (c->r->have_rwqe && c->rwqe_status != IBV_WC_SUCCESS) {
 		struct ibv_wc wc;
 
@@ -197,16 +197,16 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
 }
 
-void ur_resp_flush(struct ur_nic *nic)
+void ur_resp_flush(struct ur_rx_shard *sh)
 {
 	bool overrun[UR_RX_BATCH];
-	unsigned int i, n = nic->n_held;
+	unsigned int i, n = sh->n_held;
 
-	UR_ASSERT_HELD(&nic->rx_lock);
-	ur_txb_flush(&nic->txb);
-	nic->n_held = 0;
+	UR_ASSERT_HELD(&sh->lock);
+	ur_txb_flush(&sh->txb);
+	sh->n_held = 0;
 	for (i = 0; i < n; i++) {
-		struct ur_held_cqe *h = &nic->held[i];
+		struct ur_held_cqe *h = &sh->held[i];
 		struct ur_resp_state_qp *r = &h->qp->xp->resp;
 
 		overrun[i] = ur_cq_push(h->cq, &h->wc, h->solicited);
@@ -214,7 +214,7 @@ void ur_resp_flush(struct ur_nic *nic)
 	}
 	/* CQ overrun (class G): the QP fails, once all are posted */
 	for (i = 0; i < n; i++) {
-		struct ur_qp *qp = nic->held[i].qp;
+		struct ur_qp *qp = sh->held[i].qp;
 		struct ur_resp_ctx c = {
 			.qp = qp,
 			.xp = qp->xp,

@@ -10,7 +10,7 @@
  * access violation (NAK remote access error, QP to ERR, an
  * IBV_EVENT_QP_ACCESS_ERR: what hardware raises for an invalid XRCETH or
  * an XRC domain violation); a request that is not the expected one is
- * only dropped. Runs with nic->rx_lock and dev->obj_lock (read) held: the
+ * only dropped. Runs with shard 0's lock and dev->obj_lock (read) held: the
  * SRQ cannot go away while the request is handled.
  *
  * An SRQ of the same file-backed domain created by another process of
@@ -96,7 +96,7 @@ void ur_xrc_resp_rx(struct ur_qp *qp, const struct ur_pkt *pkt,
 	struct ur_srq *srq;
 	int err;
 
-	UR_ASSERT_HELD(&qp->xp->nic->rx_lock);
+	UR_ASSERT_HELD(&ur_xp_shard(qp->xp)->lock);
 	/* the packets of one message name one SRQ, whose WQE it holds */
 	if (r->have_rwqe && pkt->psn == r->epsn && srqn != r->rwqe_srqn) {
 		xrc_bad_srq(qp, pkt, d, flow);

@@ -33,7 +33,14 @@ int ur_link_open(const struct ur_link_config *cfg, struct ur_link **out)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	rc = ur_udp_open(cfg, &l->udp);
+	if (faults) {	/* link.h: the stage sees every datagram */
+		struct ur_link_config one = *cfg;
+
+		one.rx_queues = 1;
+		rc = ur_udp_open(&one, &l->udp);
+	} else {
+		rc = ur_udp_open(cfg, &l->udp);
+	}
 	/* with faults, a poller must also wake for held datagrams */
 	rc = rc ?: ur_fault_create(l->udp, faults, &l->fi);
 	rc = rc ?: (faults ? ur_link_set_fault(l, spec) : 0);
@@ -59,6 +66,16 @@ void ur_link_close(struct ur_link *l)
 int ur_link_fd(const struct ur_link *l)
 {
 	return l->fault_fd >= 0 ? l->fault_fd : ur_udp_fd(l->udp);
+}
+
+unsigned int ur_link_rx_queues(const struct ur_link *l)
+{
+	return ur_udp_rx_queues(l->udp);
+}
+
+int ur_link_fd_q(const struct ur_link *l, unsigned int q)
+{
+	return q ? ur_udp_fd_q(l->udp, q) : ur_link_fd(l);
 }
 
 uint32_t ur_link_max_payload(const struct ur_link *l)
@@ -106,6 +123,17 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max)
 	if (unlikely(atomic_load_explicit(&l->fi_on, memory_order_relaxed)))
 		return ur_fault_recv(l->fi, d, max);
 	return ur_udp_recv(l->udp, d, max);
+}
+
+int ur_link_recv_q(struct ur_link *l, unsigned int q, struct ur_rxd *d,
+		   unsigned int max)
+{
+	return q ? ur_udp_recv_q(l->udp, q, d, max) : ur_link_recv(l, d, max);
+}
+
+bool ur_link_rx_maybe_q(struct ur_link *l, unsigned int q)
+{
+	return q ? ur_udp_rx_maybe_q(l->udp, q) : ur_link_rx_maybe(l);
 }
 
 bool ur_link_rx_maybe(struct ur_link *l)

@@ -66,7 +66,28 @@ struct ur_link_config {
 					 * ECT(0) unless UROCE_ECN=0 */
 	ur_link_seal_fn *seal;		/* the engine's ICRC (above); NULL:
 					 * no datagram leaves without one */
+	unsigned int rx_queues;		/* receive queues (0 or 1: one; at
+					 * most UR_LINK_MAX_RXQ), steered by
+					 * the BTH's destination QP (below) */
 };
+
+/*
+ * Receive queues. With cfg.rx_queues = n > 1 each address is bound by n
+ * sockets (SO_REUSEPORT) and a classic BPF program attached to them makes
+ * the kernel hand a datagram to socket (destination QPN % n): the link
+ * reads those 3 bytes of the BTH for that and for nothing else. Queue q
+ * is then received by ur_link_recv_q(q), one thread at a time per queue,
+ * several queues at once. Queue 0 also gets what is not steered: the
+ * multicast groups' sockets, the same-host ring, datagrams too short to
+ * hold a BTH. A link opened with a fault spec has one queue (the stage
+ * holds and reorders across QPs); one configured later
+ * (ur_link_set_fault()) sees what queue 0 receives and everything sent.
+ * ur_link_recv() is queue 0.
+ * Since SO_REUSEPORT would let another process of the same user bind the
+ * address too, the link claims the address first (an abstract unix
+ * socket named after it): -EADDRINUSE as with one socket.
+ */
+#define UR_LINK_MAX_RXQ 16
 
 /* One datagram, or with gso_size a train of datagrams cut every gso_size
  * bytes of the concatenated iovecs (the last may be shorter). */
@@ -119,6 +140,11 @@ void ur_link_close(struct ur_link *l);
  * change after ur_link_join() (a lone socket's fd becomes an epoll fd over
  * the socket set): poll the value returned now, not one kept. */
 int ur_link_fd(const struct ur_link *l);
+/* The receive queues opened (1 when the kernel refused the steering). */
+unsigned int ur_link_rx_queues(const struct ur_link *l);
+/* Queue q's pollable fd (q 0: ur_link_fd()). */
+int ur_link_fd_q(const struct ur_link *l, unsigned int q);
+
 /* Largest UDP payload one datagram may carry (path MTU math uses it). */
 uint32_t ur_link_max_payload(const struct ur_link *l);
 /* Bound address i (0 = cfg.bind, with the kernel's port if it asked for
@@ -153,6 +179,9 @@ int ur_link_send(struct ur_link *l, const struct ur_txd *d, unsigned int n);
  * wait, poll ur_link_fd() for POLLIN.
  */
 int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max);
+/* The same from receive queue q (above). */
+int ur_link_recv_q(struct ur_link *l, unsigned int q, struct ur_rxd *d,
+		   unsigned int max);
 
 /*
  * Whether ur_link_recv() may have datagrams now, asked without the
@@ -163,6 +192,7 @@ int ur_link_recv(struct ur_link *l, struct ur_rxd *d, unsigned int max);
  * datagrams (it answers true whenever one is configured).
  */
 bool ur_link_rx_maybe(struct ur_link *l);
+bool ur_link_rx_maybe_q(struct ur_link *l, unsigned int q);
 
 /*
  * The receiving thread's sleep. Before it blocks on ur_link_fd(), it

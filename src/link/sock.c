@@ -179,6 +179,9 @@ int ur_sock_open_addr(const struct ur_link_config *cfg,
 	if (family != AF_INET && family != AF_INET6)
 		return -EAFNOSUPPORT;
 	rc = sock_new(cfg, family, cfg->use_gro, s);
+	/* link.h's receive queues: the address's sockets share its port */
+	if (!rc && cfg->rx_queues > 1)
+		rc = setopt(s->fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	rc = rc ?: sock_bind(s, addr);
 	if (rc) {
 		if (rc != -EADDRINUSE)

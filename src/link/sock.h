@@ -32,8 +32,9 @@ struct ur_sock {
 /*
  * A socket bound to addr (its port; 0 lets the kernel pick) with the
  * buffers, receive cmsgs and GSO/GRO of cfg, and multicast sends leaving
- * through addr's interface. 0 or -errno (-EADDRINUSE: the address is
- * taken).
+ * through addr's interface; with cfg.rx_queues > 1 SO_REUSEPORT (the
+ * queues' further sockets, steer.c). 0 or -errno (-EADDRINUSE: the
+ * address is taken).
  */
 int ur_sock_open_addr(const struct ur_link_config *cfg,
 		      const union ur_sockaddr *addr, struct ur_sock *s);

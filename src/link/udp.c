@@ -84,9 +84,18 @@ static int open_addr(struct ur_udp *u, unsigned int i,
 		     const union ur_sockaddr *addr)
 {
 	struct ur_sock *s = &u->socks[i];
+	bool fixed = port_of(addr) != 0;
 	int rc;
 
-	rc = ur_sock_open_addr(&u->cfg, addr, s);
+	/* with queues, claim before the bind, or a process that lost the
+	 * race would sit in the owner's group for a moment */
+	rc = fixed ? ur_udp_steer_claim(u, i, addr) : 0;
+	rc = rc ?: ur_sock_open_addr(&u->cfg, addr, s);
+	if (!rc && !fixed) {
+		rc = ur_udp_steer_claim(u, i, &s->local);
+		if (rc)
+			ur_sock_close(s);
+	}
 	if (rc) {
 		if (i)
 			ur_warn("link: address %u not bound (%s): it sends "
@@ -133,10 +142,16 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 	if (!u)
 		return -ENOMEM;
 	u->cfg = *cfg;
+	u->cfg.rx_queues = UR_MIN(UR_MAX(cfg->rx_queues, 1u),
+				  (unsigned int)UR_LINK_MAX_RXQ);
+	for (i = 0; i < UR_LINK_MAX_ADDRS; i++)
+		u->claim_fd[i] = -1;
+	u->n_rxq = 1;
+	u->rxq = calloc(u->cfg.rx_queues, sizeof(*u->rxq));
 	u->ep_fd = epoll_create1(EPOLL_CLOEXEC);
 	u->socks = calloc(UR_LINK_MAX_ADDRS + UR_LINK_MAX_GROUPS,
 			  sizeof(*u->socks));
-	rc = u->ep_fd < 0 ? -errno : !u->socks ? -ENOMEM : 0;
+	rc = u->ep_fd < 0 ? -errno : !u->socks || !u->rxq ? -ENOMEM : 0;
 	for (i = 0; !rc && i < n; i++) {
 		u->socks[i].fd = -1;
 		u->n_sock = u->n_addr = i + 1;
@@ -147,16 +162,17 @@ int ur_udp_open(const struct ur_link_config *cfg, struct ur_udp **out)
 		if (i)
 			rc = 0;
 	}
-	rc = rc ?: ur_udp_rx_setup(u);
+	rc = rc ?: ur_udp_rx_setup(u, &u->rxq[0]);
 	if (rc) {
 		ur_udp_close(u);
 		return rc;
 	}
+	ur_udp_steer_open(u);
 	if (cfg->same_host)
 		shm_setup(u);
 	ur_info("link: %u address(es), max payload %u, gso %d, gro %d, "
-		"same-host rings %d", n, u->max_payload, u->gso_ok, u->gro_on,
-		u->shm != NULL);
+		"same-host rings %d, receive queues %u", n, u->max_payload,
+		u->gso_ok, u->gro_on, u->shm != NULL, u->n_rxq);
 	*out = u;
 	return 0;
 }
@@ -194,17 +210,18 @@ void ur_udp_close(struct ur_udp *u)
 	if (!u)
 		return;
 	ur_shm_close(u->shm);
+	ur_udp_steer_close(u);
 	for (i = 0; i < u->n_sock; i++)
 		ur_sock_close(&u->socks[i]);
 	if (u->ep_fd >= 0)
 		close(u->ep_fd);
-	if (u->arena)
-		munmap(u->arena, u->arena_size);
+	if (u->rxq)
+		ur_udp_rx_free(&u->rxq[0]);
+	for (i = 0; i < UR_LINK_MAX_ADDRS; i++)
+		if (u->claim_fd[i] >= 0)
+			close(u->claim_fd[i]);
 	free(u->socks);
-	free(u->rx_msgs);
-	free(u->rx_iov);
-	free(u->rx_cmsg);
-	free(u->rx_meta);
+	free(u->rxq);
 	free(u);
 }
 
@@ -282,7 +299,7 @@ int ur_udp_leave(struct ur_udp *u, const union ur_sockaddr *group)
 	epoll_ctl(u->ep_fd, EPOLL_CTL_DEL, s->fd, NULL);
 	ur_sock_close(s);
 	*s = u->socks[--u->n_sock];
-	u->next_sock = 0;
+	u->rxq[0].next_sock = 0;
 	return 0;
 }
 

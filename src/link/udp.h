@@ -49,6 +49,13 @@ int ur_udp_sendto(struct ur_udp *u, uint8_t via, const union ur_sockaddr *dst,
 /* Never blocks: hands out what is pending or what one recvmmsg brings.
  * Returns the count (0 when nothing came) or -errno. */
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max);
+/* link.h's receive queues: how many, and queue q > 0's fd, receive and
+ * look (queue 0 is the calls without _q) */
+unsigned int ur_udp_rx_queues(const struct ur_udp *u);
+int ur_udp_fd_q(const struct ur_udp *u, unsigned int q);
+int ur_udp_recv_q(struct ur_udp *u, unsigned int q, struct ur_rxd *d,
+		  unsigned int max);
+bool ur_udp_rx_maybe_q(struct ur_udp *u, unsigned int q);
 
 /* ur_link_wait_arm()/_disarm()'s contracts (the same-host ring's part). */
 bool ur_udp_rx_maybe(struct ur_udp *u);

@@ -19,49 +19,58 @@
 #include "util/compiler.h"
 
 /* Receive buffers: see udp.c's comment on the arena. */
-int ur_udp_rx_setup(struct ur_udp *u)
+int ur_udp_rx_setup(struct ur_udp *u, struct udp_rxq *q)
 {
 	unsigned int i;
 
-	u->nslots = u->gro_on ? UR_LINK_RX_SLOTS_GRO : UR_LINK_RX_SLOTS;
-	u->slot_size = u->gro_on ? UR_LINK_RX_BUF_GRO : UR_LINK_RX_BUF;
-	u->arena_size = (size_t)u->nslots * u->slot_size;
+	q->nslots = u->gro_on ? UR_LINK_RX_SLOTS_GRO : UR_LINK_RX_SLOTS;
+	q->slot_size = u->gro_on ? UR_LINK_RX_BUF_GRO : UR_LINK_RX_BUF;
+	q->arena_size = (size_t)q->nslots * q->slot_size;
 	/* mmap: pages stay unbacked until a datagram that large arrives */
-	u->arena = mmap(NULL, u->arena_size, PROT_READ | PROT_WRITE,
+	q->arena = mmap(NULL, q->arena_size, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (u->arena == MAP_FAILED) {
-		u->arena = NULL;
+	if (q->arena == MAP_FAILED) {
+		q->arena = NULL;
 		return -ENOMEM;
 	}
-	u->rx_msgs = calloc(u->nslots, sizeof(*u->rx_msgs));
-	u->rx_iov = calloc(u->nslots, sizeof(*u->rx_iov));
-	u->rx_cmsg = calloc(u->nslots, UR_LINK_CMSG_SPACE);
-	u->rx_meta = calloc(u->nslots, sizeof(*u->rx_meta));
-	if (!u->rx_msgs || !u->rx_iov || !u->rx_cmsg || !u->rx_meta)
+	q->rx_msgs = calloc(q->nslots, sizeof(*q->rx_msgs));
+	q->rx_iov = calloc(q->nslots, sizeof(*q->rx_iov));
+	q->rx_cmsg = calloc(q->nslots, UR_LINK_CMSG_SPACE);
+	q->rx_meta = calloc(q->nslots, sizeof(*q->rx_meta));
+	if (!q->rx_msgs || !q->rx_iov || !q->rx_cmsg || !q->rx_meta)
 		return -ENOMEM;
-	for (i = 0; i < u->nslots; i++) {
-		u->rx_iov[i].iov_base = u->arena + (size_t)i * u->slot_size;
-		u->rx_iov[i].iov_len = u->slot_size;
+	for (i = 0; i < q->nslots; i++) {
+		q->rx_iov[i].iov_base = q->arena + (size_t)i * q->slot_size;
+		q->rx_iov[i].iov_len = q->slot_size;
 	}
 	return 0;
 }
 
+void ur_udp_rx_free(struct udp_rxq *q)
+{
+	if (q->arena)
+		munmap(q->arena, q->arena_size);
+	free(q->rx_msgs);
+	free(q->rx_iov);
+	free(q->rx_cmsg);
+	free(q->rx_meta);
+}
 
 /* Message i, received by socket s. */
-static void rx_parse(struct ur_udp *u, const struct ur_sock *s,
+static void rx_parse(struct udp_rxq *q, const union ur_sockaddr *local,
 		     unsigned int i)
 {
-	struct msghdr *m = &u->rx_msgs[i].msg_hdr;
-	struct udp_rxmeta *mt = &u->rx_meta[i];
+	struct msghdr *m = &q->rx_msgs[i].msg_hdr;
+	struct udp_rxmeta *mt = &q->rx_meta[i];
 	struct cmsghdr *c;
 	int v;
 
-	mt->len = u->rx_msgs[i].msg_len;
+	mt->len = q->rx_msgs[i].msg_len;
 	mt->seg = 0;
 	mt->tos = 0;
 	mt->ttl = 0;
 	memset(&mt->dst, 0, sizeof(mt->dst));
-	mt->dst.sa.sa_family = s->local.sa.sa_family;
+	mt->dst.sa.sa_family = local->sa.sa_family;
 	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			struct in_pktinfo pi;
@@ -95,83 +104,100 @@ static void rx_parse(struct ur_udp *u, const struct ur_sock *s,
 		}
 	}
 	/* mt->src was filled by the kernel (msg_name points at it) */
-	set_port(&mt->dst, port_of(&s->local));
+	set_port(&mt->dst, port_of(local));
+}
+
+/* Queue q's socket k of rxq_socks(): its fd (-1 closed) and address. */
+static int rxq_sock(const struct ur_udp *u, unsigned int qi, unsigned int k,
+		    const union ur_sockaddr **local)
+{
+	*local = &u->socks[k].local;
+	return qi ? u->rxq[qi].fds[k] : u->socks[k].fd;
+}
+
+/* How many sockets queue q has: queue 0 the addresses' and the groups',
+ * the others one per address. */
+static unsigned int rxq_socks(const struct ur_udp *u, unsigned int qi)
+{
+	return qi ? u->n_addr : u->n_sock;
 }
 
 /*
- * One recvmmsg of up to want messages from the first socket, in turn from
- * u->next_sock, that has any (so that no socket starves the others).
- * Returns the count of untruncated ones, -EAGAIN when no socket had any,
- * or -errno.
+ * One recvmmsg of up to want messages from the first socket of queue qi,
+ * in turn from its next_sock, that has any (so that no socket starves the
+ * others). Returns the count of untruncated ones, -EAGAIN when no socket
+ * had any, or -errno.
  */
-static int rx_fill(struct ur_udp *u, unsigned int want)
+static int rx_fill(struct ur_udp *u, unsigned int qi, unsigned int want)
 {
-	unsigned int i, k, n = UR_MIN(want, u->nslots), good = 0;
-	const struct ur_sock *s = NULL;
-	int r = -1;
+	struct udp_rxq *q = &u->rxq[qi];
+	unsigned int i, k, n = UR_MIN(want, q->nslots), good = 0;
+	unsigned int ns = rxq_socks(u, qi);
+	const union ur_sockaddr *local = NULL;
+	int r = -1, fd;
 
 	for (i = 0; i < n; i++) {
-		struct msghdr *m = &u->rx_msgs[i].msg_hdr;
+		struct msghdr *m = &q->rx_msgs[i].msg_hdr;
 
-		m->msg_name = &u->rx_meta[i].src;
+		m->msg_name = &q->rx_meta[i].src;
 		m->msg_namelen = sizeof(union ur_sockaddr);
-		m->msg_iov = &u->rx_iov[i];
+		m->msg_iov = &q->rx_iov[i];
 		m->msg_iovlen = 1;
-		m->msg_control = u->rx_cmsg + (size_t)i * UR_LINK_CMSG_SPACE;
+		m->msg_control = q->rx_cmsg + (size_t)i * UR_LINK_CMSG_SPACE;
 		m->msg_controllen = UR_LINK_CMSG_SPACE;
 		m->msg_flags = 0;
 	}
-	for (k = 0; k < u->n_sock; k++) {
-		s = &u->socks[(u->next_sock + k) % u->n_sock];
-		if (s->fd < 0)
+	for (k = 0; k < ns; k++) {
+		fd = rxq_sock(u, qi, (q->next_sock + k) % ns, &local);
+		if (fd < 0)
 			continue;
-		r = recvmmsg(s->fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
+		r = recvmmsg(fd, q->rx_msgs, n, MSG_DONTWAIT, NULL);
 		if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 			break;
 	}
 	if (r < 0)
-		return k == u->n_sock ? -EAGAIN : -errno;
-	u->next_sock = (u->next_sock + k + 1) % u->n_sock;
+		return k == ns ? -EAGAIN : -errno;
+	q->next_sock = (q->next_sock + k + 1) % ns;
 	for (i = 0; i < (unsigned int)r; i++) {
-		if (u->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+		if (q->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			udp_count(&u->rx_truncated, 1);
 			continue;
 		}
-		if (!u->rx_msgs[i].msg_len)
+		if (!q->rx_msgs[i].msg_len)
 			continue;	/* a same-host ring's doorbell */
 		/* msg_name points at rx_meta[i].src: parse before compacting */
-		rx_parse(u, s, i);
+		rx_parse(q, local, i);
 		if (good != i) {
 			/* keep the slot bases a permutation of the arena */
-			void *b = u->rx_iov[good].iov_base;
+			void *b = q->rx_iov[good].iov_base;
 
-			u->rx_meta[good] = u->rx_meta[i];
-			u->rx_iov[good].iov_base = u->rx_iov[i].iov_base;
-			u->rx_iov[i].iov_base = b;
+			q->rx_meta[good] = q->rx_meta[i];
+			q->rx_iov[good].iov_base = q->rx_iov[i].iov_base;
+			q->rx_iov[i].iov_base = b;
 		}
 		good++;
 	}
-	u->pend_cnt = good;
-	u->pend_idx = 0;
-	u->pend_off = 0;
+	q->pend_cnt = good;
+	q->pend_idx = 0;
+	q->pend_off = 0;
 	return (int)good;
 }
 
 /* Hands out pending datagrams (GRO trains split at seg). */
-static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
-			    unsigned int max)
+static unsigned int rx_emit(struct ur_udp *u, struct udp_rxq *q,
+			    struct ur_rxd *d, unsigned int max)
 {
 	unsigned int out = 0;
 	uint64_t bytes = 0;
 
-	while (out < max && u->pend_idx < u->pend_cnt) {
-		const struct udp_rxmeta *mt = &u->rx_meta[u->pend_idx];
+	while (out < max && q->pend_idx < q->pend_cnt) {
+		const struct udp_rxmeta *mt = &q->rx_meta[q->pend_idx];
 		uint32_t seg = mt->seg ? mt->seg : mt->len;
-		uint32_t chunk = UR_MIN(seg, mt->len - u->pend_off);
+		uint32_t chunk = UR_MIN(seg, mt->len - q->pend_off);
 		struct ur_rxd *x = &d[out++];
 
-		x->data = (uint8_t *)u->rx_iov[u->pend_idx].iov_base +
-			  u->pend_off;
+		x->data = (uint8_t *)q->rx_iov[q->pend_idx].iov_base +
+			  q->pend_off;
 		x->len = chunk;
 		x->src = mt->src;
 		x->dst = mt->dst;
@@ -180,10 +206,10 @@ static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
 		x->ring = false;
 		x->no_icrc = false;
 		bytes += chunk;
-		u->pend_off += chunk;
-		if (u->pend_off >= mt->len || !chunk) {
-			u->pend_idx++;
-			u->pend_off = 0;
+		q->pend_off += chunk;
+		if (q->pend_off >= mt->len || !chunk) {
+			q->pend_idx++;
+			q->pend_off = 0;
 		}
 	}
 	udp_count(&u->rx_pkts, out);
@@ -192,19 +218,21 @@ static unsigned int rx_emit(struct ur_udp *u, struct ur_rxd *d,
 }
 
 /* The sockets' part of ur_udp_recv(). */
-static int sock_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
+static int sock_recv(struct ur_udp *u, unsigned int qi, struct ur_rxd *d,
+		     unsigned int max)
 {
+	struct udp_rxq *q = &u->rxq[qi];
 	int r;
 
-	if (u->pend_idx >= u->pend_cnt) {
+	if (q->pend_idx >= q->pend_cnt) {
 		/* slots are free again only once everything is out */
 		do {
-			r = rx_fill(u, max);
+			r = rx_fill(u, qi, max);
 		} while (r == 0);	/* all truncated: try again */
 		if (r < 0)
 			return r == -EAGAIN || r == -EWOULDBLOCK ? 0 : r;
 	}
-	return (int)rx_emit(u, d, max);
+	return (int)rx_emit(u, q, d, max);
 }
 
 /* The ring's part of ur_udp_recv(). */
@@ -227,19 +255,54 @@ static int shm_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
  */
 int ur_udp_recv(struct ur_udp *u, struct ur_rxd *d, unsigned int max)
 {
+	struct udp_rxq *q = &u->rxq[0];
 	bool ring_first;
 	int r;
 
 	if (!max)
 		return 0;
 	if (!u->shm)
-		return sock_recv(u, d, max);
-	u->rx_turn = (u->rx_turn + 1) % UR_SHM_SOCK_TURN;
-	ring_first = u->rx_turn != 0;
-	r = ring_first ? shm_recv(u, d, max) : sock_recv(u, d, max);
+		return sock_recv(u, 0, d, max);
+	q->rx_turn = (q->rx_turn + 1) % UR_SHM_SOCK_TURN;
+	ring_first = q->rx_turn != 0;
+	r = ring_first ? shm_recv(u, d, max) : sock_recv(u, 0, d, max);
 	if (r)
 		return r;
-	return ring_first ? sock_recv(u, d, max) : shm_recv(u, d, max);
+	return ring_first ? sock_recv(u, 0, d, max) : shm_recv(u, d, max);
+}
+
+int ur_udp_recv_q(struct ur_udp *u, unsigned int q, struct ur_rxd *d,
+		  unsigned int max)
+{
+	if (!q)
+		return ur_udp_recv(u, d, max);
+	if (!max || q >= u->n_rxq)
+		return 0;
+	return sock_recv(u, q, d, max);
+}
+
+unsigned int ur_udp_rx_queues(const struct ur_udp *u)
+{
+	return u->n_rxq;
+}
+
+int ur_udp_fd_q(const struct ur_udp *u, unsigned int q)
+{
+	if (!q)
+		return atomic_load(&((struct ur_udp *)u)->poll_fd);
+	return q < u->n_rxq ? u->rxq[q].poll_fd : -1;
+}
+
+bool ur_udp_rx_maybe_q(struct ur_udp *u, unsigned int q)
+{
+	struct pollfd p = { .events = POLLIN };
+
+	if (!q)
+		return ur_udp_rx_maybe(u);
+	if (q >= u->n_rxq)
+		return false;
+	p.fd = u->rxq[q].poll_fd;
+	return poll(&p, 1, 0) != 0;
 }
 
 /* link.h's ur_link_rx_maybe(). The arena's pending datagrams are not

@@ -309,6 +309,10 @@ struct ur_cq {
 	bool custom_ring;		/* ring from parent->alloc */
 	atomic_uint xrings;		/* shared XRC SRQs completing here:
 					 * poll_cq drains them (xrc_ring.c) */
+	/* the engine's receive shards of the QPs completing here (bit q:
+	 * shard q; engine/qp_xport.c sets, none: every shard): the ones
+	 * an empty poll_cq receives for (engine/progress.c) */
+	_Atomic uint64_t rx_shards;
 };
 
 static inline struct ur_cq *to_ur_cq(struct ibv_cq *ibcq)

@@ -286,6 +286,8 @@ static void parse_rest(struct ur_config *c)
 					  1000);
 	c->rt_prio = (int)env_uint("UROCE_RT_PRIO", 0, UR_CONFIG_MAX_RT_PRIO,
 				   0);
+	c->rx_shards = (unsigned int)env_uint("UROCE_RX_SHARDS", 1,
+					      UR_CONFIG_MAX_RX_SHARDS, 0);
 }
 
 void ur_config_parse(struct ur_config *c)

@@ -55,6 +55,8 @@
  *                         (default on; engine/cc.c).
  *   UROCE_SPIN_US=n       the progress thread keeps polling n µs after
  *                         traffic before it sleeps (0..UR_CONFIG_MAX_US).
+ *   UROCE_RX_SHARDS=n     receive shards per device (1..16; unset: the
+ *                         engine's default, engine/params.h).
  *   UROCE_QUIET_US=n      an application that polled its CQs in a spin this
  *                         recently keeps the progress thread off the socket
  *                         (0..UR_CONFIG_MAX_US).
@@ -82,6 +84,7 @@
 #define UR_CONFIG_MAX_DEVICES 16
 #define UR_CONFIG_MAX_US 1000000u	/* spin/quiet above 1 s is a typo */
 #define UR_CONFIG_MAX_RT_PRIO 99	/* SCHED_FIFO's range on Linux */
+#define UR_CONFIG_MAX_RX_SHARDS 16	/* link.h's UR_LINK_MAX_RXQ */
 #define UR_CONFIG_DEFAULT UINT64_MAX	/* not set: the user's layer decides */
 
 enum ur_config_stats {
@@ -119,6 +122,8 @@ struct ur_config {
 	uint64_t spin_ns;		/* UROCE_SPIN_US in ns, or UR_CONFIG_DEFAULT */
 	uint64_t quiet_ns;		/* UROCE_QUIET_US in ns, or UR_CONFIG_DEFAULT */
 	int rt_prio;			/* 0 = off */
+	unsigned int rx_shards;		/* UROCE_RX_SHARDS, 0 = the engine's
+					 * default */
 };
 
 const struct ur_config *ur_config_get(void);

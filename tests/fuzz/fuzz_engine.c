@@ -320,6 +320,29 @@ bool ur_link_rx_maybe(struct ur_link *l)
 	return true;
 }
 
+/* one receive queue (link.h): a device's further receive shards, if
+ * UROCE_RX_SHARDS asks for any, get what shard 0 forwards */
+unsigned int ur_link_rx_queues(const struct ur_link *l)
+{
+	return 1;
+}
+
+int ur_link_fd_q(const struct ur_link *l, unsigned int q)
+{
+	return q ? -1 : ur_link_fd(l);
+}
+
+bool ur_link_rx_maybe_q(struct ur_link *l, unsigned int q)
+{
+	return q ? false : ur_link_rx_maybe(l);
+}
+
+int ur_link_recv_q(struct ur_link *l, unsigned int q, struct ur_rxd *d,
+		   unsigned int max)
+{
+	return q ? 0 : ur_link_recv(l, d, max);
+}
+
 /* never reached: the progress thread parks in ur_link_fd() above */
 bool ur_link_wait_arm(struct ur_link *l)
 {

@@ -51,7 +51,7 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		ur_xring_drain_cq(cq);
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
-		ur_engine_poll(ur_ctx_dev(ibcq->context));
+		ur_engine_poll_cq(ur_ctx_dev(ibcq->context), cq);
 		got = ur_cq_poll(cq, n, wc);
 	}
 	if (got > 0) {
@@ -96,7 +96,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
 		ur_xring_drain_cq(cq);
 	if (ur_cq_pop_ex(cq)) {
-		ur_engine_poll(ur_ctx_dev(c->context));
+		ur_engine_poll_cq(ur_ctx_dev(c->context), cq);
 		if (ur_cq_pop_ex(cq))
 			return ENOENT;
 	}

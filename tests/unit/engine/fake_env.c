@@ -173,6 +173,29 @@ bool ur_link_wait_arm(struct ur_link *l)
 	return false;
 }
 
+/* one receive queue: the engine's further shards get what shard 0
+ * forwards (engine/recv.c), with UROCE_RX_SHARDS > 1 */
+unsigned int ur_link_rx_queues(const struct ur_link *l)
+{
+	return 1;
+}
+
+int ur_link_fd_q(const struct ur_link *l, unsigned int q)
+{
+	return q ? -1 : ur_link_fd(l);
+}
+
+bool ur_link_rx_maybe_q(struct ur_link *l, unsigned int q)
+{
+	return q ? false : ur_link_rx_maybe(l);
+}
+
+int ur_link_recv_q(struct ur_link *l, unsigned int q, struct ur_rxd *d,
+		   unsigned int max)
+{
+	return q ? 0 : ur_link_recv(l, d, max);
+}
+
 void ur_link_wait_disarm(struct ur_link *l)
 {
 }
@@ -342,12 +365,12 @@ void fe_debug(void)
 
 	for (i = 0; i < 2; i++) {
 		struct ur_nic *nic = fe_dev(i)->nic;
-		int busy = pthread_mutex_trylock(&nic->rx_lock);
+		int busy = pthread_mutex_trylock(&nic->shard[0].lock);
 
 		if (!busy)
-			pthread_mutex_unlock(&nic->rx_lock);
+			pthread_mutex_unlock(&nic->shard[0].lock);
 		fprintf(stderr,
-			"DBG dev%d rx_lock %s queue %u (head %u tail %u) "
+			"DBG dev%d shard 0 %s queue %u (head %u tail %u) "
 			"fdrop %lu qfull %lu noroute %lu\n",
 			i, busy ? "HELD" : "free",
 			fe_links[i]->tail - fe_links[i]->head,

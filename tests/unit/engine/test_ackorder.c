@@ -211,7 +211,8 @@ static void test_order_with_error(void **state)
 	}
 	/* the receiver takes all eight in one burst: its receive path is
 	 * held until they wait in its queue */
-	pthread_mutex_lock(&p->b.dev->nic->rx_lock);
+	for (i = 0; i < p->b.dev->nic->n_shard; i++)
+		pthread_mutex_lock(&p->b.dev->nic->shard[i].lock);
 	to_receiver = 0;
 	fe_set_filter(count_to_receiver);
 	pthread_mutex_lock(&p->a.qp->sq_lock);
@@ -220,7 +221,8 @@ static void test_order_with_error(void **state)
 	for (i = 0; i < 20000 && __atomic_load_n(&to_receiver,
 						 __ATOMIC_RELAXED) < 8; i++)
 		usleep(50);
-	pthread_mutex_unlock(&p->b.dev->nic->rx_lock);
+	for (i = p->b.dev->nic->n_shard; i-- > 0;)
+		pthread_mutex_unlock(&p->b.dev->nic->shard[i].lock);
 	assert_int_equal(fe_set_filter(NULL), 0);
 	/* more when a starved sender's recovery probes fired meanwhile (13
 	 * once in a TSan run on a loaded host): duplicates, answered by an

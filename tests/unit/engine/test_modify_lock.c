@@ -64,7 +64,7 @@ static void test_regress_modify_excluded_by_rx_lock(void **state)
 	assert_int_equal(te_pair_open(p, IBV_QPT_RC), 0);
 	qp1 = to_ur_qp(p->s[1].qp);
 	assert_non_null(qp1->xp);
-	rx_lock = &qp1->xp->nic->rx_lock;
+	rx_lock = &ur_xp_shard(qp1->xp)->lock;	/* the QP's receive shard */
 	assert_int_equal(state_of(p->s[1].qp), IBV_QPS_RESET);
 
 	j.o.retry_cnt = 7;

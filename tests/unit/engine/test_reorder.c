@@ -23,6 +23,7 @@
 
 struct t_store {
 	struct ur_nic nic;
+	struct ur_rx_shard sh;
 	struct ur_qp qp;
 	struct ur_qp_xport xp;
 };
@@ -35,8 +36,10 @@ static int setup(void **state)
 	t->qp.xp = &t->xp;
 	t->xp.qp = &t->qp;
 	t->xp.nic = &t->nic;
-	pthread_mutex_init(&t->nic.rx_lock, NULL);
-	pthread_mutex_lock(&t->nic.rx_lock);
+	t->nic.shard = &t->sh;
+	t->nic.n_shard = 1;
+	pthread_mutex_init(&t->sh.lock, NULL);
+	pthread_mutex_lock(&t->sh.lock);
 	t->xp.resp.epsn = 0xfffff0;	/* the store's PSNs wrap */
 	*state = t;
 	return 0;
@@ -48,9 +51,9 @@ static int teardown(void **state)
 
 	ur_reorder_clear(&t->xp);
 	assert_int_equal(atomic_load(&t->nic.reorder_bytes), 0);
-	ur_reorder_spares_free(&t->nic);
-	pthread_mutex_unlock(&t->nic.rx_lock);
-	pthread_mutex_destroy(&t->nic.rx_lock);
+	ur_reorder_spares_free(&t->sh);
+	pthread_mutex_unlock(&t->sh.lock);
+	pthread_mutex_destroy(&t->sh.lock);
 	free(t);
 	return 0;
 }
@@ -214,29 +217,29 @@ static void test_spares_serve_next_gap(void **state)
 		assert_true(ur_reorder_keep(&t->xp, at(t, k),
 				req_len(at(t, k), (uint8_t)k, small[k - 1])));
 	one = atomic_load(&t->nic.reorder_bytes) / 3;
-	assert_int_equal(t->nic.reorder_spare_bytes, 0);
+	assert_int_equal(t->sh.reorder_spare_bytes, 0);
 	drain(t, 3, small);
 	assert_int_equal(atomic_load(&t->nic.reorder_bytes), 0);
-	assert_int_equal(t->nic.reorder_spare_bytes, 3 * one);
+	assert_int_equal(t->sh.reorder_spare_bytes, 3 * one);
 	/* the next gap takes them back */
 	for (k = 1; k <= 2; k++)
 		assert_true(ur_reorder_keep(&t->xp, at(t, k),
 				req_len(at(t, k), (uint8_t)k, small[k - 1])));
-	assert_int_equal(t->nic.reorder_spare_bytes, one);
+	assert_int_equal(t->sh.reorder_spare_bytes, one);
 	assert_int_equal(atomic_load(&t->nic.reorder_bytes), 2 * one);
 	drain(t, 2, small);
 	/* larger than any before: the spares cannot hold it */
 	for (k = 1; k <= 2; k++)
 		assert_true(ur_reorder_keep(&t->xp, at(t, k),
 				req_len(at(t, k), (uint8_t)k, big[k - 1])));
-	assert_int_equal(t->nic.reorder_spare_bytes, 0);
+	assert_int_equal(t->sh.reorder_spare_bytes, 0);
 	drain(t, 2, big);
-	assert_int_equal(t->nic.reorder_spare_bytes,
+	assert_int_equal(t->sh.reorder_spare_bytes,
 			 2 * (sizeof(struct ur_reorder_pkt) + 4200));
 	/* a small one fits a large spare */
 	assert_true(ur_reorder_keep(&t->xp, at(t, 1),
 				    req_len(at(t, 1), 1, 60)));
-	assert_int_equal(t->nic.reorder_spare_bytes,
+	assert_int_equal(t->sh.reorder_spare_bytes,
 			 sizeof(struct ur_reorder_pkt) + 4200);
 	drain(t, 1, &small[2]);
 }
@@ -255,8 +258,8 @@ static void test_spares_bounded(void **state)
 	}
 	assert_true((uint64_t)n * T_BIG > UR_REORDER_SPARE_BYTES);
 	drain(t, n, lens);
-	assert_true(t->nic.reorder_spare_bytes <= UR_REORDER_SPARE_BYTES);
-	assert_true(t->nic.reorder_spare_bytes >
+	assert_true(t->sh.reorder_spare_bytes <= UR_REORDER_SPARE_BYTES);
+	assert_true(t->sh.reorder_spare_bytes >
 		    UR_REORDER_SPARE_BYTES - 2 * T_BIG);
 }
 
