@@ -17,7 +17,10 @@
 #
 # (BENCH_CASES="uroce incast8 tcp8" chooses; incastN and tcpN are N
 # senders; BENCH_FAULT=SPEC gives every uroce program that UROCE_FAULT,
-# e.g. ce=0.01 to have the hosts mark CE), each scenario a fresh cluster, all of them in each round
+# e.g. ce=0.01 to have the hosts mark CE; BENCH_LIBS="new=build main=../x/build"
+# runs every case with uroce flows once per library build instead of
+# build-dir's, in the same round, as rows "CASE, NAME": an A/B
+# interleaved), each scenario a fresh cluster, all of them in each round
 # (interleaved),
 # then every flow's median Gbit/s over the rounds, the medians of their
 # sum and of Jain's fairness index (sum^2 / (n * sum of squares), 1 for
@@ -67,6 +70,33 @@ for name in "${order[@]}"; do
 	fi
 	[[ -n ${flows[$name]:-} ]] || { echo "BENCH_CASES: no case '$name'" >&2; exit 2; }
 done
+# BENCH_LIBS: each case with uroce flows once per build, "CASE@NAME"
+declare -A libdir=()
+if [[ -n ${BENCH_LIBS:-} ]]; then
+	read -ra libs <<<"$BENCH_LIBS"
+	ab=()
+	for name in "${order[@]}"; do
+		if [[ ${flows[$name]} != *u* ]]; then
+			ab+=("$name")
+			continue
+		fi
+		for l in "${libs[@]}"; do
+			[[ $l =~ ^([A-Za-z0-9_-]+)=(.+)$ ]] ||
+				{ echo "BENCH_LIBS: '$l' is not NAME=BUILD-DIR" >&2; exit 2; }
+			d=$(cd "${BASH_REMATCH[2]}" 2>/dev/null && pwd)
+			if [[ -z $d || ! -e $d/lib/libibverbs.so.1 ]]; then
+				echo "BENCH_LIBS: no ${BASH_REMATCH[2]}/lib/libibverbs.so.1" >&2
+				exit 2
+			fi
+			v=$name@${BASH_REMATCH[1]}
+			flows[$v]=${flows[$name]}
+			title[$v]="${title[$name]}, ${BASH_REMATCH[1]}"
+			libdir[$v]=$d/lib
+			ab+=("$v")
+		done
+	done
+	order=("${ab[@]}")
+fi
 
 bw="ib_write_bw -d uroce0 -x 0 -F -s 65536 -D $secs --report_gbits"
 
@@ -102,6 +132,7 @@ run_case() {
 	done
 	mkdir -p "$out/$name.$mtu.$r"
 	# (the receiver's servers each need an address of their own)
+	UROCE_LIBDIR=${libdir[$name]:-$b/lib} \
 	"$U" cluster -n $((k + 1)) --addrs $((k > 4 ? k : 4)) --rate "$rate" --queue "$queue" --mtu "$mtu" \
 		${BENCH_FAULT:+--fault "$BENCH_FAULT"} \
 		--timeout $((secs + 40)) --output "$out/$name.$mtu.$r" "${args[@]}" \
