@@ -61,6 +61,8 @@ enum ur_stat {
 	UR_STAT_DIRECT_FALLBACKS,
 	UR_STAT_DIRECT_REFUSED,
 	UR_STAT_DIRECT_WRITE_IMMS,
+	UR_STAT_DIRECT_SENDS,		/* direct_send.c */
+	UR_STAT_DIRECT_SEND_PACKETS,
 	UR_STAT_XRC_REMOTE_RDMA,	/* xrc_mem.c */
 	UR_STAT_XRC_REMOTE_REFUSED,
 	UR_STAT_NP_ECN_MARKED,		/* ecn.c: mlx5's names */
@@ -501,6 +503,10 @@ struct ur_tmr_info {
 struct ur_dx_info {
 	uint64_t verified;		/* ns: the peer's pid last proven */
 	bool refused;			/* the kernel refused: packets only */
+	/* the peer QP's RQ ring, mapped for SENDs (direct_send.c) */
+	struct ur_xring *rq;
+	int32_t rq_pid, rq_fd;
+	uint64_t rq_id;
 };
 
 struct ur_qp_xport {
@@ -689,6 +695,13 @@ bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes);
 void ur_direct_init(struct ur_nic *nic);
 void ur_direct_qp_update(struct ur_qp *qp);
 void ur_direct_qp_gone(struct ur_qp *qp);
+/* direct_send.c: a SEND (with immediate), the requester's cursor WQE,
+ * by one copy into the peer QP's receive (sq_lock and obj_lock read
+ * held): 1 done (or failed: the copy faulted, IBV_WC_REM_OP_ERR), 0
+ * packets. ur_direct_done: a WQE a copy executed completes when the
+ * completer drains it, with no PSN of its own. */
+int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe);
+void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe);
 unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 			   unsigned int n);
 

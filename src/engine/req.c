@@ -511,19 +511,6 @@ static bool req_is_local(const struct ur_qp *qp,
 	return info && (info->flags & UR_WR_LOCAL);
 }
 
-/* A WRITE or READ that ur_direct_run() executed: completes when the
- * completer drains it, with no PSN of its own. */
-static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
-{
-	struct ur_qp_xport *xp = qp->xp;
-
-	wqe->npkts = 0;
-	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->req.psn, -1);
-	wqe->sent = wqe->length;
-	wqe->state = UR_WQE_DONE;
-	ur_sq_advance(qp);
-}
-
 /*
  * The same-host copy of the cursor WQE (entered), with the WRITEs posted
  * right behind it that the requester never visited: how many were done.
@@ -541,6 +528,8 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 
 	if (wqe->dx_placed)
 		return 0;	/* copied before a go-back-N */
+	if (wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM)
+		return (unsigned int)ur_direct_send(qp, wqe);
 	w[0] = wqe;
 	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
 	       i != sq->producer &&
@@ -565,7 +554,7 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			}
 			return j;
 		}
-		req_direct_done(qp, w[j]);
+		ur_direct_done(qp, w[j]);
 	}
 	return k;
 }

@@ -282,6 +282,11 @@ void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey);
 int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
 		    uint32_t srqn, struct ur_xring **out);
 void ur_xring_cache_free(struct ur_xring **cache);
+/* rq_ring.c: the ways of ur_qp_post_recv and ur_qp_take_recv while a
+ * QP's RQ is shared (rq_lock held). */
+int ur_rq_ring_post(struct ur_qp *qp, struct ibv_recv_wr **wrp,
+		    struct ibv_recv_wr **bad, int *err);
+int ur_rq_ring_take(struct ur_qp *qp, struct ur_recv_wqe *out);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <stdio.h>
 
 #include "obj/xrc_ring.h"
 
@@ -250,8 +251,9 @@ int ur_xring_copy(struct ur_xring *x, const struct ur_recv_wqe *w,
 	return err;
 }
 
-void ur_xring_complete(struct ur_xring *x, uint64_t idx,
-		       const struct ibv_wc *wc)
+
+static void xr_complete(struct ur_xring *x, uint64_t idx,
+			const struct ibv_wc *wc, bool solicited)
 {
 	struct xr_hdr *h = x->h;
 	uint64_t p = atomic_fetch_add(&h->cq_head, 1);
@@ -265,10 +267,173 @@ void ur_xring_complete(struct ur_xring *x, uint64_t idx,
 	e->qp_num = wc->qp_num;
 	e->src_qp = wc->src_qp;
 	e->idx = idx;
+	e->flags = solicited ? XR_CQE_SOLICITED : 0;
 	atomic_store_explicit(&e->seq, (uint32_t)(p + 1), memory_order_release);
 	/* the owner's waker, if it sleeps: it either sees the new count
 	 * before it sleeps or is seen sleeping here (both seq_cst) */
 	atomic_fetch_add(&h->wake_seq, 1);
 	if (atomic_load(&h->sleeping))
 		xr_futex_wake(&h->wake_seq);
+}
+
+void ur_xring_complete(struct ur_xring *x, uint64_t idx,
+		       const struct ibv_wc *wc)
+{
+	xr_complete(x, idx, wc, false);
+}
+
+/*
+ * A QP's RQ ring of another process (rq_ring.c), for the requester of a
+ * same-host SEND (engine/direct_send.c): opened through the owner's fd,
+ * which only a process allowed to write the owner's memory may open, and
+ * taken for the owner's only if it carries the identity its table names.
+ */
+int ur_xring_open_fd(int32_t pid, int32_t fd, uint64_t id,
+		     struct ur_xring **out)
+{
+	char path[64];
+	struct ur_xring *x;
+	struct stat st;
+	void *p;
+	int err = -ENODEV;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (x->fd < 0 || fstat(x->fd, &st) || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size < xr_hdr_len()) {
+		err = x->fd < 0 && errno == EACCES ? -EPERM : -ENODEV;
+		xr_unmap(x);
+		return err;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 x->fd, 0);
+	if (p == MAP_FAILED) {
+		xr_unmap(x);
+		return -ENOMEM;
+	}
+	x->h = p;
+	x->len = (size_t)st.st_size;
+	if (atomic_load_explicit(&x->h->magic, memory_order_acquire) ==
+		    XR_MAGIC &&
+	    x->h->nonce == id && x->h->pid == pid &&
+	    x->h->pidns == xr_pidns() && !x->h->no_wake &&
+	    x->h->depth && !(x->h->depth & (x->h->depth - 1)) &&
+	    x->h->max_sge <= UR_MAX_SGE &&
+	    x->h->stride == sizeof(struct xr_slot) +
+				    x->h->max_sge * sizeof(struct xr_sge) &&
+	    xr_size(x->h->depth, x->h->stride) == x->len)
+		err = 0;
+	if (err) {
+		xr_unmap(x);
+		return err;
+	}
+	*out = x;
+	return 0;
+}
+
+void ur_xring_close(struct ur_xring *x)
+{
+	xr_unmap(x);
+}
+
+/* A holder slot, at once or not at all (a deregistration in progress,
+ * or the slots full, sends the message as packets). */
+static bool xr_enter_once(struct xr_hdr *h, unsigned int *slot)
+{
+	int32_t me = (int32_t)getpid();
+	unsigned int i;
+
+	for (i = 0; i < XR_HOLDERS; i++) {
+		int32_t zero = 0;
+
+		if (!atomic_compare_exchange_strong(&h->holder[i], &zero, me))
+			continue;
+		if (atomic_load(&h->dereg) & 1) {
+			atomic_store(&h->holder[i], 0);
+			return false;
+		}
+		*slot = i;
+		return true;
+	}
+	return false;
+}
+
+int ur_xring_send(struct ur_xring *x, const struct iovec *local,
+		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
+		  bool solicited)
+{
+	struct iovec remote[UR_MAX_SGE];
+	struct xr_hdr *h = x->h;
+	unsigned int slot, n, i;
+	struct xr_slot *s;
+	struct ibv_wc wc;
+	uint32_t left;
+	ssize_t done;
+	uint64_t c;
+	int err = 0;
+
+	if (!xr_enter_once(h, &slot))
+		return -EBUSY;
+	if (atomic_load(&h->gone)) {
+		err = -ENODEV;
+		goto out;
+	}
+	c = atomic_load(&h->claimed);
+	for (;;) {
+		uint32_t st;
+
+		if (c >= atomic_load_explicit(&h->posted, memory_order_acquire)) {
+			err = -EAGAIN;		/* RNR: the responder's */
+			goto out;
+		}
+		s = xr_slot(x, c);
+		st = atomic_load_explicit(&s->state, memory_order_acquire);
+		/* a WQE that did not resolve, or too short: the responder
+		 * takes it and answers as the IBA says */
+		if (!(st & XR_POSTED) || (st & XR_BAD) || s->length < len) {
+			err = -EINVAL;
+			goto out;
+		}
+		n = 0;
+		left = len;
+		for (i = 0; i < s->num_sge && i < h->max_sge && left; i++) {
+			uint32_t l = s->sge[i].length < left ?
+					     s->sge[i].length : left;
+
+			if (!l)
+				continue;
+			remote[n].iov_base = (void *)(uintptr_t)s->sge[i].host;
+			remote[n++].iov_len = l;
+			left -= l;
+		}
+		if (left) {
+			err = -EINVAL;
+			goto out;
+		}
+		/* the loser's reading is dropped: a slot is written again
+		 * only once its winner is done with it */
+		if (atomic_compare_exchange_strong(&h->claimed, &c, c + 1))
+			break;
+	}
+	s->taker = (int32_t)getpid();
+	atomic_fetch_or(&s->state, XR_REMOTE);
+	done = len ? process_vm_writev(h->pid, local, nlocal, remote, n, 0) :
+		     0;
+	if (done < 0 && errno == ESRCH) {
+		err = -ENODEV;	/* the owner died: nobody to complete to */
+		goto out;
+	}
+	wc = *tmpl;
+	wc.byte_len = len;
+	if (done != (ssize_t)len) {
+		err = -EFAULT;
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	}
+	xr_complete(x, c, &wc, solicited);
+out:
+	atomic_store(&h->holder[slot], 0);
+	return err;
 }

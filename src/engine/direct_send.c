@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Same-host SENDs by one copy: the requester takes the oldest receive
+ * WQE of the target QP from the ring the target shares it in
+ * (obj/rq_ring.c), writes the payload straight into its buffers with
+ * process_vm_writev and hands the receive's completion back through the
+ * ring, which the target's poll_cq moves into its CQ. No packet, no ACK,
+ * no PSN. docs/design.md, "SENDs by a single copy", says why this is the
+ * IBA's SEND; in short:
+ *
+ * - Only when the QP has nothing in flight (direct.c's ordering rule):
+ *   every earlier request was executed and acknowledged, and the copy is
+ *   finished (its completion written) when the call returns, before
+ *   anything later is sent.
+ * - Anything not certainly right goes as packets, whose responder gives
+ *   the IBA's answer: no WQE posted (RNR), one whose SGEs did not
+ *   resolve at post or too short (the responder's errors), the ring
+ *   closed (the QP left RTR/RTS), a deregistration in progress, the
+ *   peer's table not naming the ring.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "engine/direct_priv.h"
+#include "link/link.h"
+#include "util/lock_assert.h"
+
+void ur_dx_rq_share(struct ur_qp *qp)
+{
+	struct ur_nic *nic = qp->xp ? qp->xp->nic : NULL;
+	int32_t fd;
+	uint64_t id;
+
+	if (!nic || !nic->dx_on || !nic->dx_own || qp->srq ||
+	    qp->type != IBV_QPT_RC || ur_rq_ring_ident(qp, &fd, &id) ||
+	    !ur_link_is_ring(nic->link, &qp->av.dest))
+		return;
+	/* failing, the RQ stays private: its SENDs come as packets */
+	(void)ur_rq_ring_open(qp, &qp->xp->resp.held);
+}
+
+void ur_dx_send_fini(struct ur_qp *qp)
+{
+	struct ur_dx_info *d = &qp->xp->dx;
+
+	if (d->rq)
+		ur_xring_close(d->rq);
+	d->rq = NULL;
+}
+
+/* The ring tq names, mapped (kept while the peer's table names it). */
+static struct ur_xring *send_ring(struct ur_qp *qp, int32_t pid,
+				  const struct dx_qp *tq)
+{
+	struct ur_dx_info *d = &qp->xp->dx;
+	int rc;
+
+	if (d->rq && d->rq_pid == pid && d->rq_fd == tq->rq_fd &&
+	    d->rq_id == tq->rq_id)
+		return d->rq;
+	ur_dx_send_fini(qp);
+	rc = ur_xring_open_fd(pid, tq->rq_fd, tq->rq_id, &d->rq);
+	if (rc) {
+		d->rq = NULL;
+		return NULL;
+	}
+	d->rq_pid = pid;
+	d->rq_fd = tq->rq_fd;
+	d->rq_id = tq->rq_id;
+	return d->rq;
+}
+
+/* The WQE's payload as local iovecs, checked as the packets' would be. */
+static int send_local(struct ur_qp *qp, struct ur_send_wqe *wqe,
+		      struct iovec *l, unsigned int *n)
+{
+	if (!wqe->length) {
+		*n = 0;
+		return 0;
+	}
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		l->iov_base = wqe->inline_data;
+		l->iov_len = wqe->length;
+		*n = 1;
+		return 0;
+	}
+	return ur_sgl_map(qp, wqe->sge, wqe->num_sge, 0, wqe->length, 0, l,
+			  UR_MAX_SGE, n);
+}
+
+int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+	struct ur_nic *nic = xp->nic;
+	struct iovec local[UR_MAX_SGE];
+	struct ur_xring *x;
+	struct dx_table *t;
+	struct dx_qp tq;
+	struct ibv_wc wc;
+	unsigned int n;
+	uint8_t me[16];
+	int32_t pid;
+	int rc;
+
+	UR_ASSERT_HELD(&qp->sq_lock);
+	if (!nic->dx_on || xp->dx.refused || qp->type != IBV_QPT_RC ||
+	    !ur_dx_idle(xp) || ur_link_faulty(nic->link))
+		return 0;
+	t = ur_dx_peer_get(qp, &pid);
+	if (!t)
+		return 0;
+	ur_sockaddr_to_gid(&qp->av.src, me);
+	if (!ur_dx_qp_find(t, qp->attr.dest_qp_num, &tq) ||
+	    tq.dest_qpn != ur_qp_num(qp) || memcmp(tq.peer, me, 16) ||
+	    !tq.rq_id) {
+		ur_link_peer_area_put(nic->link);
+		return 0;
+	}
+	x = send_ring(qp, pid, &tq);
+	/* the local SGEs fail as packets would fail them: leave that to
+	 * the packet path, which reports it */
+	if (!x || send_local(qp, wqe, local, &n)) {
+		ur_link_peer_area_put(nic->link);
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SEND_PACKETS, 1);
+		return 0;
+	}
+	memset(&wc, 0, sizeof(wc));
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = tq.qpn;
+	wc.src_qp = ur_qp_num(qp);
+	if (wqe->opcode == IBV_WR_SEND_WITH_IMM) {
+		wc.imm_data = wqe->imm_data;
+		wc.wc_flags = IBV_WC_WITH_IMM;
+	}
+	rc = ur_xring_send(x, local, n, wqe->length, &wc,
+			   wqe->send_flags & IBV_SEND_SOLICITED);
+	ur_link_peer_area_put(nic->link);
+	if (rc == -EFAULT) {
+		/* the target's WQE completed in error: as its responder
+		 * would NAK a receive it cannot write */
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
+		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_REM_OP_ERR);
+		return 1;
+	}
+	if (rc) {
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SEND_PACKETS, 1);
+		if (rc == -ENODEV)
+			ur_dx_send_fini(qp);
+		return 0;
+	}
+	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SENDS, 1);
+	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, wqe->length);
+	ur_qcnt_tx(xp->qcnt.req, wqe->length);
+	ur_direct_done(qp, wqe);
+	return 1;
+}
+
+void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
+{
+	struct ur_qp_xport *xp = qp->xp;
+
+	wqe->npkts = 0;
+	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->req.psn, -1);
+	wqe->sent = wqe->length;
+	wqe->state = UR_WQE_DONE;
+	ur_sq_advance(qp);
+}
