@@ -243,12 +243,37 @@ static void qp_publish(struct ur_qp *qp, bool serve)
 	pthread_mutex_unlock(&nic->dx_lock);
 }
 
+/* Opens the QP's RQ ring when its peer is a ring peer (direct_send.c
+ * copies SENDs into it). */
+static void rq_share(struct ur_qp *qp)
+{
+	struct ur_nic *nic = qp->xp ? qp->xp->nic : NULL;
+	int32_t fd;
+	uint64_t id;
+
+	if (!nic || !nic->dx_on || !nic->dx_own || qp->srq ||
+	    qp->type != IBV_QPT_RC || ur_rq_ring_ident(qp, &fd, &id) ||
+	    !ur_link_is_ring(nic->link, &qp->av.dest))
+		return;
+	/* failing, the RQ stays private: its SENDs come as packets */
+	(void)ur_rq_ring_open(qp, &qp->xp->resp.held);
+}
+
+void ur_dx_send_fini(struct ur_qp *qp)
+{
+	struct ur_dx_info *d = &qp->xp->dx;
+
+	if (d->rq)
+		ur_xring_close(d->rq);
+	d->rq = NULL;
+}
+
 void ur_direct_qp_update(struct ur_qp *qp)
 {
 	bool serve = qp_serves(qp);
 
 	if (serve)
-		ur_dx_rq_share(qp);
+		rq_share(qp);
 	qp_publish(qp, serve);
 	if (!serve)
 		ur_rq_ring_close(qp);	/* after no peer can find it */

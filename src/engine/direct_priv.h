@@ -71,10 +71,8 @@ static inline bool ur_dx_idle(const struct ur_qp_xport *xp)
 	       !xp->req.rd_outstanding && !xp->req.pkt && !xp->resend.active;
 }
 
-/* direct_send.c: opens the QP's RQ ring when its peer is a ring peer (a
- * serving RC QP, sq_lock held); drops the requester's mapping of the
- * peer's ring (the QP is destroyed). */
-void ur_dx_rq_share(struct ur_qp *qp);
+/* Drops the requester's mapping of the peer QP's RQ ring (sq_lock held,
+ * or the QP being destroyed). */
 void ur_dx_send_fini(struct ur_qp *qp);
 
 #endif

@@ -26,29 +26,6 @@
 #include "link/link.h"
 #include "util/lock_assert.h"
 
-void ur_dx_rq_share(struct ur_qp *qp)
-{
-	struct ur_nic *nic = qp->xp ? qp->xp->nic : NULL;
-	int32_t fd;
-	uint64_t id;
-
-	if (!nic || !nic->dx_on || !nic->dx_own || qp->srq ||
-	    qp->type != IBV_QPT_RC || ur_rq_ring_ident(qp, &fd, &id) ||
-	    !ur_link_is_ring(nic->link, &qp->av.dest))
-		return;
-	/* failing, the RQ stays private: its SENDs come as packets */
-	(void)ur_rq_ring_open(qp, &qp->xp->resp.held);
-}
-
-void ur_dx_send_fini(struct ur_qp *qp)
-{
-	struct ur_dx_info *d = &qp->xp->dx;
-
-	if (d->rq)
-		ur_xring_close(d->rq);
-	d->rq = NULL;
-}
-
 /* The ring tq names, mapped (kept while the peer's table names it). */
 static struct ur_xring *send_ring(struct ur_qp *qp, int32_t pid,
 				  const struct dx_qp *tq)
@@ -134,7 +111,7 @@ int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		wc.imm_data = wqe->imm_data;
 		wc.wc_flags = IBV_WC_WITH_IMM;
 	}
-	rc = ur_xring_send(x, local, n, wqe->length, &wc,
+	rc = ur_xring_send(x, nic->dx_self, local, n, wqe->length, &wc,
 			   wqe->send_flags & IBV_SEND_SOLICITED);
 	ur_link_peer_area_put(nic->link);
 	if (rc == -EFAULT) {

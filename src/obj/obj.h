@@ -732,14 +732,15 @@ void ur_xring_close(struct ur_xring *x);
 /*
  * A SEND of len bytes from local[nlocal] into the oldest WQE of x, by one
  * process_vm_writev, and its completion (tmpl, byte_len len) handed to
- * the owner. 0; or nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
+ * the owner (me: this process's pid, which getpid() would ask the kernel
+ * for). 0; or nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
  * WQE did not resolve, or is shorter than len), -EBUSY (a deregistration
  * is in progress), -ENODEV (the queue is closed, or its owner died);
  * -EFAULT: the copy faulted, the WQE taken and completed with
  * IBV_WC_LOC_PROT_ERR.
  */
 struct iovec;
-int ur_xring_send(struct ur_xring *x, const struct iovec *local,
+int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
 		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
 		  bool solicited);
 

@@ -341,9 +341,8 @@ void ur_xring_close(struct ur_xring *x)
 
 /* A holder slot, at once or not at all (a deregistration in progress,
  * or the slots full, sends the message as packets). */
-static bool xr_enter_once(struct xr_hdr *h, unsigned int *slot)
+static bool xr_enter_once(struct xr_hdr *h, int32_t me, unsigned int *slot)
 {
-	int32_t me = (int32_t)getpid();
 	unsigned int i;
 
 	for (i = 0; i < XR_HOLDERS; i++) {
@@ -361,7 +360,7 @@ static bool xr_enter_once(struct xr_hdr *h, unsigned int *slot)
 	return false;
 }
 
-int ur_xring_send(struct ur_xring *x, const struct iovec *local,
+int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
 		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
 		  bool solicited)
 {
@@ -375,7 +374,7 @@ int ur_xring_send(struct ur_xring *x, const struct iovec *local,
 	uint64_t c;
 	int err = 0;
 
-	if (!xr_enter_once(h, &slot))
+	if (!xr_enter_once(h, me, &slot))
 		return -EBUSY;
 	if (atomic_load(&h->gone)) {
 		err = -ENODEV;
@@ -418,7 +417,7 @@ int ur_xring_send(struct ur_xring *x, const struct iovec *local,
 		if (atomic_compare_exchange_strong(&h->claimed, &c, c + 1))
 			break;
 	}
-	s->taker = (int32_t)getpid();
+	s->taker = me;
 	atomic_fetch_or(&s->state, XR_REMOTE);
 	done = len ? process_vm_writev(h->pid, local, nlocal, remote, n, 0) :
 		     0;

@@ -46,12 +46,16 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		errno = EINVAL;
 		return -EINVAL;
 	}
-	/* completions other processes made for our shared XRC SRQs */
+	/* completions other processes made for our shared XRC SRQs, and
+	 * same-host peers' SENDs into our shared RQs (obj/rq_ring.c) */
 	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
 		ur_xring_drain_cq(cq);
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
 		ur_engine_poll(ur_ctx_dev(ibcq->context));
+		/* a peer's copy may have landed meanwhile */
+		if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
+			ur_xring_drain_cq(cq);
 		got = ur_cq_poll(cq, n, wc);
 	}
 	if (got > 0) {

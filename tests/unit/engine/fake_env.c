@@ -984,11 +984,11 @@ void ur_xring_close(struct ur_xring *x)
 	(void)x;
 }
 
-int ur_xring_send(struct ur_xring *x, const struct iovec *local,
+int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
 		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
 		  bool solicited)
 {
 	(void)x, (void)local, (void)nlocal, (void)len, (void)tmpl;
-	(void)solicited;
+	(void)solicited, (void)me;
 	return -ENODEV;
 }
