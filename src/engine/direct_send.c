@@ -48,14 +48,16 @@ static struct ur_xring *send_ring(struct ur_qp *qp, int32_t pid,
 	return d->rq;
 }
 
-/* The WQE's payload as local iovecs, checked as the packets' would be. */
+/* The WQE's payload as local iovecs (room for max), checked as the
+ * packets' would be. */
 static int send_local(struct ur_qp *qp, struct ur_send_wqe *wqe,
-		      struct iovec *l, unsigned int *n)
+		      struct iovec *l, unsigned int max, unsigned int *n)
 {
-	if (!wqe->length) {
-		*n = 0;
+	*n = 0;
+	if (!wqe->length)
 		return 0;
-	}
+	if (!max)
+		return -EMSGSIZE;
 	if (wqe->send_flags & IBV_SEND_INLINE) {
 		l->iov_base = wqe->inline_data;
 		l->iov_len = wqe->length;
@@ -63,19 +65,21 @@ static int send_local(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		return 0;
 	}
 	return ur_sgl_map(qp, wqe->sge, wqe->num_sge, 0, wqe->length, 0, l,
-			  UR_MAX_SGE, n);
+			  max, n);
 }
 
-int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe)
+unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
+			    unsigned int n)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_nic *nic = xp->nic;
-	struct iovec local[UR_MAX_SGE];
+	struct iovec local[UR_XSEND_IOV];
+	struct ur_xsend m[UR_DX_BATCH];
+	unsigned int i, k = 0, nl = 0, cnt;
+	uint64_t bytes = 0;
 	struct ur_xring *x;
 	struct dx_table *t;
 	struct dx_qp tq;
-	struct ibv_wc wc;
-	unsigned int n;
 	uint8_t me[16];
 	int32_t pid;
 	int rc;
@@ -95,43 +99,50 @@ int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe)
 		return 0;
 	}
 	x = send_ring(qp, pid, &tq);
-	/* the local SGEs fail as packets would fail them: leave that to
-	 * the packet path, which reports it */
-	if (!x || send_local(qp, wqe, local, &n)) {
-		ur_link_peer_area_put(nic->link);
-		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SEND_PACKETS, 1);
-		return 0;
+	/* a local SGE that fails, fails as packets: the packet path
+	 * reports it */
+	for (i = 0; x && i < n && nl < UR_XSEND_IOV; i++) {
+		if (send_local(qp, w[i], local + nl, UR_XSEND_IOV - nl, &cnt))
+			break;
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].local = local + nl;
+		m[i].nlocal = cnt;
+		m[i].len = w[i]->length;
+		m[i].solicited = w[i]->send_flags & IBV_SEND_SOLICITED;
+		m[i].wc.status = IBV_WC_SUCCESS;
+		m[i].wc.opcode = IBV_WC_RECV;
+		m[i].wc.qp_num = tq.qpn;
+		m[i].wc.src_qp = ur_qp_num(qp);
+		if (w[i]->opcode == IBV_WR_SEND_WITH_IMM) {
+			m[i].wc.imm_data = w[i]->imm_data;
+			m[i].wc.wc_flags = IBV_WC_WITH_IMM;
+		}
+		nl += cnt;
 	}
-	memset(&wc, 0, sizeof(wc));
-	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = tq.qpn;
-	wc.src_qp = ur_qp_num(qp);
-	if (wqe->opcode == IBV_WR_SEND_WITH_IMM) {
-		wc.imm_data = wqe->imm_data;
-		wc.wc_flags = IBV_WC_WITH_IMM;
-	}
-	rc = ur_xring_send(x, nic->dx_self, local, n, wqe->length, &wc,
-			   wqe->send_flags & IBV_SEND_SOLICITED);
+	rc = i ? ur_xring_send(x, nic->dx_self, m, i, &k) : -EINVAL;
 	ur_link_peer_area_put(nic->link);
+	for (i = 0; i < k; i++) {
+		bytes += w[i]->length;
+		ur_direct_done(qp, w[i]);
+	}
+	if (k) {
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SENDS, k);
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, bytes);
+		ur_qcnt_tx(xp->qcnt.req, (uint32_t)bytes);
+	}
 	if (rc == -EFAULT) {
 		/* the target's WQE completed in error: as its responder
 		 * would NAK a receive it cannot write */
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
-		ur_wqe_fail(qp, qp->sq.cursor, wqe, IBV_WC_REM_OP_ERR);
-		return 1;
+		ur_wqe_fail(qp, qp->sq.cursor, w[k], IBV_WC_REM_OP_ERR);
+		return k + 1;
 	}
-	if (rc) {
+	if (!k) {
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SEND_PACKETS, 1);
 		if (rc == -ENODEV)
 			ur_dx_send_fini(qp);
-		return 0;
 	}
-	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SENDS, 1);
-	ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_BYTES, wqe->length);
-	ur_qcnt_tx(xp->qcnt.req, wqe->length);
-	ur_direct_done(qp, wqe);
-	return 1;
+	return k;
 }
 
 void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)

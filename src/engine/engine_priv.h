@@ -695,12 +695,20 @@ bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes);
 void ur_direct_init(struct ur_nic *nic);
 void ur_direct_qp_update(struct ur_qp *qp);
 void ur_direct_qp_gone(struct ur_qp *qp);
-/* direct_send.c: a SEND (with immediate), the requester's cursor WQE,
- * by one copy into the peer QP's receive (sq_lock and obj_lock read
- * held): 1 done (or failed: the copy faulted, IBV_WC_REM_OP_ERR), 0
- * packets. ur_direct_done: a WQE a copy executed completes when the
- * completer drains it, with no PSN of its own. */
-int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe *wqe);
+/* direct_send.c: SENDs (with immediate) w[0..n), the requester's cursor
+ * WQE and those posted right behind it that it never visited, by one copy
+ * into the peer QP's receives (sq_lock and obj_lock read held): how many,
+ * in order, were done (the last of them failed if the copy faulted in
+ * it: IBV_WC_REM_OP_ERR); the next goes as packets. ur_direct_done: a WQE
+ * a copy executed completes when the completer drains it, with no PSN of
+ * its own. */
+static inline bool ur_dx_send_op(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+}
+
+unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
+			    unsigned int n);
 void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe);
 unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 			   unsigned int n);

@@ -525,25 +525,28 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	struct ur_send_wqe *w[UR_DX_BATCH];
 	uint32_t i = sq->cursor + 1;
 	unsigned int n = 1, k, j;
+	bool send = ur_dx_send_op(wqe->opcode);	/* SENDs batch alike */
 
 	if (wqe->dx_placed)
 		return 0;	/* copied before a go-back-N */
-	if (wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM)
-		return (unsigned int)ur_direct_send(qp, wqe);
 	w[0] = wqe;
-	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
-	       i != sq->producer &&
+	while ((wqe->opcode == IBV_WR_RDMA_WRITE || send) &&
+	       n < UR_DX_BATCH && i != sq->producer &&
 	       i - sq->consumer >= xp->req.sq_high - sq->consumer) {
 		struct ur_send_wqe *x = ur_wq_slot(sq, i++);
 
-		if ((x->opcode != IBV_WR_RDMA_WRITE &&
-		     x->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
-		    !x->length || x->length > UR_DX_BATCH_BYTES)
+		if ((send ? !ur_dx_send_op(x->opcode) :
+			    (x->opcode != IBV_WR_RDMA_WRITE &&
+			     x->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
+				    !x->length) ||
+		    x->length > UR_DX_BATCH_BYTES)
 			break;
 		w[n++] = x;
 		if (x->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 			break;
 	}
+	if (send)
+		return ur_direct_send(qp, w, n);
 	k = ur_direct_run(qp, w, n);
 	for (j = 0; j < k; j++) {
 		if (w[j]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {

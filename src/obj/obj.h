@@ -730,19 +730,27 @@ int ur_xring_open_fd(int32_t pid, int32_t fd, uint64_t id,
 		     struct ur_xring **out);
 void ur_xring_close(struct ur_xring *x);
 /*
- * A SEND of len bytes from local[nlocal] into the oldest WQE of x, by one
- * process_vm_writev, and its completion (tmpl, byte_len len) handed to
- * the owner (me: this process's pid, which getpid() would ask the kernel
- * for). 0; or nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
- * WQE did not resolve, or is shorter than len), -EBUSY (a deregistration
- * is in progress), -ENODEV (the queue is closed, or its owner died);
- * -EFAULT: the copy faulted, the WQE taken and completed with
- * IBV_WC_LOC_PROT_ERR.
+ * SENDs into the oldest WQEs of x by one process_vm_writev, and their
+ * completions (each m[i].wc, byte_len its len) handed to the owner (me:
+ * this process's pid, which getpid() would ask the kernel for). *copied:
+ * how many of m, in order, were done. The return says why the next was
+ * not: 0 (all done); nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
+ * WQE did not resolve, or is shorter than the message), -EBUSY (a
+ * deregistration is in progress), -ENODEV (the queue is closed, or its
+ * owner died); -EFAULT: the copy faulted in that message, whose WQE
+ * completed with IBV_WC_LOC_PROT_ERR (those taken behind it flushed).
  */
+#define UR_XSEND_IOV 128u
 struct iovec;
-int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
-		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
-		  bool solicited);
+struct ur_xsend {
+	const struct iovec *local;
+	unsigned int nlocal;
+	uint32_t len;
+	struct ibv_wc wc;
+	bool solicited;
+};
+int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
+		  unsigned int n, unsigned int *copied);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

@@ -360,20 +360,53 @@ static bool xr_enter_once(struct xr_hdr *h, int32_t me, unsigned int *slot)
 	return false;
 }
 
-int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
-		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
-		  bool solicited)
+/* The remote pieces of claim index c for a message of len bytes
+ * appended at r[*nr] (room: max): 0, -EAGAIN (none posted), -EINVAL (it
+ * did not resolve or is too short), -ENOSPC (no room). */
+static int xr_send_slot(struct ur_xring *x, uint64_t c, uint32_t len,
+			struct iovec *r, unsigned int *nr, unsigned int max)
 {
-	struct iovec remote[UR_MAX_SGE];
 	struct xr_hdr *h = x->h;
-	unsigned int slot, n, i;
 	struct xr_slot *s;
-	struct ibv_wc wc;
-	uint32_t left;
-	ssize_t done;
-	uint64_t c;
-	int err = 0;
+	unsigned int i, n = *nr;
+	uint32_t st, left = len;
 
+	if (c >= atomic_load_explicit(&h->posted, memory_order_acquire))
+		return -EAGAIN;
+	s = xr_slot(x, c);
+	st = atomic_load_explicit(&s->state, memory_order_acquire);
+	/* a WQE that did not resolve, or too short: the responder takes
+	 * it and answers as the IBA says */
+	if (!(st & XR_POSTED) || (st & XR_BAD) || s->length < len)
+		return -EINVAL;
+	for (i = 0; i < s->num_sge && i < h->max_sge && left; i++) {
+		uint32_t l = s->sge[i].length < left ? s->sge[i].length : left;
+
+		if (!l)
+			continue;
+		if (n == max)
+			return -ENOSPC;
+		r[n].iov_base = (void *)(uintptr_t)s->sge[i].host;
+		r[n++].iov_len = l;
+		left -= l;
+	}
+	if (left)
+		return -EINVAL;
+	*nr = n;
+	return 0;
+}
+
+int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
+		  unsigned int n, unsigned int *copied)
+{
+	struct iovec local[UR_XSEND_IOV], remote[UR_XSEND_IOV];
+	struct xr_hdr *h = x->h;
+	unsigned int slot, k = 0, i, nl = 0, nr = 0;
+	uint64_t c, want = 0;
+	ssize_t done;
+	int err = 0, why = 0;
+
+	*copied = 0;
 	if (!xr_enter_once(h, me, &slot))
 		return -EBUSY;
 	if (atomic_load(&h->gone)) {
@@ -382,57 +415,67 @@ int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
 	}
 	c = atomic_load(&h->claimed);
 	for (;;) {
-		uint32_t st;
+		/* the oldest WQEs, as many as fit the call */
+		why = 0;
+		for (k = nr = nl = 0; k < n; k++) {
+			unsigned int r0 = nr;
 
-		if (c >= atomic_load_explicit(&h->posted, memory_order_acquire)) {
-			err = -EAGAIN;		/* RNR: the responder's */
-			goto out;
+			if (nl + m[k].nlocal > UR_XSEND_IOV) {
+				why = -ENOSPC;
+				break;
+			}
+			why = xr_send_slot(x, c + k, m[k].len, remote, &nr,
+					   UR_XSEND_IOV);
+			if (why) {
+				nr = r0;
+				break;
+			}
+			memcpy(local + nl, m[k].local,
+			       m[k].nlocal * sizeof(*local));
+			nl += m[k].nlocal;
 		}
-		s = xr_slot(x, c);
-		st = atomic_load_explicit(&s->state, memory_order_acquire);
-		/* a WQE that did not resolve, or too short: the responder
-		 * takes it and answers as the IBA says */
-		if (!(st & XR_POSTED) || (st & XR_BAD) || s->length < len) {
-			err = -EINVAL;
-			goto out;
-		}
-		n = 0;
-		left = len;
-		for (i = 0; i < s->num_sge && i < h->max_sge && left; i++) {
-			uint32_t l = s->sge[i].length < left ?
-					     s->sge[i].length : left;
-
-			if (!l)
-				continue;
-			remote[n].iov_base = (void *)(uintptr_t)s->sge[i].host;
-			remote[n++].iov_len = l;
-			left -= l;
-		}
-		if (left) {
-			err = -EINVAL;
+		if (!k) {
+			err = why;
 			goto out;
 		}
 		/* the loser's reading is dropped: a slot is written again
 		 * only once its winner is done with it */
-		if (atomic_compare_exchange_strong(&h->claimed, &c, c + 1))
+		if (atomic_compare_exchange_strong(&h->claimed, &c, c + k))
 			break;
 	}
-	s->taker = me;
-	atomic_fetch_or(&s->state, XR_REMOTE);
-	done = len ? process_vm_writev(h->pid, local, nlocal, remote, n, 0) :
-		     0;
+	for (i = 0; i < k; i++) {
+		struct xr_slot *s = xr_slot(x, c + i);
+
+		s->taker = me;
+		atomic_fetch_or(&s->state, XR_REMOTE);
+		want += m[i].len;
+	}
+	done = want ? process_vm_writev(h->pid, local, nl, remote, nr, 0) : 0;
 	if (done < 0 && errno == ESRCH) {
 		err = -ENODEV;	/* the owner died: nobody to complete to */
 		goto out;
 	}
-	wc = *tmpl;
-	wc.byte_len = len;
-	if (done != (ssize_t)len) {
-		err = -EFAULT;
-		wc.status = IBV_WC_LOC_PROT_ERR;
+	if (done < 0)
+		done = 0;
+	/* the kernel stops at a fault: the messages before it landed whole;
+	 * the one it stopped in fails, and those behind it are flushed, as
+	 * the NAK would move the target QP to ERR */
+	for (i = 0; i < k; i++) {
+		struct ibv_wc wc = m[i].wc;
+
+		wc.byte_len = m[i].len;
+		if (!err && (uint64_t)done >= m[i].len) {
+			done -= m[i].len;
+			(*copied)++;
+		} else if (!err) {
+			err = -EFAULT;
+			wc.status = IBV_WC_LOC_PROT_ERR;
+		} else {
+			wc.status = IBV_WC_WR_FLUSH_ERR;
+		}
+		xr_complete(x, c + i, &wc, m[i].solicited);
 	}
-	xr_complete(x, c, &wc, solicited);
 out:
 	atomic_store(&h->holder[slot], 0);
-	return err;
+	return err ? err : why;
 }

@@ -984,11 +984,10 @@ void ur_xring_close(struct ur_xring *x)
 	(void)x;
 }
 
-int ur_xring_send(struct ur_xring *x, int32_t me, const struct iovec *local,
-		  unsigned int nlocal, uint32_t len, const struct ibv_wc *tmpl,
-		  bool solicited)
+int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
+		  unsigned int n, unsigned int *copied)
 {
-	(void)x, (void)local, (void)nlocal, (void)len, (void)tmpl;
-	(void)solicited, (void)me;
+	(void)x, (void)me, (void)m, (void)n;
+	*copied = 0;
 	return -ENODEV;
 }

@@ -193,6 +193,59 @@ static void test_send_bytes(void **state)
 }
 
 /*
+ * A post list of SENDs (some with immediate) into as many receives, fewer
+ * receives than SENDs: those with a receive go by one copy, the rest as
+ * packets once a receive is posted; every byte and completion once, in
+ * order.
+ */
+static void test_post_list(void **state)
+{
+	struct ibv_send_wr wr[10], *bad;
+	struct ibv_sge sge[10];
+	struct te_pair p;
+	struct te_side *a, *b;
+	uint64_t s0;
+	uint32_t i;
+
+	(void)state;
+	open_pair(&p);
+	a = &p.s[0];
+	b = &p.s[1];
+	s0 = counter(a, "direct_sends");
+	for (i = 0; i < TE_BUF; i++)
+		a->buf[i] = (uint8_t)(i * 3 + 1);
+	memset(b->buf, 0, TE_BUF);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(te_post_recv(b, 200 + i, i * 4096, 4096), 0);
+	for (i = 0; i < 10; i++) {
+		send_wr(&wr[i], &sge[i], a, i, i * 512, 100 + i * 300, i % 3 == 0,
+			i);
+		wr[i].next = i < 9 ? &wr[i + 1] : NULL;
+	}
+	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
+	for (i = 0; i < 8; i++)
+		expect_wc(a->scq, i, IBV_WC_SUCCESS);
+	assert_int_equal(te_post_recv(b, 208, 8 * 4096, 4096), 0);
+	assert_int_equal(te_post_recv(b, 209, 9 * 4096, 4096), 0);
+	for (i = 8; i < 10; i++)
+		expect_wc(a->scq, i, IBV_WC_SUCCESS);
+	for (i = 0; i < 10; i++) {
+		expect_recv(&p, 200 + i, 100 + i * 300, i % 3 == 0, i);
+		assert_memory_equal(b->buf + i * 4096, a->buf + i * 512,
+				    100 + i * 300);
+		assert_int_equal(nonzero_bytes(b->buf + i * 4096 + 100 +
+						       i * 300,
+					       4096 - 100 - i * 300),
+				 0);
+	}
+	assert_int_equal(te_poll_none(b->rcq, 20), 0);
+	if (!refused)
+		assert_true(counter_reaches(a, "direct_sends", s0 + 8) >=
+			    s0 + 8);
+	te_pair_close(&p);
+}
+
+/*
  * No receive posted: the SEND goes as packets and the responder answers
  * RNR until one is; those posted behind it follow as packets (never by a
  * copy that would pass it): the receiver sees them all once, in order,
@@ -424,6 +477,7 @@ int main(void)
 	const char *nx = getenv("UR_TEST_NO_XMEM");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_bytes),
+		cmocka_unit_test(test_post_list),
 		cmocka_unit_test(test_rnr_then_copies_in_order),
 		cmocka_unit_test(test_bad_lkey_recv),
 		cmocka_unit_test(test_short_recv),
