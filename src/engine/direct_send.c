@@ -137,6 +137,11 @@ unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
 		ur_wqe_fail(qp, qp->sq.cursor, w[k], IBV_WC_REM_OP_ERR);
 		return k + 1;
 	}
+	if (rc == -EIO) {
+		/* the packets redo it, and the responder answers the fault */
+		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_FALLBACKS, 1);
+		return k;
+	}
 	if (!k) {
 		ur_cnt_stat(&nic->cnt, UR_STAT_DIRECT_SEND_PACKETS, 1);
 		if (rc == -ENODEV)
@@ -154,4 +159,23 @@ void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	wqe->sent = wqe->length;
 	wqe->state = UR_WQE_DONE;
 	ur_sq_advance(qp);
+}
+
+void ur_engine_rq_overrun(struct ur_qp *qp)
+{
+	struct ibv_async_event ev = {
+		.element.qp = &qp->ibqp_ex.qp_base,
+		.event_type = IBV_EVENT_QP_FATAL,
+	};
+	bool fail;
+
+	pthread_mutex_lock(&qp->sq_lock);
+	fail = qp->state != IBV_QPS_ERR;
+	if (fail)
+		ur_qp_error_locked(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (!fail)
+		return;
+	ur_flush_rq(qp, false);
+	ur_async_event_post(qp->ibqp_ex.qp_base.context, &ev);
 }

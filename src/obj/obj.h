@@ -737,8 +737,10 @@ void ur_xring_close(struct ur_xring *x);
  * not: 0 (all done); nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
  * WQE did not resolve, or is shorter than the message), -EBUSY (a
  * deregistration is in progress), -ENODEV (the queue is closed, or its
- * owner died); -EFAULT: the copy faulted in that message, whose WQE
- * completed with IBV_WC_LOC_PROT_ERR (those taken behind it flushed).
+ * owner died), -EIO (the copy faulted in that message: it and those
+ * behind it were given back untaken, for the packets); -EFAULT: the copy
+ * faulted and its WQEs were taken again meanwhile (an SRQ's): that
+ * message's WQE completed with IBV_WC_LOC_PROT_ERR, those behind flushed.
  */
 #define UR_XSEND_IOV 128u
 struct iovec;

@@ -73,6 +73,8 @@ int ur_rq_ring_open(struct ur_qp *qp, const unsigned int *defer)
 			return -ENOMEM;
 		}
 		x->defer = defer;
+		x->qp = qp;
+		x->h->cq_room = (uint32_t)qp->recv_cq->ibcq.cqe;
 	}
 	/* rx_lock may be held: never wait for obj_lock behind a writer */
 	resolve = !pthread_rwlock_tryrdlock(&dev->obj_lock);
@@ -101,7 +103,8 @@ void ur_rq_ring_close(struct ur_qp *qp)
 	ur_xring_wait_holders(x);	/* every WQE taken now has its CQE */
 	ur_xring_drain_all(x);
 	pthread_spin_lock(&qp->rq_lock);
-	/* what nobody took goes back, in order, for the flush */
+	/* what nobody took goes back, in order, for the flush (RESET
+	 * empties the queue: nothing goes back) */
 	for (c = atomic_load(&h->claimed); c < atomic_load(&h->posted); c++) {
 		struct xr_slot *s = xr_slot(x, c);
 		struct ur_recv_wqe *w = ur_wq_slot(rq, rq->producer);
@@ -116,7 +119,8 @@ void ur_rq_ring_close(struct ur_qp *qp)
 			w->sge[i].lkey = s->sge[i].lkey;
 		}
 		atomic_store(&s->state, 0);
-		rq->producer++;
+		if (qp->state != IBV_QPS_RESET)
+			rq->producer++;
 	}
 	atomic_store(&h->claimed, c);
 	x->active = false;

@@ -453,8 +453,11 @@ static unsigned int xr_drain(struct ur_xring *x, bool force)
 		wc.qp_num = e->qp_num;
 		wc.src_qp = e->src_qp;
 		atomic_store_explicit(&s->state, 0, memory_order_release);
-		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR) */
-		ur_cq_push(x->cq, &wc, e->flags & XR_CQE_SOLICITED);
+		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR), and
+		 * a QP's RQ's fails the QP (class G: engine/direct_send.c) */
+		if (ur_cq_push(x->cq, &wc, e->flags & XR_CQE_SOLICITED) &&
+		    x->qp)
+			atomic_store(&x->overran, true);
 	}
 	atomic_store_explicit(&h->cq_tail, t, memory_order_release);
 	pthread_spin_unlock(x->lock);
@@ -482,6 +485,19 @@ void ur_xring_drain_cq(struct ur_cq *cq)
 		if (x->cq == cq)
 			ur_xring_drain_ring(x);
 	pthread_rwlock_unlock(&xr_owned_lock);
+}
+
+struct ur_qp *ur_xring_overran(struct ur_cq *cq)
+{
+	struct ur_qp *qp = NULL;
+	struct ur_xring *x;
+
+	pthread_rwlock_rdlock(&xr_owned_lock);
+	for (x = xr_owned; x && !qp; x = x->next)
+		if (x->cq == cq && x->qp && atomic_exchange(&x->overran, false))
+			qp = x->qp;
+	pthread_rwlock_unlock(&xr_owned_lock);
+	return qp;
 }
 
 void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)

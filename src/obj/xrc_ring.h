@@ -81,6 +81,10 @@ struct xr_hdr {
 	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
 	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
 	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */
+	uint32_t cq_room;		/* a QP's RQ: its CQ's size (cqe), which
+					 * completions waiting here may not
+					 * reach (the packets' responder then
+					 * finds the overrun); 0: unbounded */
 	_Atomic uint32_t wake_seq;	/* futex: completions handed back */
 	_Atomic uint32_t sleeping;	/* the owner's waker waits on it */
 	alignas(64) _Atomic uint64_t posted;
@@ -107,6 +111,8 @@ struct ur_xring {
 	 * takes go through the ring (under *lock) */
 	const unsigned int *defer;
 	bool active;
+	struct ur_qp *qp;		/* a QP's RQ: that QP */
+	atomic_bool overran;		/* its CQ overran in a drain */
 	struct ur_xring *next;		/* owner: rings; taker: its cache */
 	pthread_t waker;		/* owner, CQ with a channel: drains */
 	bool has_waker;

@@ -396,6 +396,27 @@ static int xr_send_slot(struct ur_xring *x, uint64_t c, uint32_t len,
 	return 0;
 }
 
+/* Gives back claims [c+from, c+to) nobody took past: true if they are
+ * the oldest again. */
+static bool xr_unclaim(struct ur_xring *x, uint64_t c, unsigned int from,
+		       unsigned int to)
+{
+	uint64_t want = c + to;
+	unsigned int i;
+
+	for (i = from; i < to; i++) {
+		xr_slot(x, c + i)->taker = 0;
+		atomic_fetch_and(&xr_slot(x, c + i)->state, ~XR_REMOTE);
+	}
+	if (atomic_compare_exchange_strong(&x->h->claimed, &want, c + from))
+		return true;
+	for (i = from; i < to; i++) {
+		xr_slot(x, c + i)->taker = (int32_t)getpid();
+		atomic_fetch_or(&xr_slot(x, c + i)->state, XR_REMOTE);
+	}
+	return false;
+}
+
 int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
 		  unsigned int n, unsigned int *copied)
 {
@@ -403,7 +424,7 @@ int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
 	struct xr_hdr *h = x->h;
 	unsigned int slot, k = 0, i, nl = 0, nr = 0;
 	uint64_t c, want = 0;
-	ssize_t done;
+	ssize_t done, got;
 	int err = 0, why = 0;
 
 	*copied = 0;
@@ -415,11 +436,20 @@ int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
 	}
 	c = atomic_load(&h->claimed);
 	for (;;) {
+		/* completions not moved into the CQ yet, which they would
+		 * overrun: the responder of the packets finds that */
+		uint64_t waiting = atomic_load(&h->cq_head) -
+				   atomic_load(&h->cq_tail);
+
 		/* the oldest WQEs, as many as fit the call */
 		why = 0;
 		for (k = nr = nl = 0; k < n; k++) {
 			unsigned int r0 = nr;
 
+			if (h->cq_room && waiting + k >= h->cq_room) {
+				why = -EAGAIN;
+				break;
+			}
 			if (nl + m[k].nlocal > UR_XSEND_IOV) {
 				why = -ENOSPC;
 				break;
@@ -451,15 +481,36 @@ int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
 		want += m[i].len;
 	}
 	done = want ? process_vm_writev(h->pid, local, nl, remote, nr, 0) : 0;
+	if (done < 0 && errno == EFAULT)
+		done = 0;
 	if (done < 0 && errno == ESRCH) {
 		err = -ENODEV;	/* the owner died: nobody to complete to */
 		goto out;
 	}
 	if (done < 0)
 		done = 0;
+	got = done;
 	/* the kernel stops at a fault: the messages before it landed whole;
-	 * the one it stopped in fails, and those behind it are flushed, as
-	 * the NAK would move the target QP to ERR */
+	 * the one it stopped in and those behind it go back, untaken, for
+	 * the packets, whose responder answers the fault as the IBA says
+	 * (its QP to ERR, NAK) */
+	for (i = 0; i < k && (uint64_t)done >= m[i].len; i++)
+		done -= m[i].len;
+	if (i < k && xr_unclaim(x, c, i, k)) {
+		for (k = i, i = 0; i < k; i++) {
+			struct ibv_wc wc = m[i].wc;
+
+			wc.byte_len = m[i].len;
+			xr_complete(x, c + i, &wc, m[i].solicited);
+		}
+		*copied = k;
+		err = -EIO;
+		goto out;
+	}
+	/* taken again meanwhile (an SRQ's): the one it stopped in fails, and
+	 * those behind it are flushed, as the NAK would move the target QP
+	 * to ERR */
+	done = got;
 	for (i = 0; i < k; i++) {
 		struct ibv_wc wc = m[i].wc;
 
