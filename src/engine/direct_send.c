@@ -25,6 +25,7 @@
 #include "engine/direct_priv.h"
 #include "link/link.h"
 #include "util/lock_assert.h"
+#include "util/time.h"
 
 /* The ring tq names, mapped (kept while the peer's table names it). */
 static struct ur_xring *send_ring(struct ur_qp *qp, int32_t pid,
@@ -88,6 +89,11 @@ unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
 	if (!nic->dx_on || xp->dx.refused || qp->type != IBV_QPT_RC ||
 	    !ur_dx_idle(xp) || ur_link_faulty(nic->link))
 		return 0;
+	/* a peer QP on an SRQ (or with faults on) shares no RQ: asked
+	 * again after UR_DX_REVERIFY_NS, not at every SEND */
+	if (xp->dx.rq_none && ur_now_ns() - xp->dx.rq_none < UR_DX_REVERIFY_NS)
+		return 0;
+	xp->dx.rq_none = 0;
 	t = ur_dx_peer_get(qp, &pid);
 	if (!t)
 		return 0;
@@ -96,6 +102,7 @@ unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
 	    tq.dest_qpn != ur_qp_num(qp) || memcmp(tq.peer, me, 16) ||
 	    !tq.rq_id) {
 		ur_link_peer_area_put(nic->link);
+		xp->dx.rq_none = ur_now_ns();
 		return 0;
 	}
 	x = send_ring(qp, pid, &tq);

@@ -503,10 +503,12 @@ struct ur_tmr_info {
 struct ur_dx_info {
 	uint64_t verified;		/* ns: the peer's pid last proven */
 	bool refused;			/* the kernel refused: packets only */
-	/* the peer QP's RQ ring, mapped for SENDs (direct_send.c) */
+	/* the peer QP's RQ ring, mapped for SENDs (direct_send.c), or the
+	 * time its table last said it has none */
 	struct ur_xring *rq;
 	int32_t rq_pid, rq_fd;
 	uint64_t rq_id;
+	uint64_t rq_none;
 };
 
 struct ur_qp_xport {
