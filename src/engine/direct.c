@@ -45,50 +45,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "engine/engine_priv.h"
+#include "engine/direct_priv.h"
 #include "engine/xrc_mem.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/lock_assert.h"
 #include "util/random.h"
 #include "util/time.h"
-
-#define DX_MAGIC 0x75447831u	/* "uDx1" */
-#define DX_QPS 1024u
-#define DX_MRS 2048u
-#define DX_PROBES 8u		/* open addressing: slots tried per key */
-#define DX_HOLDERS 4u
-
-struct dx_qp {
-	_Atomic uint32_t seq;		/* odd while the owner rewrites it */
-	uint32_t qpn;			/* 0: empty */
-	uint32_t pd;			/* PD handle */
-	uint32_t access;		/* qp_access_flags */
-	uint32_t dest_qpn;
-	uint32_t reads;			/* max_dest_rd_atomic > 0 */
-	uint8_t peer[16];		/* the connected peer's IP, as a GID */
-};
-
-struct dx_mr {
-	_Atomic uint32_t seq;		/* odd while the owner rewrites it */
-	uint32_t key;			/* 0: empty */
-	uint32_t pd;
-	uint32_t access;
-	uint64_t iova, length, host_base;
-	_Atomic int32_t holder[DX_HOLDERS];	/* pids inside a copy */
-};
-
-struct dx_table {
-	_Atomic uint32_t magic;		/* stored last */
-	int32_t pid;
-	uint64_t pidns;			/* the owner's pid namespace */
-	uint64_t nonce;			/* read back through its pid */
-	uint64_t self;			/* this table's address in the owner */
-	struct dx_qp qp[DX_QPS];
-	alignas(64) struct dx_mr mr[DX_MRS];
-};
-_Static_assert(sizeof(struct dx_table) <= UR_LINK_AREA_BYTES,
-	       "the table fits the ring's area");
 
 static uint64_t pid_ns(void)
 {
@@ -270,6 +233,8 @@ static void qp_publish(struct ur_qp *qp, bool serve)
 			e->dest_qpn = qp->attr.dest_qp_num;
 			e->reads = qp->attr.max_dest_rd_atomic > 0;
 			ur_sockaddr_to_gid(&qp->av.dest, e->peer);
+			if (!ur_rq_ring_ident(qp, &e->rq_fd, &e->rq_id))
+				e->rq_id = 0;
 		} else {
 			e->qpn = 0;
 		}
@@ -278,14 +243,49 @@ static void qp_publish(struct ur_qp *qp, bool serve)
 	pthread_mutex_unlock(&nic->dx_lock);
 }
 
+/* Opens the QP's RQ ring when its peer is a ring peer (direct_send.c
+ * copies SENDs into it). */
+static void rq_share(struct ur_qp *qp)
+{
+	struct ur_nic *nic = qp->xp ? qp->xp->nic : NULL;
+	int32_t fd;
+	uint64_t id;
+
+	/* faults are about packets: the requester copies nothing then */
+	if (!nic || !nic->dx_on || !nic->dx_own || qp->srq ||
+	    qp->type != IBV_QPT_RC || ur_rq_ring_ident(qp, &fd, &id) ||
+	    ur_link_faulty(nic->link) ||
+	    !ur_link_is_ring(nic->link, &qp->av.dest))
+		return;
+	/* failing, the RQ stays private: its SENDs come as packets */
+	(void)ur_rq_ring_open(qp, &qp->xp->resp.held);
+}
+
+void ur_dx_send_fini(struct ur_qp *qp)
+{
+	struct ur_dx_info *d = &qp->xp->dx;
+
+	if (d->rq)
+		ur_xring_close(d->rq);
+	d->rq = NULL;
+}
+
 void ur_direct_qp_update(struct ur_qp *qp)
 {
-	qp_publish(qp, qp_serves(qp));
+	bool serve = qp_serves(qp);
+
+	if (serve)
+		rq_share(qp);
+	qp_publish(qp, serve);
+	if (!serve)
+		ur_rq_ring_close(qp);	/* after no peer can find it */
 }
 
 void ur_direct_qp_gone(struct ur_qp *qp)
 {
 	qp_publish(qp, false);
+	ur_rq_ring_free(qp);
+	ur_dx_send_fini(qp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -293,7 +293,7 @@ void ur_direct_qp_gone(struct ur_qp *qp)
 /* ------------------------------------------------------------------ */
 
 /* A stable copy of the target QP's entry, or false. */
-static bool qp_find(struct dx_table *t, uint32_t qpn, struct dx_qp *out)
+bool ur_dx_qp_find(struct dx_table *t, uint32_t qpn, struct dx_qp *out)
 {
 	unsigned int i;
 	uint32_t s;
@@ -398,7 +398,7 @@ static int owner_verify(struct dx_table *t, int32_t pid)
 
 /* The peer behind the QP's destination, checked; NULL (nothing held) when
  * there is none to copy to, or it may not be used. */
-static struct dx_table *peer_get(struct ur_qp *qp, int32_t *pid)
+struct dx_table *ur_dx_peer_get(struct ur_qp *qp, int32_t *pid)
 {
 	struct ur_qp_xport *xp = qp->xp;
 	struct ur_nic *nic = xp->nic;
@@ -693,23 +693,13 @@ unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 	    (!write && w[0]->opcode != IBV_WR_RDMA_READ) || !w[0]->length ||
 	    ur_link_faulty(nic->link))
 		return 0;
-	/*
-	 * Nothing ever sent is unacknowledged: the copy cannot overtake a
-	 * request, and the responder expects exactly the PSN the requester
-	 * sends next (the copy takes none). After a go-back-N psn is back
-	 * at comp.psn while the responder may hold requests up to psn_max:
-	 * a WQE copied then would leave the next packets in its PSNs, taken
-	 * there for duplicates (atomics answered from the replay cache,
-	 * SENDs dropped: soak_loopback_direct).
-	 */
-	if (xp->req.psn != xp->comp.psn || xp->req.psn_max != xp->comp.psn ||
-	    xp->req.rd_outstanding || xp->req.pkt || xp->resend.active)
+	if (!ur_dx_idle(xp))	/* direct_priv.h says why */
 		return 0;
-	b.t = peer_get(qp, &pid);
+	b.t = ur_dx_peer_get(qp, &pid);
 	if (!b.t)
 		return 0;
 	ur_sockaddr_to_gid(&qp->av.src, me);
-	if (!qp_find(b.t, qp->attr.dest_qp_num, &tq) ||
+	if (!ur_dx_qp_find(b.t, qp->attr.dest_qp_num, &tq) ||
 	    tq.dest_qpn != ur_qp_num(qp) || memcmp(tq.peer, me, 16) ||
 	    !(tq.access & (write ? IBV_ACCESS_REMOTE_WRITE :
 				   IBV_ACCESS_REMOTE_READ)) ||

@@ -64,6 +64,10 @@ void ur_engine_sq_unlock(struct ur_qp *qp);
 /* WQEs were added to the RQ/SRQ: lets a QP in ERR flush them, and wakes a
  * responder waiting for receive buffers (RNR). */
 void ur_engine_rq_kick(struct ur_qp *qp);
+/* A same-host peer's SEND completions, drained from qp's shared RQ
+ * (obj/rq_ring.c), overran its CQ: the QP fails (class G, as the
+ * responder fails it; engine/direct_send.c). */
+void ur_engine_rq_overrun(struct ur_qp *qp);
 
 /*
  * An MR's keys for same-host peers (engine/direct.c): publish after

@@ -61,6 +61,8 @@ enum ur_stat {
 	UR_STAT_DIRECT_FALLBACKS,
 	UR_STAT_DIRECT_REFUSED,
 	UR_STAT_DIRECT_WRITE_IMMS,
+	UR_STAT_DIRECT_SENDS,		/* direct_send.c */
+	UR_STAT_DIRECT_SEND_PACKETS,
 	UR_STAT_XRC_REMOTE_RDMA,	/* xrc_mem.c */
 	UR_STAT_XRC_REMOTE_REFUSED,
 	UR_STAT_NP_ECN_MARKED,		/* ecn.c: mlx5's names */
@@ -537,6 +539,12 @@ struct ur_tmr_info {
 struct ur_dx_info {
 	uint64_t verified;		/* ns: the peer's pid last proven */
 	bool refused;			/* the kernel refused: packets only */
+	/* the peer QP's RQ ring, mapped for SENDs (direct_send.c), or the
+	 * time its table last said it has none */
+	struct ur_xring *rq;
+	int32_t rq_pid, rq_fd;
+	uint64_t rq_id;
+	uint64_t rq_none;
 };
 
 struct ur_qp_xport {
@@ -745,6 +753,21 @@ bool ur_cc_pace_wait(struct ur_qp_xport *xp, uint32_t wire_bytes);
 void ur_direct_init(struct ur_nic *nic);
 void ur_direct_qp_update(struct ur_qp *qp);
 void ur_direct_qp_gone(struct ur_qp *qp);
+/* direct_send.c: SENDs (with immediate) w[0..n), the requester's cursor
+ * WQE and those posted right behind it that it never visited, by one copy
+ * into the peer QP's receives (sq_lock and obj_lock read held): how many,
+ * in order, were done (the last of them failed if the copy faulted in
+ * it: IBV_WC_REM_OP_ERR); the next goes as packets. ur_direct_done: a WQE
+ * a copy executed completes when the completer drains it, with no PSN of
+ * its own. */
+static inline bool ur_dx_send_op(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+}
+
+unsigned int ur_direct_send(struct ur_qp *qp, struct ur_send_wqe **w,
+			    unsigned int n);
+void ur_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe);
 unsigned int ur_direct_run(struct ur_qp *qp, struct ur_send_wqe **w,
 			   unsigned int n);
 

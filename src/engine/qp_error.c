@@ -158,6 +158,10 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 	} r;
 	bool room = true;
 
+	/* a peer's SENDs by copy complete before the flush, and the WQEs
+	 * nobody took come back here (obj/rq_ring.c) */
+	if (qp->rq_ring)
+		ur_rq_ring_close(qp);
 	/* a non-owner reads have_rwqe racing the responder: the stores are
 	 * atomic (relaxed) for this read, which may be stale */
 	if (xp && (__atomic_load_n(&xp->resp.have_rwqe, __ATOMIC_SEQ_CST) ||

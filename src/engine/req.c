@@ -511,19 +511,6 @@ static bool req_is_local(const struct ur_qp *qp,
 	return info && (info->flags & UR_WR_LOCAL);
 }
 
-/* A WRITE or READ that ur_direct_run() executed: completes when the
- * completer drains it, with no PSN of its own. */
-static void req_direct_done(struct ur_qp *qp, struct ur_send_wqe *wqe)
-{
-	struct ur_qp_xport *xp = qp->xp;
-
-	wqe->npkts = 0;
-	wqe->first_psn = wqe->last_psn = ur_psn_add(xp->req.psn, -1);
-	wqe->sent = wqe->length;
-	wqe->state = UR_WQE_DONE;
-	ur_sq_advance(qp);
-}
-
 /*
  * The same-host copy of the cursor WQE (entered), with the WRITEs posted
  * right behind it that the requester never visited: how many were done.
@@ -538,23 +525,28 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 	struct ur_send_wqe *w[UR_DX_BATCH];
 	uint32_t i = sq->cursor + 1;
 	unsigned int n = 1, k, j;
+	bool send = ur_dx_send_op(wqe->opcode);	/* SENDs batch alike */
 
 	if (wqe->dx_placed)
 		return 0;	/* copied before a go-back-N */
 	w[0] = wqe;
-	while (wqe->opcode == IBV_WR_RDMA_WRITE && n < UR_DX_BATCH &&
-	       i != sq->producer &&
+	while ((wqe->opcode == IBV_WR_RDMA_WRITE || send) &&
+	       n < UR_DX_BATCH && i != sq->producer &&
 	       i - sq->consumer >= xp->req.sq_high - sq->consumer) {
 		struct ur_send_wqe *x = ur_wq_slot(sq, i++);
 
-		if ((x->opcode != IBV_WR_RDMA_WRITE &&
-		     x->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
-		    !x->length || x->length > UR_DX_BATCH_BYTES)
+		if ((send ? !ur_dx_send_op(x->opcode) :
+			    (x->opcode != IBV_WR_RDMA_WRITE &&
+			     x->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) ||
+				    !x->length) ||
+		    x->length > UR_DX_BATCH_BYTES)
 			break;
 		w[n++] = x;
 		if (x->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 			break;
 	}
+	if (send)
+		return ur_direct_send(qp, w, n);
 	k = ur_direct_run(qp, w, n);
 	for (j = 0; j < k; j++) {
 		if (w[j]->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
@@ -565,7 +557,7 @@ static unsigned int req_direct(struct ur_qp *qp, struct ur_send_wqe *wqe)
 			}
 			return j;
 		}
-		req_direct_done(qp, w[j]);
+		ur_direct_done(qp, w[j]);
 	}
 	return k;
 }

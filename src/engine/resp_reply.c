@@ -180,6 +180,8 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
 		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
+		if (qp->rq_ring)	/* older: a peer's SENDs by copy */
+			ur_rq_ring_drain(qp);
 		/* an XRC target's WQE goes back to the SRQ that lent it, of
 		 * this process or another: nowhere if that SRQ is gone */
 		if (qp->type == IBV_QPT_XRC_RECV)
@@ -211,6 +213,9 @@ void ur_resp_flush(struct ur_rx_shard *sh)
 
 		overrun[i] = ur_cq_push(h->cq, &h->wc, h->solicited);
 		__atomic_store_n(&r->held, r->held - 1, __ATOMIC_RELEASE);
+		/* a peer's SENDs by copy waited behind it (obj/rq_ring.c) */
+		if (!r->held && h->qp->rq_ring)
+			ur_rq_ring_drain(h->qp);
 	}
 	/* CQ overrun (class G): the QP fails, once all are posted */
 	for (i = 0; i < n; i++) {

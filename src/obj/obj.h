@@ -568,6 +568,10 @@ struct ur_qp {
 	struct ur_wq sq;
 	pthread_spinlock_t rq_lock;
 	struct ur_wq rq;
+	/* the RQ shared with a same-host peer's requester (rq_ring.c), or
+	 * NULL: set under rq_lock by the engine (sq_lock held), freed when
+	 * the QP is */
+	struct ur_xring *rq_ring;
 
 	/* ibv_wr_* builder state (between wr_start and wr_complete) */
 	int wr_err;
@@ -665,6 +669,24 @@ static inline struct ur_cq *ur_qp_recv_cq(const struct ur_qp *qp)
  */
 int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out);
 
+/*
+ * rq_ring.c: an RC QP's own RQ, shared with a same-host peer so that its
+ * SENDs need no packet (engine/direct_send.c). The engine opens it when
+ * the QP connects to a ring peer (defer: the responder's count of
+ * completions it holds back, which the ring's may not pass) and closes it
+ * when the QP stops accepting requests (sq_lock held for both); closed,
+ * no other process writes into the QP's buffers and the WQEs nobody took
+ * are in the private RQ again. ur_rq_ring_ident: what the peer opens it
+ * by (its memfd in this process, and its random identity).
+ */
+int ur_rq_ring_open(struct ur_qp *qp, const unsigned int *defer);
+void ur_rq_ring_close(struct ur_qp *qp);
+void ur_rq_ring_free(struct ur_qp *qp);
+bool ur_rq_ring_ident(const struct ur_qp *qp, int32_t *fd, uint64_t *id);
+/* The peer's completions into the CQ, unless the responder holds older
+ * ones (it drains again after it pushed them). */
+void ur_rq_ring_drain(struct ur_qp *qp);
+
 /* Whether two XRCDs name the same domain (same file, same device). */
 bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);
 /* The XRC SRQ numbered srqn (dev->obj_lock held for reading), or NULL. */
@@ -707,6 +729,36 @@ uint64_t ur_xring_id(const struct ur_xring *x);
  * another process does into the owner's memory (engine/xrc_mem.c). */
 void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
 		    uint8_t gid[16]);
+/* A QP's RQ ring in process pid, by its fd there and the identity its
+ * table names (engine/direct_send.c): 0, -EPERM (the kernel refuses),
+ * -ENODEV (not that ring), -ENOMEM. ur_xring_close unmaps it. */
+int ur_xring_open_fd(int32_t pid, int32_t fd, uint64_t id,
+		     struct ur_xring **out);
+void ur_xring_close(struct ur_xring *x);
+/*
+ * SENDs into the oldest WQEs of x by one process_vm_writev, and their
+ * completions (each m[i].wc, byte_len its len) handed to the owner (me:
+ * this process's pid, which getpid() would ask the kernel for). *copied:
+ * how many of m, in order, were done. The return says why the next was
+ * not: 0 (all done); nothing taken: -EAGAIN (no WQE posted), -EINVAL (the
+ * WQE did not resolve, or is shorter than the message), -EBUSY (a
+ * deregistration is in progress), -ENODEV (the queue is closed, or its
+ * owner died), -EIO (the copy faulted in that message: it and those
+ * behind it were given back untaken, for the packets); -EFAULT: the copy
+ * faulted and its WQEs were taken again meanwhile (an SRQ's): that
+ * message's WQE completed with IBV_WC_LOC_PROT_ERR, those behind flushed.
+ */
+#define UR_XSEND_IOV 128u
+struct iovec;
+struct ur_xsend {
+	const struct iovec *local;
+	unsigned int nlocal;
+	uint32_t len;
+	struct ibv_wc wc;
+	bool solicited;
+};
+int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
+		  unsigned int n, unsigned int *copied);
 
 /* Queues an async event on the context that owns the object. */
 void ur_async_event_post(struct ibv_context *ctx,

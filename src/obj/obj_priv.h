@@ -275,6 +275,9 @@ int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out);
 unsigned int ur_xring_drain(struct ur_srq *srq);
 /* Every shared SRQ completing into cq (poll_cq; cq->lock not held). */
 void ur_xring_drain_cq(struct ur_cq *cq);
+/* A QP whose shared RQ's completions overran cq in a drain (once), or
+ * NULL: it must fail as a responder's overrun fails it. */
+struct ur_qp *ur_xring_overran(struct ur_cq *cq);
 /* lkey of dev is being deregistered: the WQEs naming it fail from now
  * on, and no copy into it is inside when this returns. */
 void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey);
@@ -282,6 +285,11 @@ void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey);
 int ur_xring_attach(struct ur_xrc_host *host, struct ur_xring **cache,
 		    uint32_t srqn, struct ur_xring **out);
 void ur_xring_cache_free(struct ur_xring **cache);
+/* rq_ring.c: the ways of ur_qp_post_recv and ur_qp_take_recv while a
+ * QP's RQ is shared (rq_lock held). */
+int ur_rq_ring_post(struct ur_qp *qp, struct ibv_recv_wr **wrp,
+		    struct ibv_recv_wr **bad, int *err);
+int ur_rq_ring_take(struct ur_qp *qp, struct ur_recv_wqe *out);
 
 /* ------------------------------------------------------------------ */
 /* ah.c */

@@ -283,11 +283,20 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 {
 	struct ur_wq *rq = &qp->rq;
 	struct ur_recv_wqe *w;
+	bool shared = qp->rq_ring;	/* stale: rechecked under rq_lock */
 	uint64_t total;
 	int ret = 0;
 	int i;
 
+	/* a shared RQ resolves the keys at post (rq_ring.c) */
+	if (shared)
+		pthread_rwlock_rdlock(&qp->dev->obj_lock);
 	pthread_spin_lock(&qp->rq_lock);
+	if (shared && ur_rq_ring_post(qp, &wr, bad, &ret)) {
+		pthread_spin_unlock(&qp->rq_lock);
+		pthread_rwlock_unlock(&qp->dev->obj_lock);
+		return ret;
+	}
 	for (; wr; wr = wr->next) {
 		/* XRC QPs have no receive queue: their SRQ takes receives */
 		if (qp->state == IBV_QPS_RESET || qp->srq ||
@@ -315,6 +324,8 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr,
 		rq->producer++;
 	}
 	pthread_spin_unlock(&qp->rq_lock);
+	if (shared)
+		pthread_rwlock_unlock(&qp->dev->obj_lock);
 	if (ret)
 		*bad = wr;
 	return ret;

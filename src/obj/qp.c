@@ -422,6 +422,14 @@ int ur_qp_take_recv(struct ur_qp *qp, struct ur_recv_wqe *out)
 	if (qp->type == IBV_QPT_XRC_RECV)
 		return qp->xrc_ring ? ur_xring_take(qp->xrc_ring, out) : -EAGAIN;
 	pthread_spin_lock(&qp->rq_lock);
+	if (qp->rq_ring) {
+		int rc = ur_rq_ring_take(qp, out);
+
+		if (rc <= 0) {
+			pthread_spin_unlock(&qp->rq_lock);
+			return rc;
+		}
+	}
 	if (rq->producer == rq->consumer) {
 		uint32_t posted = rq->producer;
 

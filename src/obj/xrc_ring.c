@@ -97,7 +97,7 @@ static void *xr_waker(void *arg)
 	while (!atomic_load(&x->stop)) {
 		uint32_t seq = atomic_load(&h->wake_seq);
 
-		ur_xring_drain(x->srq);
+		ur_xring_drain_ring(x);
 		atomic_store(&h->sleeping, 1);
 		if (atomic_load(&h->wake_seq) == seq && !atomic_load(&x->stop))
 			xr_futex_wait(&h->wake_seq, seq);
@@ -106,39 +106,53 @@ static void *xr_waker(void *arg)
 	return NULL;
 }
 
-int ur_xring_create(struct ur_srq *srq)
+int ur_xring_lock0(int fd)
 {
-	struct ur_cq *cq = srq->xrc_cq;
-	char path[PATH_MAX];
-	struct ur_xring *x;
-	uint32_t depth = 1, max_sge = srq->rq.max_sge;
-	uint32_t stride = (uint32_t)(sizeof(struct xr_slot) +
-				     max_sge * sizeof(struct xr_sge));
-	size_t len;
-	void *p;
-	int fd;
+	return xr_lock0(fd, F_WRLCK, F_OFD_SETLK);
+}
 
-	while (depth < srq->rq.max_wr + 1)
-		depth <<= 1;
-	len = xr_size(depth, stride);
-	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
-	fd = xr_create_file(path, len);
-	if (fd < 0)
-		return fd;
+static size_t xr_geometry(uint32_t max_wr, uint32_t max_sge,
+			  uint32_t *depth, uint32_t *stride)
+{
+	*depth = 1;
+	while (*depth < max_wr + 1)
+		*depth <<= 1;
+	*stride = (uint32_t)(sizeof(struct xr_slot) +
+			     max_sge * sizeof(struct xr_sge));
+	return xr_size(*depth, *stride);
+}
+
+/*
+ * A ring in fd (the owner's, locked), for a queue of max_wr WQEs of
+ * max_sge SGEs of pd completing into cq, whose indices *lock guards:
+ * mapped, published (magic) and listed for poll_cq and deregistration.
+ */
+struct ur_xring *ur_xring_new(int fd, uint32_t max_wr, uint32_t max_sge,
+			      struct ur_pd *pd, struct ur_cq *cq,
+			      pthread_spinlock_t *lock)
+{
+	struct ur_xring *x;
+	uint32_t depth, stride;
+	size_t len = xr_geometry(max_wr, max_sge, &depth, &stride);
+	void *p;
+
+	if (ftruncate(fd, (off_t)len))
+		return NULL;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	x = p == MAP_FAILED ? NULL : calloc(1, sizeof(*x));
 	if (!x) {
 		if (p != MAP_FAILED)
 			munmap(p, len);
-		unlink(path);
-		close(fd);
-		return -ENOMEM;
+		return NULL;
 	}
 	x->h = p;
 	x->len = len;
 	x->fd = fd;
-	x->srqn = srq->srq_num;
-	x->srq = srq;
+	x->dev = ur_ctx_dev(pd->ibpd.context);
+	x->pd = pd;
+	x->cq = cq;
+	x->lock = lock;
+	x->max_wr = max_wr;
 	x->h->depth = depth;
 	x->h->max_sge = max_sge;
 	x->h->stride = stride;
@@ -146,10 +160,8 @@ int ur_xring_create(struct ur_srq *srq)
 	x->h->pidns = xr_pidns();
 	x->h->nonce = ((uint64_t)ur_random_u32() << 32) | ur_random_u32();
 	x->h->self = (uintptr_t)&x->h->nonce;
-	x->h->pd = srq->pd->ibpd.handle;
-	memcpy(x->h->gid, ur_ctx_dev(srq->ibsrq.context)->gids[0].gid.raw,
-	       sizeof(x->h->gid));
-	srq->xring = x;
+	x->h->pd = pd->ibpd.handle;
+	memcpy(x->h->gid, x->dev->gids[0].gid.raw, sizeof(x->h->gid));
 	/* a CQ with a channel is waited on, not polled: a thread of ours
 	 * moves the other processes' completions (and fires the event) */
 	if (cq->ibcq.channel) {
@@ -163,6 +175,31 @@ int ur_xring_create(struct ur_srq *srq)
 	x->next = xr_owned;
 	xr_owned = x;
 	pthread_rwlock_unlock(&xr_owned_lock);
+	return x;
+}
+
+int ur_xring_create(struct ur_srq *srq)
+{
+	char path[PATH_MAX];
+	struct ur_xring *x;
+	uint32_t depth, stride;
+	int fd;
+
+	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+	fd = xr_create_file(path, xr_geometry(srq->rq.max_wr, srq->rq.max_sge,
+					      &depth, &stride));
+	if (fd < 0)
+		return fd;
+	x = ur_xring_new(fd, srq->rq.max_wr, srq->rq.max_sge, srq->pd,
+			 srq->xrc_cq, &srq->lock);
+	if (!x) {
+		unlink(path);
+		close(fd);
+		return -ENOMEM;
+	}
+	x->srqn = srq->srq_num;
+	x->srq = srq;
+	srq->xring = x;
 	return 0;
 }
 
@@ -185,13 +222,17 @@ static void xr_wait_holders(struct xr_hdr *h)
 	}
 }
 
-void ur_xring_destroy(struct ur_srq *srq)
+void ur_xring_wait_holders(struct ur_xring *x)
 {
-	struct ur_xring *x = srq->xring, **pp;
-	char path[PATH_MAX];
+	xr_wait_holders(x->h);
+}
 
-	if (!x)
-		return;
+/* Unlisted, its waker stopped, unmapped (the caller made sure no copy is
+ * inside and moved what it wanted of the completions). */
+void ur_xring_free(struct ur_xring *x)
+{
+	struct ur_xring **pp;
+
 	pthread_rwlock_wrlock(&xr_owned_lock);
 	for (pp = &xr_owned; *pp; pp = &(*pp)->next)
 		if (*pp == x) {
@@ -205,27 +246,36 @@ void ur_xring_destroy(struct ur_srq *srq)
 		xr_futex_wake(&x->h->wake_seq);
 		pthread_join(x->waker, NULL);
 	}
-	ur_xring_drain(srq);
+	atomic_fetch_sub(&x->cq->xrings, 1);
+	xr_unmap(x);		/* and the lock */
+}
+
+void ur_xring_destroy(struct ur_srq *srq)
+{
+	struct ur_xring *x = srq->xring;
+	char path[PATH_MAX];
+
+	if (!x)
+		return;
+	ur_xring_drain_ring(x);
 	atomic_store(&x->h->gone, 1);
 	xr_wait_holders(x->h);
 	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
 	unlink(path);
-	atomic_fetch_sub(&srq->xrc_cq->xrings, 1);
 	srq->xring = NULL;
-	xr_unmap(x);		/* and the lock: the SRQ is gone */
+	ur_xring_free(x);	/* the SRQ is gone */
 }
 
 /* Resolves one SGE as the responder would check it (obj_lock held). */
-static bool xr_resolve(struct ur_srq *srq, struct xr_sge *s)
+static bool xr_resolve(struct ur_xring *x, struct xr_sge *s)
 {
-	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
 	struct ur_mem *m;
 	uintptr_t host = 0;
 
 	if (!s->length)
 		return true;
-	m = ur_mem_lookup(dev, s->lkey);
-	if (!m || ur_mem_check(m, srq->pd, 0, s->iova, s->length,
+	m = ur_mem_lookup(x->dev, s->lkey);
+	if (!m || ur_mem_check(m, x->pd, 0, s->iova, s->length,
 			       IBV_ACCESS_LOCAL_WRITE, &host))
 		return false;
 	s->host = host;
@@ -259,7 +309,7 @@ static bool xr_orphan(struct ur_xring *x, uint64_t idx)
 
 /* Their WQEs complete flushed, as a NIC flushes the WQE a destroyed
  * target QP held. */
-static void xr_flush_reaped(struct ur_srq *srq, const uint64_t *wr_id,
+static void xr_flush_reaped(struct ur_xring *x, const uint64_t *wr_id,
 			    unsigned int n)
 {
 	unsigned int i;
@@ -271,22 +321,18 @@ static void xr_flush_reaped(struct ur_srq *srq, const uint64_t *wr_id,
 			.opcode = IBV_WC_RECV,
 		};
 
-		ur_cq_push(srq->xrc_cq, &wc, false);
+		ur_cq_push(x->cq, &wc, false);
 	}
 }
 
-int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
-		  struct ibv_recv_wr **bad)
+int ur_xring_post_locked(struct ur_xring *x, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, bool resolve)
 {
-	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
-	struct ur_xring *x = srq->xring;
 	struct xr_hdr *h = x->h;
 	uint64_t reaped[XR_REAP_MAX];
 	unsigned int nreaped = 0;
 	int err = 0;
 
-	pthread_rwlock_rdlock(&dev->obj_lock);
-	pthread_spin_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		uint64_t p = atomic_load_explicit(&h->posted,
 						  memory_order_relaxed);
@@ -303,7 +349,7 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 			break;
 		}
 		/* full: as many taken-but-not-completed ones count */
-		if (p - atomic_load(&h->claimed) >= srq->rq.max_wr ||
+		if (p - atomic_load(&h->claimed) >= x->max_wr ||
 		    atomic_load_explicit(&s->state, memory_order_acquire)) {
 			err = -ENOMEM;
 			break;
@@ -316,7 +362,7 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 				.length = wr->sg_list[i].length,
 				.lkey = wr->sg_list[i].lkey,
 			};
-			if (!xr_resolve(srq, &s->sge[i]))
+			if (!resolve || !xr_resolve(x, &s->sge[i]))
 				state |= XR_BAD;
 			len += wr->sg_list[i].length;
 		}
@@ -324,11 +370,23 @@ int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 		atomic_store_explicit(&s->state, state, memory_order_release);
 		atomic_store_explicit(&h->posted, p + 1, memory_order_release);
 	}
-	pthread_spin_unlock(&srq->lock);
-	pthread_rwlock_unlock(&dev->obj_lock);
-	xr_flush_reaped(srq, reaped, nreaped);
+	xr_flush_reaped(x, reaped, nreaped);
 	if (err && bad)
 		*bad = wr;
+	return err;
+}
+
+int ur_xring_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad)
+{
+	struct ur_device *dev = ur_ctx_dev(srq->ibsrq.context);
+	int err;
+
+	pthread_rwlock_rdlock(&dev->obj_lock);
+	pthread_spin_lock(&srq->lock);
+	err = ur_xring_post_locked(srq->xring, wr, bad, true);
+	pthread_spin_unlock(&srq->lock);
+	pthread_rwlock_unlock(&dev->obj_lock);
 	return err;
 }
 
@@ -357,7 +415,11 @@ int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out)
 
 unsigned int ur_xring_drain(struct ur_srq *srq)
 {
-	struct ur_xring *x = srq->xring;
+	return ur_xring_drain_ring(srq->xring);
+}
+
+static unsigned int xr_drain(struct ur_xring *x, bool force)
+{
 	struct xr_hdr *h = x->h;
 	unsigned int n = 0;
 	uint64_t t;
@@ -366,7 +428,11 @@ unsigned int ur_xring_drain(struct ur_srq *srq)
 	if (atomic_load_explicit(&h->cq_head, memory_order_acquire) ==
 	    atomic_load_explicit(&h->cq_tail, memory_order_relaxed))
 		return 0;
-	pthread_spin_lock(&srq->lock);
+	/* a QP's own RQ: completions the responder holds until their ACK
+	 * left are older, and it drains this after pushing them */
+	if (!force && x->defer && __atomic_load_n(x->defer, __ATOMIC_SEQ_CST))
+		return 0;
+	pthread_spin_lock(x->lock);
 	t = atomic_load_explicit(&h->cq_tail, memory_order_relaxed);
 	for (;; t++, n++) {
 		struct xr_cqe *e = xr_cqe(x, t);
@@ -387,14 +453,27 @@ unsigned int ur_xring_drain(struct ur_srq *srq)
 		wc.qp_num = e->qp_num;
 		wc.src_qp = e->src_qp;
 		atomic_store_explicit(&s->state, 0, memory_order_release);
-		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR) */
-		ur_cq_push(srq->xrc_cq, &wc, false);
+		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR), and
+		 * a QP's RQ's fails the QP (class G: engine/direct_send.c) */
+		if (ur_cq_push(x->cq, &wc, e->flags & XR_CQE_SOLICITED) &&
+		    x->qp)
+			atomic_store(&x->overran, true);
 	}
 	atomic_store_explicit(&h->cq_tail, t, memory_order_release);
-	pthread_spin_unlock(&srq->lock);
-	if (n)
-		xr_limit(srq);
+	pthread_spin_unlock(x->lock);
+	if (n && x->srq)
+		xr_limit(x->srq);
 	return n;
+}
+
+unsigned int ur_xring_drain_ring(struct ur_xring *x)
+{
+	return xr_drain(x, false);
+}
+
+unsigned int ur_xring_drain_all(struct ur_xring *x)
+{
+	return xr_drain(x, true);
 }
 
 void ur_xring_drain_cq(struct ur_cq *cq)
@@ -403,9 +482,22 @@ void ur_xring_drain_cq(struct ur_cq *cq)
 
 	pthread_rwlock_rdlock(&xr_owned_lock);
 	for (x = xr_owned; x; x = x->next)
-		if (x->srq->xrc_cq == cq)
-			ur_xring_drain(x->srq);
+		if (x->cq == cq)
+			ur_xring_drain_ring(x);
 	pthread_rwlock_unlock(&xr_owned_lock);
+}
+
+struct ur_qp *ur_xring_overran(struct ur_cq *cq)
+{
+	struct ur_qp *qp = NULL;
+	struct ur_xring *x;
+
+	pthread_rwlock_rdlock(&xr_owned_lock);
+	for (x = xr_owned; x && !qp; x = x->next)
+		if (x->cq == cq && x->qp && atomic_exchange(&x->overran, false))
+			qp = x->qp;
+	pthread_rwlock_unlock(&xr_owned_lock);
+	return qp;
 }
 
 void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
@@ -419,7 +511,7 @@ void ur_xring_mr_gone(struct ur_device *dev, uint32_t lkey)
 		struct xr_hdr *h = x->h;
 		uint32_t i, j;
 
-		if (ur_ctx_dev(x->srq->ibsrq.context) != dev)
+		if (x->dev != dev)
 			continue;
 		atomic_fetch_add(&h->dereg, 1);		/* odd */
 		for (i = 0; i < h->depth; i++) {

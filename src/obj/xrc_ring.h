@@ -26,6 +26,8 @@
 #define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
 #define XR_REAP_MAX 16u		/* dead takers' WQEs flushed per post */
 
+#define XR_CQE_SOLICITED 1u	/* a solicited event's SEND */
+
 enum {
 	XR_POSTED = 1u,		/* holds a WQE not yet taken */
 	XR_REMOTE = 2u,		/* taken by another process: freed at drain */
@@ -58,7 +60,8 @@ struct xr_cqe {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint64_t idx;			/* the WQE's claim index */
-	uint64_t pad;
+	uint32_t flags;			/* XR_CQE_* */
+	uint32_t pad;
 };
 
 struct xr_hdr {
@@ -78,6 +81,10 @@ struct xr_hdr {
 	_Atomic uint32_t gone;		/* the SRQ is being destroyed */
 	_Atomic uint32_t dereg;		/* odd while keys are withdrawn */
 	_Atomic int32_t holder[XR_HOLDERS];	/* pids inside a copy */
+	uint32_t cq_room;		/* a QP's RQ: its CQ's size (cqe), which
+					 * completions waiting here may not
+					 * reach (the packets' responder then
+					 * finds the overrun); 0: unbounded */
 	_Atomic uint32_t wake_seq;	/* futex: completions handed back */
 	_Atomic uint32_t sleeping;	/* the owner's waker waits on it */
 	alignas(64) _Atomic uint64_t posted;
@@ -91,7 +98,21 @@ struct ur_xring {
 	size_t len;
 	int fd;
 	uint32_t srqn;
-	struct ur_srq *srq;		/* owner: its SRQ */
+	struct ur_srq *srq;		/* owner: its SRQ, or NULL (a QP's RQ) */
+	/* owner: the queue behind it (an XRC SRQ's, or a QP's own RQ that
+	 * same-host SENDs take from: rq_ring.c) */
+	struct ur_device *dev;
+	struct ur_pd *pd;
+	struct ur_cq *cq;		/* its completions go there */
+	pthread_spinlock_t *lock;	/* srq->lock or qp->rq_lock */
+	uint32_t max_wr;
+	/* a QP's RQ: the responder's completions waiting for their ACK
+	 * (engine), which the ring's may not pass; and whether posts and
+	 * takes go through the ring (under *lock) */
+	const unsigned int *defer;
+	bool active;
+	struct ur_qp *qp;		/* a QP's RQ: that QP */
+	atomic_bool overran;		/* its CQ overran in a drain */
 	struct ur_xring *next;		/* owner: rings; taker: its cache */
 	pthread_t waker;		/* owner, CQ with a channel: drains */
 	bool has_waker;
@@ -159,6 +180,23 @@ static inline void xr_futex_wake(_Atomic uint32_t *w)
 {
 	syscall(SYS_futex, w, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
+
+/* The owner's side, whatever the queue (xrc_ring.c). */
+struct ur_xring *ur_xring_new(int fd, uint32_t max_wr, uint32_t max_sge,
+			      struct ur_pd *pd, struct ur_cq *cq,
+			      pthread_spinlock_t *lock);
+void ur_xring_free(struct ur_xring *x);
+/* Posts wr into x (*x->lock held; resolve: obj_lock read held, else the
+ * WQEs are posted bad, for the owner's responder alone). */
+int ur_xring_post_locked(struct ur_xring *x, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, bool resolve);
+/* Moves the completions other processes handed back into x->cq; _all
+ * even while x->defer says the responder holds older ones. */
+unsigned int ur_xring_drain_ring(struct ur_xring *x);
+unsigned int ur_xring_drain_all(struct ur_xring *x);
+/* Waits until no other process is inside a copy into x. */
+void ur_xring_wait_holders(struct ur_xring *x);
+int ur_xring_lock0(int fd);
 
 /* Claims the oldest WQE into out (xrc_ring_take.c): its claim index, or
  * -1 when the ring is empty. remote: host addresses, for another process;

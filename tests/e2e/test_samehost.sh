@@ -4,13 +4,15 @@
 # and ibverbs-utils:
 #  - by default RC WRITEs and READs are copied straight between the two
 #    processes (direct_writes/direct_reads count every one, no fallback),
-#    also when the target spins on memory (ib_write_lat); with the copies
+#    also when the target spins on memory (ib_write_lat), and so are RC
+#    SENDs into the receives the peer posted (direct_sends, both sides of
+#    ib_send_lat, no packet at all); with the copies
 #    refused by a seccomp filter (tests/tools/noxmem) the refusal is
 #    counted and the rings carry them instead;
 #  - every datagram goes through the shared-memory rings (UROCE_STATS:
 #    shm_tx_pkts equals link_tx_pkts on both sides, give or take the two
-#    read a moment apart), for RC WRITE/READ (UROCE_LINK=rings: packets
-#    only)/SEND/atomics, UD SEND, and rdma_cm;
+#    read a moment apart), for RC WRITE/READ/SEND (UROCE_LINK=rings:
+#    packets only)/atomics, UD SEND, and rdma_cm;
 #  - UROCE_LINK=udp on both sides puts everything on UDP (shm_tx_pkts 0);
 #    on one side only, the pair still works (the side with rings finds no
 #    ring for its peer and sends by UDP; the other always does);
@@ -82,6 +84,12 @@ copied direct_read_bw cli direct_reads 200
 pair direct_write_lat "" "" ib_write_lat -s 64 -n 2000
 copied direct_write_lat cli direct_writes 2000
 copied direct_write_lat srv direct_writes 2000
+pair direct_send_lat "" "" ib_send_lat -s 64 -n 2000
+copied direct_send_lat cli direct_sends 2000
+copied direct_send_lat srv direct_sends 2000
+f=$E2E_TMP/direct_send_lat.stats.cli
+(($(stat_of "$f" shm_tx_pkts) == 0)) && e2e_pass direct_send_lat_no_packet ||
+	e2e_fail direct_send_lat_no_packet "shm_tx_pkts $(stat_of "$f" shm_tx_pkts)"
 
 # copies refused (seccomp, as in a container): counted, then packets
 NOXMEM=$LIBDIR/../tests/noxmem
@@ -102,7 +110,7 @@ pair write_bw UROCE_LINK=rings UROCE_LINK=rings ib_write_bw -s 65536 -n 2000
 rings_carried write_bw
 pair read_bw UROCE_LINK=rings UROCE_LINK=rings ib_read_bw -s 1048576 -n 200
 rings_carried read_bw
-pair send_lat "" "" ib_send_lat -s 64 -n 2000
+pair send_lat UROCE_LINK=rings UROCE_LINK=rings ib_send_lat -s 64 -n 2000
 rings_carried send_lat
 pair atomic_bw "" "" ib_atomic_bw -n 2000
 rings_carried atomic_bw

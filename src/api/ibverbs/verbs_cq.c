@@ -37,6 +37,17 @@ static bool wc_one_sided(const struct ibv_wc *wc)
 	}
 }
 
+/* Moves other processes' completions in (shared XRC SRQs and RQs:
+ * obj/xrc_ring.c); a QP whose CQ they overran fails, as a responder's. */
+static void cq_rings(struct ur_cq *cq)
+{
+	struct ur_qp *qp;
+
+	ur_xring_drain_cq(cq);
+	while ((qp = ur_xring_overran(cq)))
+		ur_engine_rq_overrun(qp);
+}
+
 int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ur_cq *cq = to_ur_cq(ibcq);
@@ -46,12 +57,16 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		errno = EINVAL;
 		return -EINVAL;
 	}
-	/* completions other processes made for our shared XRC SRQs */
+	/* completions other processes made for our shared XRC SRQs, and
+	 * same-host peers' SENDs into our shared RQs (obj/rq_ring.c) */
 	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
-		ur_xring_drain_cq(cq);
+		cq_rings(cq);
 	got = ur_cq_poll(cq, n, wc);
 	if (!got && n) {
 		ur_engine_poll_cq(ur_ctx_dev(ibcq->context), cq);
+		/* a peer's copy may have landed meanwhile */
+		if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
+			cq_rings(cq);
 		got = ur_cq_poll(cq, n, wc);
 	}
 	if (got > 0) {
@@ -94,7 +109,7 @@ static int ex_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return ur_api_ret(-EINVAL);
 	if (atomic_load_explicit(&cq->xrings, memory_order_relaxed))
-		ur_xring_drain_cq(cq);
+		cq_rings(cq);
 	if (ur_cq_pop_ex(cq)) {
 		ur_engine_poll_cq(ur_ctx_dev(c->context), cq);
 		if (ur_cq_pop_ex(cq))

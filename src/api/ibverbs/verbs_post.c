@@ -52,6 +52,15 @@ static bool posted_any(const struct ibv_recv_wr *wr, int err,
 	return err ? *bad != wr : wr != NULL;
 }
 
+/* QPs whose shared RQs' completions overran cq fail (obj/rq_ring.c). */
+static void rq_overruns(struct ur_cq *cq)
+{
+	struct ur_qp *qp;
+
+	while ((qp = ur_xring_overran(cq)))
+		ur_engine_rq_overrun(qp);
+}
+
 int ur_op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad)
 {
@@ -60,6 +69,10 @@ int ur_op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 	if (posted_any(wr, err, bad))
 		ur_engine_rq_kick(qp);
+	/* a full shared RQ drained into its CQ, which overran */
+	if (qp->rq_ring && qp->recv_cq &&
+	    atomic_load_explicit(&qp->recv_cq->xrings, memory_order_relaxed))
+		rq_overruns(qp->recv_cq);
 	if (err)
 		errno = err;
 	return err;

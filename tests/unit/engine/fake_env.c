@@ -966,3 +966,51 @@ void ur_xring_owner(const struct ur_xring *x, int32_t *pid, uint32_t *pd,
 	*pid = 0;
 	memset(gid, 0, 16);
 }
+
+/* obj/rq_ring.c: the fake has no shared RQs, so no SEND is copied */
+int ur_rq_ring_open(struct ur_qp *qp, const unsigned int *defer)
+{
+	(void)qp, (void)defer;
+	return -EOPNOTSUPP;
+}
+
+void ur_rq_ring_close(struct ur_qp *qp)
+{
+	(void)qp;
+}
+
+void ur_rq_ring_free(struct ur_qp *qp)
+{
+	(void)qp;
+}
+
+bool ur_rq_ring_ident(const struct ur_qp *qp, int32_t *fd, uint64_t *id)
+{
+	(void)qp, (void)fd, (void)id;
+	return false;
+}
+
+void ur_rq_ring_drain(struct ur_qp *qp)
+{
+	(void)qp;
+}
+
+int ur_xring_open_fd(int32_t pid, int32_t fd, uint64_t id,
+		     struct ur_xring **out)
+{
+	(void)pid, (void)fd, (void)id, (void)out;
+	return -ENODEV;
+}
+
+void ur_xring_close(struct ur_xring *x)
+{
+	(void)x;
+}
+
+int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
+		  unsigned int n, unsigned int *copied)
+{
+	(void)x, (void)me, (void)m, (void)n;
+	*copied = 0;
+	return -ENODEV;
+}
