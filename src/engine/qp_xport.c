@@ -69,7 +69,6 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	if (!xp)
 		return;
 	ur_mcast_qp_gone(qp);	/* as the kernel detaches a destroyed QP */
-	ur_direct_qp_gone(qp);
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		/* the WQE it held mid-message completes flushed, as a NIC
 		 * flushes a destroyed target QP's (its SRQ is the domain's) */
@@ -81,6 +80,8 @@ void ur_engine_qp_fini(struct ur_qp *qp)
 	ur_list_del(&xp->node);
 	ur_timer_detach(xp);
 	pthread_mutex_unlock(&xp->nic->qp_list_lock);
+	/* after the deadlines: their flush closes the RQ's ring too */
+	ur_direct_qp_gone(qp);
 	pthread_mutex_lock(&qp->sq_lock);
 	ur_cc_set_busy(xp, false);
 	/* a batch in flight leaves before its memory goes */

@@ -75,6 +75,7 @@ int ur_rq_ring_open(struct ur_qp *qp, const unsigned int *defer)
 		x->defer = defer;
 		x->qp = qp;
 		x->h->cq_room = (uint32_t)qp->recv_cq->ibcq.cqe;
+		ur_xring_start(x);
 	}
 	/* rx_lock may be held: never wait for obj_lock behind a writer */
 	resolve = !pthread_rwlock_tryrdlock(&dev->obj_lock);

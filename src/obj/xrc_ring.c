@@ -162,20 +162,24 @@ struct ur_xring *ur_xring_new(int fd, uint32_t max_wr, uint32_t max_sge,
 	x->h->self = (uintptr_t)&x->h->nonce;
 	x->h->pd = pd->ibpd.handle;
 	memcpy(x->h->gid, x->dev->gids[0].gid.raw, sizeof(x->h->gid));
+	return x;
+}
+
+void ur_xring_start(struct ur_xring *x)
+{
 	/* a CQ with a channel is waited on, not polled: a thread of ours
 	 * moves the other processes' completions (and fires the event) */
-	if (cq->ibcq.channel) {
+	if (x->cq->ibcq.channel) {
 		atomic_init(&x->stop, false);
 		x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
 		x->h->no_wake = !x->has_waker;
 	}
 	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
-	atomic_fetch_add(&cq->xrings, 1);
+	atomic_fetch_add(&x->cq->xrings, 1);
 	pthread_rwlock_wrlock(&xr_owned_lock);
 	x->next = xr_owned;
 	xr_owned = x;
 	pthread_rwlock_unlock(&xr_owned_lock);
-	return x;
 }
 
 int ur_xring_create(struct ur_srq *srq)
@@ -199,6 +203,7 @@ int ur_xring_create(struct ur_srq *srq)
 	}
 	x->srqn = srq->srq_num;
 	x->srq = srq;
+	ur_xring_start(x);
 	srq->xring = x;
 	return 0;
 }

@@ -185,6 +185,9 @@ static inline void xr_futex_wake(_Atomic uint32_t *w)
 struct ur_xring *ur_xring_new(int fd, uint32_t max_wr, uint32_t max_sge,
 			      struct ur_pd *pd, struct ur_cq *cq,
 			      pthread_spinlock_t *lock);
+/* Publishes x (and starts its waker) once its owner has filled in the
+ * rest: before, no other thread may see it. */
+void ur_xring_start(struct ur_xring *x);
 void ur_xring_free(struct ur_xring *x);
 /* Posts wr into x (*x->lock held; resolve: obj_lock read held, else the
  * WQEs are posted bad, for the owner's responder alone). */
