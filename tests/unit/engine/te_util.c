@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "te_util.h"
 
@@ -328,4 +330,56 @@ int te_post_send(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+size_t te_nonzero_bytes(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i, nz = 0;
+
+	for (i = 0; i < n; i++)
+		nz += b[i] != 0;
+	return nz;
+}
+
+uint64_t te_counter(struct te_side *s, const char *name)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char path[512];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "%s/uroce-%u/%d/sys/class/infiniband/%s/ports/1/"
+		 "hw_counters/%s",
+		 xdg && *xdg ? xdg : "/tmp", (unsigned int)getuid(),
+		 (int)getpid(), ibv_get_device_name(s->ctx->device), name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+uint64_t te_counter_reaches(struct te_side *s, const char *name,
+			    uint64_t want)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		v = te_counter(s, name);
+		if (v >= want)
+			break;
+		usleep(10000);
+	}
+	return v;
+}
+
+uint64_t te_counter_settled(struct te_side *s, const char *name)
+{
+	usleep(150000);
+	return te_counter(s, name);
 }

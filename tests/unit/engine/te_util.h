@@ -72,4 +72,15 @@ int te_post_send(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
 		 uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
 		 unsigned int flags);
 
+/* How many of n bytes at p are not 0: what landed where nothing may. */
+size_t te_nonzero_bytes(const void *p, size_t n);
+/* A hw_counters value of s's device, from this process's device tree
+ * (refreshed every 50 ms); 0 when it cannot be read. */
+uint64_t te_counter(struct te_side *s, const char *name);
+/* The counter once it reached at least want (up to 2 s), else its value. */
+uint64_t te_counter_reaches(struct te_side *s, const char *name,
+			    uint64_t want);
+/* The counter after the tree had time to show anything new. */
+uint64_t te_counter_settled(struct te_side *s, const char *name);
+
 #endif

@@ -38,65 +38,6 @@
 
 static bool refused;	/* UR_TEST_NO_XMEM: copies are refused */
 
-/* How many of n bytes at p are not 0: what landed where nothing may. */
-static size_t nonzero_bytes(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	size_t i, nz = 0;
-
-	for (i = 0; i < n; i++)
-		nz += b[i] != 0;
-	return nz;
-}
-
-/* ------------------------------------------------------------------ */
-/* Counters, from the device tree (refreshed every 50 ms)              */
-/* ------------------------------------------------------------------ */
-
-static uint64_t counter(struct te_side *s, const char *name)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char path[512];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "%s/uroce-%u/%d/sys/class/infiniband/%s/ports/1/"
-		 "hw_counters/%s",
-		 xdg && *xdg ? xdg : "/tmp", (unsigned int)getuid(),
-		 (int)getpid(), ibv_get_device_name(s->ctx->device), name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-/* The counter once it reached at least want (up to 2 s), else its value. */
-static uint64_t counter_reaches(struct te_side *s, const char *name,
-				uint64_t want)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 200; i++) {
-		v = counter(s, name);
-		if (v >= want)
-			break;
-		usleep(10000);
-	}
-	return v;
-}
-
-/* The counter after the tree had time to show anything new. */
-static uint64_t counter_settled(struct te_side *s, const char *name)
-{
-	usleep(150000);
-	return counter(s, name);
-}
-
 /* ------------------------------------------------------------------ */
 
 static int setup(void **state)
@@ -124,8 +65,8 @@ static void test_write_read_bytes(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
-	uint64_t w0 = counter(a, "direct_writes");
-	uint64_t r0 = counter(a, "direct_reads");
+	uint64_t w0 = te_counter(a, "direct_writes");
+	uint64_t r0 = te_counter(a, "direct_reads");
 	uint32_t half = TE_BUF / 2, i;
 
 	for (i = 0; i < half; i++)
@@ -140,13 +81,13 @@ static void test_write_read_bytes(void **state)
 	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
 	assert_memory_equal(a->buf + half, a->buf, half);
 	if (refused) {
-		assert_true(counter_reaches(a, "direct_refused", 1) >= 1);
-		assert_int_equal(counter_settled(a, "direct_writes"), w0);
-		assert_int_equal(counter(a, "direct_reads"), r0);
+		assert_true(te_counter_reaches(a, "direct_refused", 1) >= 1);
+		assert_int_equal(te_counter_settled(a, "direct_writes"), w0);
+		assert_int_equal(te_counter(a, "direct_reads"), r0);
 	} else {
-		assert_true(counter_reaches(a, "direct_writes", w0 + 1) >=
+		assert_true(te_counter_reaches(a, "direct_writes", w0 + 1) >=
 			    w0 + 1);
-		assert_true(counter_reaches(a, "direct_reads", r0 + 1) >=
+		assert_true(te_counter_reaches(a, "direct_reads", r0 + 1) >=
 			    r0 + 1);
 	}
 }
@@ -191,7 +132,7 @@ static void test_write_behind_rnr_send_waits(void **state)
 	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
 	/* the SEND is NAKed (RNR) and retried meanwhile */
 	usleep(30000);
-	assert_int_equal(nonzero_bytes(b->buf + 8192, 4096), 0);
+	assert_int_equal(te_nonzero_bytes(b->buf + 8192, 4096), 0);
 	assert_int_equal(te_post_recv(b, 10, 0, 64), 0);
 	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
 	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
@@ -241,8 +182,8 @@ static void test_write_imm_bytes(void **state)
 {
 	struct te_pair *p = *state;
 	struct te_side *a = &p->s[0], *b = &p->s[1];
-	uint64_t i0 = counter(a, "direct_write_imms");
-	uint64_t w0 = counter(a, "direct_writes");
+	uint64_t i0 = te_counter(a, "direct_write_imms");
+	uint64_t w0 = te_counter(a, "direct_writes");
 	struct ibv_send_wr wr[2], *bad;
 	struct ibv_sge sge[2];
 	uint32_t i;
@@ -275,11 +216,11 @@ static void test_write_imm_bytes(void **state)
 	expect_imm(b, 21, 64, 7);
 	assert_memory_equal(b->buf + 40000, a->buf + 30000, 64);
 	if (refused) {
-		assert_int_equal(counter_settled(a, "direct_write_imms"), i0);
+		assert_int_equal(te_counter_settled(a, "direct_write_imms"), i0);
 	} else {
-		assert_true(counter_reaches(a, "direct_write_imms", i0 + 2) >=
+		assert_true(te_counter_reaches(a, "direct_write_imms", i0 + 2) >=
 			    i0 + 2);
-		assert_true(counter_reaches(a, "direct_writes", w0 + 3) >=
+		assert_true(te_counter_reaches(a, "direct_writes", w0 + 3) >=
 			    w0 + 3);
 	}
 }
@@ -315,7 +256,7 @@ static void test_write_behind_rnr_write_imm_waits(void **state)
 	wr[0].next = &wr[1];
 	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
 	usleep(30000);
-	assert_int_equal(nonzero_bytes(b->buf + 8192, 4096), 0);
+	assert_int_equal(te_nonzero_bytes(b->buf + 8192, 4096), 0);
 	assert_int_equal(te_post_recv(b, 10, 60000, 16), 0);
 	expect_wc(a->scq, 1, IBV_WC_SUCCESS);
 	expect_wc(a->scq, 2, IBV_WC_SUCCESS);
@@ -363,7 +304,7 @@ static void test_batch_local_range_checked(void **state)
 	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
 	expect_wc(a->scq, 32, IBV_WC_WR_FLUSH_ERR);
 	assert_memory_equal(b->buf, a->buf, 512);
-	assert_int_equal(nonzero_bytes(b->buf + 1024, TE_BUF - 1024), 0);
+	assert_int_equal(te_nonzero_bytes(b->buf + 1024, TE_BUF - 1024), 0);
 }
 
 /* An MR of another PD than the target QP's: the responder's answer,
@@ -484,7 +425,7 @@ static void test_dereg_races_writes(void **state)
 		/* from here on the memory is the application's again */
 		memset(m, 0, RACE_LEN);
 		usleep(2000);
-		nz = nonzero_bytes(m, RACE_LEN);
+		nz = te_nonzero_bytes(m, RACE_LEN);
 		atomic_store(&r.stop, true);
 		pthread_join(th, NULL);
 		assert_int_equal(nz, 0);

@@ -37,59 +37,6 @@
 
 static bool refused;	/* UR_TEST_NO_XMEM: copies are refused */
 
-static size_t nonzero_bytes(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	size_t i, nz = 0;
-
-	for (i = 0; i < n; i++)
-		nz += b[i] != 0;
-	return nz;
-}
-
-static uint64_t counter(struct te_side *s, const char *name)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char path[512];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "%s/uroce-%u/%d/sys/class/infiniband/%s/ports/1/"
-		 "hw_counters/%s",
-		 xdg && *xdg ? xdg : "/tmp", (unsigned int)getuid(),
-		 (int)getpid(), ibv_get_device_name(s->ctx->device), name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-/* The counter once it reached at least want (up to 2 s), else its value. */
-static uint64_t counter_reaches(struct te_side *s, const char *name,
-				uint64_t want)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 200; i++) {
-		v = counter(s, name);
-		if (v >= want)
-			break;
-		usleep(10000);
-	}
-	return v;
-}
-
-static uint64_t counter_settled(struct te_side *s, const char *name)
-{
-	usleep(150000);
-	return counter(s, name);
-}
-
 static void open_pair(struct te_pair *p)
 {
 	struct te_conn_opts o = { .retry_cnt = 7, .rnr_retry = 7,
@@ -161,7 +108,7 @@ static void test_send_bytes(void **state)
 	open_pair(&p);
 	a = &p.s[0];
 	b = &p.s[1];
-	s0 = counter(a, "direct_sends");
+	s0 = te_counter(a, "direct_sends");
 	for (i = 0; i < TE_BUF; i++)
 		a->buf[i] = (uint8_t)(i * 11 + 5);
 	memset(b->buf, 0, TE_BUF);
@@ -180,14 +127,14 @@ static void test_send_bytes(void **state)
 		expect_recv(&p, 100 + i, len[i], i & 1, i * 77);
 		assert_memory_equal(b->buf + off, a->buf + 1000 + i * 3,
 				    len[i]);
-		assert_int_equal(nonzero_bytes(b->buf + off + len[i], 16), 0);
+		assert_int_equal(te_nonzero_bytes(b->buf + off + len[i], 16), 0);
 		off += len[i] + 16;
 	}
 	assert_int_equal(te_poll_none(b->rcq, 20), 0);
 	if (refused)
-		assert_int_equal(counter_settled(a, "direct_sends"), s0);
+		assert_int_equal(te_counter_settled(a, "direct_sends"), s0);
 	else
-		assert_true(counter_reaches(a, "direct_sends", s0 + 6) >=
+		assert_true(te_counter_reaches(a, "direct_sends", s0 + 6) >=
 			    s0 + 6);
 	te_pair_close(&p);
 }
@@ -211,7 +158,7 @@ static void test_post_list(void **state)
 	open_pair(&p);
 	a = &p.s[0];
 	b = &p.s[1];
-	s0 = counter(a, "direct_sends");
+	s0 = te_counter(a, "direct_sends");
 	for (i = 0; i < TE_BUF; i++)
 		a->buf[i] = (uint8_t)(i * 3 + 1);
 	memset(b->buf, 0, TE_BUF);
@@ -233,14 +180,14 @@ static void test_post_list(void **state)
 		expect_recv(&p, 200 + i, 100 + i * 300, i % 3 == 0, i);
 		assert_memory_equal(b->buf + i * 4096, a->buf + i * 512,
 				    100 + i * 300);
-		assert_int_equal(nonzero_bytes(b->buf + i * 4096 + 100 +
+		assert_int_equal(te_nonzero_bytes(b->buf + i * 4096 + 100 +
 						       i * 300,
 					       4096 - 100 - i * 300),
 				 0);
 	}
 	assert_int_equal(te_poll_none(b->rcq, 20), 0);
 	if (!refused)
-		assert_true(counter_reaches(a, "direct_sends", s0 + 8) >=
+		assert_true(te_counter_reaches(a, "direct_sends", s0 + 8) >=
 			    s0 + 8);
 	te_pair_close(&p);
 }
@@ -264,8 +211,8 @@ static void test_rnr_then_copies_in_order(void **state)
 	open_pair(&p);
 	a = &p.s[0];
 	b = &p.s[1];
-	pk0 = counter(a, "direct_send_packets");
-	s0 = counter(a, "direct_sends");
+	pk0 = te_counter(a, "direct_send_packets");
+	s0 = te_counter(a, "direct_sends");
 	for (i = 0; i < 4096; i++)
 		a->buf[i] = (uint8_t)(i ^ 0x5c);
 	memset(b->buf, 0, TE_BUF);
@@ -276,7 +223,7 @@ static void test_rnr_then_copies_in_order(void **state)
 	assert_int_equal(ibv_post_send(a->qp, wr, &bad), 0);
 	usleep(30000);
 	assert_int_equal(te_poll_none(a->scq, 1), 0);
-	assert_int_equal(nonzero_bytes(b->buf, TE_BUF), 0);
+	assert_int_equal(te_nonzero_bytes(b->buf, TE_BUF), 0);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(te_post_recv(b, 10 + i, i * 2048, 1024), 0);
 	for (i = 0; i < 4; i++)
@@ -294,9 +241,9 @@ static void test_rnr_then_copies_in_order(void **state)
 	expect_recv(&p, 20, 500, false, 0);
 	assert_memory_equal(b->buf + 16384, a->buf + 100, 500);
 	if (!refused) {
-		assert_true(counter_reaches(a, "direct_send_packets",
+		assert_true(te_counter_reaches(a, "direct_send_packets",
 					    pk0 + 1) >= pk0 + 1);
-		assert_true(counter_reaches(a, "direct_sends", s0 + 1) >=
+		assert_true(te_counter_reaches(a, "direct_sends", s0 + 1) >=
 			    s0 + 1);
 	}
 	te_pair_close(&p);
@@ -328,7 +275,7 @@ static void test_bad_lkey_recv(void **state)
 	assert_int_equal(wc.wr_id, 1);
 	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
 	expect_wc(b->rcq, 7, IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(nonzero_bytes(b->buf, TE_BUF), 0);
+	assert_int_equal(te_nonzero_bytes(b->buf, TE_BUF), 0);
 	te_pair_close(&p);
 }
 
@@ -461,7 +408,7 @@ static void test_dereg_races_sends(void **state)
 		assert_int_equal(ibv_dereg_mr(mr), 0);
 		memset(m, 0, blen);
 		usleep(20000);
-		nz = nonzero_bytes(m, blen);
+		nz = te_nonzero_bytes(m, blen);
 		atomic_store(&r.stop, true);
 		pthread_join(th, NULL);
 		assert_int_equal(nz, 0);
