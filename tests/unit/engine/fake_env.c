@@ -893,6 +893,21 @@ void fe_side_close(struct fe_side *s)
 	free(s->rcq.ring);
 }
 
+void fe_pair_open(struct fe_side s[2])
+{
+	fe_set_fault(NULL);
+	fe_side_open(&s[0], 0, IBV_QPT_RC);
+	fe_side_open(&s[1], 1, IBV_QPT_RC);
+	fe_connect(s[0].qp, s[1].qp, 0x10, 0x20, 14, 7, 7);
+}
+
+void fe_pair_close(struct fe_side s[2])
+{
+	fe_set_filter(NULL);
+	fe_side_close(&s[0]);
+	fe_side_close(&s[1]);
+}
+
 int ur_mw_bind_wqe(struct ur_qp *qp, struct ur_send_wqe *wqe)
 {
 	return -EINVAL;

@@ -113,5 +113,11 @@ void fe_rq_post(struct ur_qp *qp, uint64_t wr_id, void *addr, uint32_t len,
 		uint32_t lkey);
 int fe_side_open(struct fe_side *s, int dev, enum ibv_qp_type t);
 void fe_side_close(struct fe_side *s);
+/* Two sides, one on each device, with RC QPs connected to each other
+ * (PSNs 0x10 and 0x20) and no faults. The ACK timeout is perftest's (14:
+ * 67 ms): a loaded 2-core box starves threads for tens of ms, and 8
+ * timeouts in a row end the QP. Closing also removes any filter. */
+void fe_pair_open(struct fe_side s[2]);
+void fe_pair_close(struct fe_side s[2]);
 
 #endif

@@ -32,10 +32,7 @@ static int setup(void **state)
 {
 	struct t_pair *p = calloc(1, sizeof(*p));
 
-	fe_set_fault(NULL);
-	fe_side_open(&p->s[0], 0, IBV_QPT_RC);
-	fe_side_open(&p->s[1], 1, IBV_QPT_RC);
-	fe_connect(p->s[0].qp, p->s[1].qp, 0x10, 0x20, 14, 7, 7);
+	fe_pair_open(p->s);
 	*state = p;
 	return 0;
 }
@@ -44,8 +41,7 @@ static int teardown(void **state)
 {
 	struct t_pair *p = *state;
 
-	fe_side_close(&p->s[0]);
-	fe_side_close(&p->s[1]);
+	fe_pair_close(p->s);
 	free(p);
 	return 0;
 }
