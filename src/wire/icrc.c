@@ -72,6 +72,37 @@ static size_t pseudo_hdr(uint8_t *ph, const struct ur_ip_flow *flow,
 	size_t iplen;
 
 	memset(ph, 0xff, LRH_MASK_BYTES);
+	if (flow->family == AF_INET &&
+	    udp_payload_len <= 0xffff - UR_IPV4_HDR_BYTES - UR_UDP_HDR_BYTES) {
+		/* ur_ip_udp_hdr_build()'s header with the masked fields
+		 * already masked: no IPv4 checksum to compute and drop
+		 * (every packet sent and received passes here) */
+		size_t tot = UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES +
+			     udp_payload_len;
+		uint8_t *u = ip + UR_IPV4_HDR_BYTES;
+
+		ip[0] = 0x45;
+		ip[1] = 0xff;			/* TOS */
+		ip[2] = (uint8_t)(tot >> 8);
+		ip[3] = (uint8_t)tot;
+		ip[4] = (uint8_t)(flow->ip_id >> 8);
+		ip[5] = (uint8_t)flow->ip_id;
+		ip[6] = 0x40;			/* DF */
+		ip[7] = 0;
+		ip[8] = 0xff;			/* TTL */
+		ip[9] = 17;			/* UDP */
+		ip[10] = ip[11] = 0xff;		/* header checksum */
+		memcpy(ip + 12, &flow->src.v4, 4);
+		memcpy(ip + 16, &flow->dst.v4, 4);
+		u[0] = (uint8_t)(flow->sport >> 8);
+		u[1] = (uint8_t)flow->sport;
+		u[2] = (uint8_t)(flow->dport >> 8);
+		u[3] = (uint8_t)flow->dport;
+		u[4] = (uint8_t)((tot - UR_IPV4_HDR_BYTES) >> 8);
+		u[5] = (uint8_t)(tot - UR_IPV4_HDR_BYTES);
+		u[6] = u[7] = 0xff;		/* UDP checksum */
+		return LRH_MASK_BYTES + UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES;
+	}
 	if (ur_ip_udp_hdr_build(ip, flow, udp_payload_len) < 0) {
 		/* lengths were validated by the caller; stay deterministic */
 		memset(ip, 0, UR_IPV4_HDR_BYTES + UR_UDP_HDR_BYTES);
