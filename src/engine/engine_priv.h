@@ -252,7 +252,8 @@ struct ur_rx_shard {
 	atomic_uint fwd_n;
 	/* ns: a poll_cq last tried this shard (the thread's deaf waits) */
 	_Atomic uint64_t last_app_poll;
-	_Atomic uint64_t rx_pkts;	/* datagrams handled here, forwarded
+	_Atomic uint64_t rx_pkts;	/* datagrams handled here (written by
+					 * this lock's holder alone), forwarded
 					 * ones included */
 	_Atomic uint64_t fwd_in;	/* of them forwarded by another */
 };

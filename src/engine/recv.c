@@ -414,12 +414,27 @@ static void rx_pcap(struct ur_nic *nic, const struct ur_rxd *d)
 }
 
 /* A datagram for sh, its own or forwarded to it (after its capture). */
+/*
+ * sh->lock held: one more datagram handled here. Only the lock's holder
+ * writes the count (readers load it), so a plain load and store: a locked
+ * add after every WRITE's copy into memory waited for all of the copy's
+ * stores to drain (4.6 % of a target's CPU in 64 KiB ib_write_bw, on that
+ * one instruction), where the next packet's parse and ICRC could run.
+ */
+static inline void rx_count(struct ur_rx_shard *sh)
+{
+	atomic_store_explicit(&sh->rx_pkts,
+			      atomic_load_explicit(&sh->rx_pkts,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
 static void rx_local(struct ur_nic *nic, struct ur_rx_shard *sh,
 		     struct ur_rxd *d)
 {
 	struct ur_qp *qp = rx_dispatch(nic, sh, d, false);
 
-	atomic_fetch_add_explicit(&sh->rx_pkts, 1, memory_order_relaxed);
+	rx_count(sh);
 	if (qp)
 		rx_reorder_drain(nic, sh, qp);
 }
@@ -433,7 +448,7 @@ static void rx_mcast_fwd(struct ur_nic *nic, struct ur_rx_shard *sh,
 	struct ur_qp *qp;
 	struct ur_pkt pkt;
 
-	atomic_fetch_add_explicit(&sh->rx_pkts, 1, memory_order_relaxed);
+	rx_count(sh);
 	qp = ur_qp_lookup(nic->dev, qpn);
 	if (!qp || !qp->xp || ur_xp_shard(qp->xp) != sh ||
 	    ur_pkt_parse(d->data, d->len, &pkt) ||

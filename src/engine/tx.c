@@ -60,10 +60,21 @@ static void txb_train_set_ids(struct ur_txb *b, unsigned int first,
 	}
 }
 
+/* The destination QP in a packet's BTH (its first iovec, txb_fill()). */
+static uint32_t txd_dqpn(const struct ur_txd *d)
+{
+	const uint8_t *bth = d->iov[0].iov_base;
+
+	return (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
+}
+
 /*
- * Packets of equal size to the same peer go out as one UDP_SEGMENT train
- * (the last may be shorter), each segment with the ICRC of the IPv4 ID it
- * will carry (txb_train_set_ids()).
+ * Packets of equal size to the same peer's QP go out as one UDP_SEGMENT
+ * train (the last may be shorter), each segment with the ICRC of the IPv4
+ * ID it will carry (txb_train_set_ids()). A train never mixes destination
+ * QPs: a UDP_GRO receiver gets it whole, and the kernel steers it by its
+ * first datagram to that QP's receive shard (link/steer.c), which would
+ * have to forward the rest (a reply batch's ACKs of many QPs).
  */
 static void txb_send_gso(struct ur_txb *b)
 {
@@ -86,6 +97,7 @@ static void txb_send_gso(struct ur_txb *b)
 				    d->ttl != b->txd[i].ttl ||
 				    d->via != b->txd[i].via ||
 				    d->no_icrc != b->txd[i].no_icrc ||
+				    txd_dqpn(d) != txd_dqpn(&b->txd[i]) ||
 				    !ur_sockaddr_same_host(d->dst,
 							   b->txd[i].dst) ||
 				    len > seg || total + len > UR_GSO_MAX_BYTES)

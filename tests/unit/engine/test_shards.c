@@ -9,7 +9,11 @@
  *  - a CQ names only its QPs' shards for poll_cq;
  *  - while the test holds QP B's shard lock and B's SENDs wait in its
  *    socket, QP A's SENDs complete through poll_cq alone: A's receive
- *    needs nothing of B's shard. Once released, B's complete too.
+ *    needs nothing of B's shard. Once released, B's complete too;
+ *  - the ACKs of two QPs that one responder shard sends in one reply
+ *    batch reach the requester's two shards by the kernel's steering: a
+ *    GSO train never mixes destination QPs (its receiver gets it whole,
+ *    in the socket of the first datagram's QP), so no shard forwards.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,6 +76,35 @@ static int setup(void **state)
 		te_pair_close(&p[1]);
 	}
 	assert_true(tries < 64);
+	assert_int_equal(te_pair_connect(&p[0], NULL), 0);
+	assert_int_equal(te_pair_connect(&p[1], NULL), 0);
+	*state = p;
+	return 0;
+}
+
+/* Two connected pairs whose responders (device 1) share a shard and
+ * whose requesters (device 0) do not. */
+static int setup_ack_train(void **state)
+{
+	struct te_pair *p = calloc(2, sizeof(*p));
+	int tries;
+
+	assert_non_null(p);
+	assert_int_equal(te_pair_open(&p[0], IBV_QPT_RC), 0);
+	if (nic_of(p[0].s[1].qp)->n_linkq < 4 ||
+	    !nic_of(p[0].s[1].qp)->use_gso) {
+		te_pair_close(&p[0]);
+		free(p);
+		ur_skip("no steered receive queues or no GSO here\n");
+	}
+	for (tries = 0; tries < 256; tries++) {
+		assert_int_equal(te_pair_open(&p[1], IBV_QPT_RC), 0);
+		if (shard_of(p[1].s[1].qp) == shard_of(p[0].s[1].qp) &&
+		    shard_of(p[1].s[0].qp) != shard_of(p[0].s[0].qp))
+			break;
+		te_pair_close(&p[1]);
+	}
+	assert_true(tries < 256);
 	assert_int_equal(te_pair_connect(&p[0], NULL), 0);
 	assert_int_equal(te_pair_connect(&p[1], NULL), 0);
 	*state = p;
@@ -173,6 +206,32 @@ static void test_poll_leaves_other_shard(void **state)
 	reap_sends(&p[1], N_MSG);
 }
 
+static void test_ack_train_one_qp(void **state)
+{
+	struct te_pair *p = *state;
+	struct ur_nic *req = nic_of(p[0].s[0].qp), *rsp = nic_of(p[0].s[1].qp);
+	pthread_mutex_t *l = &rsp->shard[shard_of(p[0].s[1].qp)].lock;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	uint64_t fwd = fwd_total(req), acks;
+	unsigned int round;
+
+	for (round = 0; round < 8; round++) {
+		acks = atomic_load(&req->cnt.stat[UR_STAT_ACK_RCVD]);
+		/* both SENDs wait in the responder shard's socket, so one
+		 * burst answers both and one reply batch holds both ACKs */
+		pthread_mutex_lock(l);
+		post_sends(&p[0], 1);
+		post_sends(&p[1], 1);
+		nanosleep(&ts, NULL);
+		pthread_mutex_unlock(l);
+		reap_sends(&p[0], 1);
+		reap_sends(&p[1], 1);
+		assert_true(atomic_load(&req->cnt.stat[UR_STAT_ACK_RCVD]) -
+			    acks >= 2);
+	}
+	assert_int_equal(fwd_total(req), fwd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +239,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_poll_leaves_other_shard,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ack_train_one_qp,
+						setup_ack_train, teardown),
 	};
 	int rc;
 
