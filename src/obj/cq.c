@@ -321,9 +321,10 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 	pthread_spin_lock(&cq->lock);
 	/* "next completion" already covers the solicited ones */
 	if (!solicited_only)
-		cq->arm = UR_CQ_ARMED_NEXT;
+		__atomic_store_n(&cq->arm, UR_CQ_ARMED_NEXT, __ATOMIC_SEQ_CST);
 	else if (cq->arm != UR_CQ_ARMED_NEXT)
-		cq->arm = UR_CQ_ARMED_SOLICITED;
+		__atomic_store_n(&cq->arm, UR_CQ_ARMED_SOLICITED,
+				 __ATOMIC_SEQ_CST);
 	/*
 	 * mlx5 arms a CQ at its consumer index: an entry already written and
 	 * not yet polled raises the event at once. UCX relies on it: it polls
@@ -336,7 +337,7 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 	if (cq_count(cq) &&
 	    (cq->arm == UR_CQ_ARMED_NEXT ||
 	     cq->tail - cq->wake_tail < cq_count(cq))) {
-		cq->arm = UR_CQ_DISARMED;
+		__atomic_store_n(&cq->arm, UR_CQ_DISARMED, __ATOMIC_SEQ_CST);
 		fire = true;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -402,7 +403,7 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->arm == UR_CQ_ARMED_NEXT ||
 	    (cq->arm == UR_CQ_ARMED_SOLICITED &&
 	     (solicited || wc->status != IBV_WC_SUCCESS))) {
-		cq->arm = UR_CQ_DISARMED;
+		__atomic_store_n(&cq->arm, UR_CQ_DISARMED, __ATOMIC_SEQ_CST);
 		fire = cq->ibcq.channel != NULL;
 	}
 	pthread_spin_unlock(&cq->lock);
