@@ -91,7 +91,8 @@ static struct ur_xring *srq_ring_new(struct ur_srq *srq)
 	resolve = !pthread_rwlock_tryrdlock(&dev->obj_lock);
 	pthread_spin_lock(&srq->lock);
 	rq_move_in(&srq->rq, x, resolve);
-	srq->xring = x;		/* posts and takes go there from now on */
+	/* posts and takes go there from now on */
+	__atomic_store_n(&srq->xring, x, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&srq->lock);
 	if (resolve)
 		pthread_rwlock_unlock(&dev->obj_lock);
@@ -303,7 +304,7 @@ bool ur_rq_ring_ident(const struct ur_qp *qp, int32_t *fd, uint64_t *id)
 	const struct ur_xring *x = qp->rq_ring;
 
 	if (ur_rq_ring_on(qp) && !x) {
-		x = qp->srq->xring;
+		x = __atomic_load_n(&qp->srq->xring, __ATOMIC_ACQUIRE);
 		*fd = x->fd;
 		*id = x->h->nonce;
 		return true;
@@ -320,7 +321,7 @@ void ur_rq_ring_drain(struct ur_qp *qp)
 	struct ur_xring *x = qp->rq_ring;
 
 	if (!x && ur_rq_ring_on(qp))
-		x = qp->srq->xring;
+		x = __atomic_load_n(&qp->srq->xring, __ATOMIC_ACQUIRE);
 	if (x)
 		ur_xring_drain_ring(x);
 }

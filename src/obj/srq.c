@@ -188,7 +188,8 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 	struct ur_wq *wq = &srq->rq;
 	int err = 0;
 
-	if (srq->xring)
+	/* set once, under the lock, when the SRQ becomes shared */
+	if (__atomic_load_n(&srq->xring, __ATOMIC_ACQUIRE))
 		return ur_xring_post(srq, wr, bad);
 	pthread_spin_lock(&srq->lock);
 	/* shared meanwhile (rq_ring.c): for good, it never goes back */
@@ -232,7 +233,7 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 	struct ur_recv_wqe *w;
 	bool fire = false;
 
-	if (srq->xring)
+	if (__atomic_load_n(&srq->xring, __ATOMIC_ACQUIRE))
 		return ur_xring_take_local(srq, out);
 	pthread_spin_lock(&srq->lock);
 	if (srq->xring) {

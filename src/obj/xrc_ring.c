@@ -149,7 +149,8 @@ void ur_xring_cq_armed(struct ur_cq *cq)
 
 	pthread_rwlock_rdlock(&xr_owned_lock);
 	for (x = xr_owned; x; x = x->next)
-		if (x->has_waker && (x->cq == cq || ur_xring_has_cq(x, cq))) {
+		if (__atomic_load_n(&x->has_waker, __ATOMIC_ACQUIRE) &&
+		    (x->cq == cq || ur_xring_has_cq(x, cq))) {
 			atomic_fetch_add(&x->arm_seq, 1);
 			xr_futex_wake(&x->arm_seq);
 		}
@@ -171,11 +172,15 @@ bool ur_xring_has_cq(struct ur_xring *x, struct ur_cq *cq)
 
 int ur_xring_waker(struct ur_xring *x)
 {
+	bool ok;
+
 	if (x->has_waker)
 		return 0;
 	atomic_init(&x->stop, false);
-	x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
-	return x->has_waker ? 0 : -EAGAIN;
+	ok = !pthread_create(&x->waker, NULL, xr_waker, x);
+	/* a plain SRQ's starts late: ur_xring_cq_armed may look */
+	__atomic_store_n(&x->has_waker, ok, __ATOMIC_RELEASE);
+	return ok ? 0 : -EAGAIN;
 }
 
 int ur_xring_lock0(int fd)
