@@ -321,10 +321,9 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 	pthread_spin_lock(&cq->lock);
 	/* "next completion" already covers the solicited ones */
 	if (!solicited_only)
-		__atomic_store_n(&cq->arm, UR_CQ_ARMED_NEXT, __ATOMIC_SEQ_CST);
+		cq->arm = UR_CQ_ARMED_NEXT;
 	else if (cq->arm != UR_CQ_ARMED_NEXT)
-		__atomic_store_n(&cq->arm, UR_CQ_ARMED_SOLICITED,
-				 __ATOMIC_SEQ_CST);
+		cq->arm = UR_CQ_ARMED_SOLICITED;
 	/*
 	 * mlx5 arms a CQ at its consumer index: an entry already written and
 	 * not yet polled raises the event at once. UCX relies on it: it polls
@@ -337,7 +336,7 @@ int ur_cq_arm(struct ur_cq *cq, int solicited_only)
 	if (cq_count(cq) &&
 	    (cq->arm == UR_CQ_ARMED_NEXT ||
 	     cq->tail - cq->wake_tail < cq_count(cq))) {
-		__atomic_store_n(&cq->arm, UR_CQ_DISARMED, __ATOMIC_SEQ_CST);
+		cq->arm = UR_CQ_DISARMED;
 		fire = true;
 	}
 	pthread_spin_unlock(&cq->lock);
@@ -403,7 +402,7 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (cq->arm == UR_CQ_ARMED_NEXT ||
 	    (cq->arm == UR_CQ_ARMED_SOLICITED &&
 	     (solicited || wc->status != IBV_WC_SUCCESS))) {
-		__atomic_store_n(&cq->arm, UR_CQ_DISARMED, __ATOMIC_SEQ_CST);
+		cq->arm = UR_CQ_DISARMED;
 		fire = cq->ibcq.channel != NULL;
 	}
 	pthread_spin_unlock(&cq->lock);

@@ -275,9 +275,6 @@ int ur_xring_take_local(struct ur_srq *srq, struct ur_recv_wqe *out);
 unsigned int ur_xring_drain(struct ur_srq *srq);
 /* Every shared SRQ completing into cq (poll_cq; cq->lock not held). */
 void ur_xring_drain_cq(struct ur_cq *cq);
-/* cq was armed: wakers of rings completing into it drain now (their
- * takers wake them only while a CQ is armed). */
-void ur_xring_cq_armed(struct ur_cq *cq);
 /* A QP whose shared RQ's completions overran cq in a drain (once), or
  * NULL: it must fail as a responder's overrun fails it. */
 struct ur_qp *ur_xring_overran(struct ur_cq *cq);

@@ -89,33 +89,9 @@ static int xr_create_file(const char *path, size_t len)
 	return -EAGAIN;
 }
 
-/* Whether cq is armed: only then does a completion need its event now. */
-static bool xr_cq_armed(struct ur_cq *cq)
-{
-	return cq && __atomic_load_n(&cq->arm, __ATOMIC_SEQ_CST) !=
-			     UR_CQ_DISARMED;
-}
-
-/* Whether a CQ the ring's completions go to is armed. */
-static bool xr_armed(struct ur_xring *x)
-{
-	uint32_t i;
-
-	if (!x->mem)
-		return xr_cq_armed(x->cq);
-	for (i = 0; i < XR_MEMBERS; i++)
-		if (xr_cq_armed(atomic_load(&x->mem[i].cq)))
-			return true;
-	return false;
-}
-
 /*
- * Moves the other processes' completions into the CQ, so that an armed
- * CQ's channel fires. Takers wake it (per completion) only while a CQ is
- * armed, which it says by `sleeping`; else it waits for ur_cq_arm
- * (ur_xring_cq_armed), on a word takers never touch: an application that
- * polls pays neither a futex wake per SEND nor a thread that runs beside
- * it (on its core) at every completion.
+ * Moves the other processes' completions into the CQ (and so fires its
+ * channel's event), woken by the takers through the futex word.
  */
 static void *xr_waker(void *arg)
 {
@@ -123,38 +99,15 @@ static void *xr_waker(void *arg)
 	struct xr_hdr *h = x->h;
 
 	while (!atomic_load(&x->stop)) {
-		uint32_t aseq = atomic_load(&x->arm_seq);
 		uint32_t seq = atomic_load(&h->wake_seq);
 
 		ur_xring_drain_ring(x);
-		if (!xr_armed(x)) {
-			/* armed later: the arm bumps arm_seq after it */
-			if (atomic_load(&x->arm_seq) == aseq &&
-			    !atomic_load(&x->stop))
-				xr_futex_wait(&x->arm_seq, aseq);
-			continue;
-		}
 		atomic_store(&h->sleeping, 1);
-		if (atomic_load(&h->wake_seq) == seq && !atomic_load(&x->stop) &&
-		    xr_armed(x))
+		if (atomic_load(&h->wake_seq) == seq && !atomic_load(&x->stop))
 			xr_futex_wait(&h->wake_seq, seq);
 		atomic_store(&h->sleeping, 0);
 	}
 	return NULL;
-}
-
-void ur_xring_cq_armed(struct ur_cq *cq)
-{
-	struct ur_xring *x;
-
-	pthread_rwlock_rdlock(&xr_owned_lock);
-	for (x = xr_owned; x; x = x->next)
-		if (__atomic_load_n(&x->has_waker, __ATOMIC_ACQUIRE) &&
-		    (x->cq == cq || ur_xring_has_cq(x, cq))) {
-			atomic_fetch_add(&x->arm_seq, 1);
-			xr_futex_wake(&x->arm_seq);
-		}
-	pthread_rwlock_unlock(&xr_owned_lock);
 }
 
 bool ur_xring_has_cq(struct ur_xring *x, struct ur_cq *cq)
@@ -178,7 +131,7 @@ int ur_xring_waker(struct ur_xring *x)
 		return 0;
 	atomic_init(&x->stop, false);
 	ok = !pthread_create(&x->waker, NULL, xr_waker, x);
-	/* a plain SRQ's starts late: ur_xring_cq_armed may look */
+	/* a plain SRQ's starts late, its ring listed already */
 	__atomic_store_n(&x->has_waker, ok, __ATOMIC_RELEASE);
 	return ok ? 0 : -EAGAIN;
 }
@@ -324,8 +277,6 @@ void ur_xring_free(struct ur_xring *x)
 		atomic_store(&x->stop, true);
 		atomic_fetch_add(&x->h->wake_seq, 1);
 		xr_futex_wake(&x->h->wake_seq);
-		atomic_fetch_add(&x->arm_seq, 1);
-		xr_futex_wake(&x->arm_seq);
 		pthread_join(x->waker, NULL);
 	}
 	if (x->cq)

@@ -87,8 +87,7 @@ struct xr_hdr {
 					 * reach (the packets' responder then
 					 * finds the overrun); 0: unbounded */
 	_Atomic uint32_t wake_seq;	/* futex: completions handed back */
-	_Atomic uint32_t sleeping;	/* the owner's waker waits on it for
-					 * an armed CQ: wake it per completion */
+	_Atomic uint32_t sleeping;	/* the owner's waker waits on it */
 	uint32_t srq_members;		/* a plain SRQ's: a copy names a QP of
 					 * member[] (rq_ring.c) */
 	_Atomic uint32_t member[XR_MEMBERS];	/* its QPs open to copies */
@@ -134,8 +133,6 @@ struct ur_xring {
 	pthread_t waker;		/* owner, CQ with a channel: drains */
 	bool has_waker;
 	atomic_bool stop;		/* the waker's end */
-	_Atomic uint32_t arm_seq;	/* futex: a CQ of its armed, or stop
-					 * (no CQ armed: takers leave it be) */
 };
 
 static inline size_t xr_hdr_len(void)

@@ -81,14 +81,7 @@ int ur_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 int ur_op_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct ur_cq *cq = to_ur_cq(ibcq);
-	int err = ur_cq_arm(cq, solicited_only);
-
-	/* other processes' completions waiting in shared rings: their
-	 * wakers, which takers wake only while the CQ is armed, drain them
-	 * now (and so fire the event) */
-	if (!err && atomic_load_explicit(&cq->xrings, memory_order_relaxed))
-		ur_xring_cq_armed(cq);
+	int err = ur_cq_arm(to_ur_cq(ibcq), solicited_only);
 
 	/* an armed CQ is waited on next (rsockets poll()s the channel's fd
 	 * without calling ibv_get_cq_event first) */

@@ -8,7 +8,7 @@
  * packets (RNR, then retried) mixed with copies into the same queue; the
  * SRQ limit event raised by another process's takes; a receive that does
  * not resolve; a QP that moves to ERR leaves the SRQ's other WQEs to the
- * other QP; a CQ with a channel gets its event while armed only. With UR_TEST_NO_XMEM=1 (under tests/tools/noxmem) the copies
+ * other QP; a CQ with a channel gets its event while armed, with no poll. With UR_TEST_NO_XMEM=1 (under tests/tools/noxmem) the copies
  * are refused: everything must still hold, by packets.
  */
 #include <stdarg.h>
@@ -376,8 +376,9 @@ static bool chan_event(struct ibv_comp_channel *ch, int ms)
 
 /*
  * A receive CQ with a completion channel: armed, a copy into the SRQ
- * raises its event without a poll; not armed, none comes (nobody is
- * woken per SEND) and poll_cq still finds the completion.
+ * raises its event without a poll (the owner's waker thread moves it);
+ * not armed, none comes and poll_cq finds the completion; armed after a
+ * copy landed, the event comes at once.
  */
 static void test_channel_armed_only(void **state)
 {
@@ -396,7 +397,7 @@ static void test_channel_armed_only(void **state)
 	srq_send(&t, 1, 1, 40, 600, true, IBV_WC_SUCCESS);
 	assert_false(chan_event(t.ch, 50));
 	srq_expect(&t, 1, 81, 1, 600, true, 1, 40);
-	/* armed after the copy landed: the event comes at once */
+	/* armed after the copy landed */
 	srq_send(&t, 1, 2, 80, 700, false, IBV_WC_SUCCESS);
 	assert_int_equal(ibv_req_notify_cq(t.p[1].s[1].rcq, 0), 0);
 	assert_true(chan_event(t.ch, T_TMO));
