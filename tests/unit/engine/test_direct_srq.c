@@ -8,7 +8,8 @@
  * packets (RNR, then retried) mixed with copies into the same queue; the
  * SRQ limit event raised by another process's takes; a receive that does
  * not resolve; a QP that moves to ERR leaves the SRQ's other WQEs to the
- * other QP; a CQ with a channel gets its event while armed, with no poll. With UR_TEST_NO_XMEM=1 (under tests/tools/noxmem) the copies
+ * other QP; a CQ with a channel gets its event while armed, with no poll;
+ * a deregistration racing incoming SENDs. With UR_TEST_NO_XMEM=1 (under tests/tools/noxmem) the copies
  * are refused: everything must still hold, by packets.
  */
 #include <stdarg.h>
@@ -18,6 +19,8 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,9 @@
 
 #define T_TMO 3000
 #define SLOT 2048u
+#define RACE_ROUNDS 10
+#define RACE_MSG 32768u
+#define RACE_MSGS 16u
 
 static bool refused;	/* UR_TEST_NO_XMEM: copies are refused */
 
@@ -405,6 +411,87 @@ static void test_channel_armed_only(void **state)
 	srq_close(&t);
 }
 
+struct race {
+	struct te_side *a;
+	atomic_bool stop;
+};
+
+/* SENDs of RACE_MSG, one at a time, until stopped or one fails. */
+static void *race_sender(void *arg)
+{
+	struct race *r = arg;
+	struct te_side *a = r->a;
+	struct ibv_sge sge = { (uintptr_t)a->buf, RACE_MSG, a->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&r->stop)) {
+		if (ibv_post_send(a->qp, &wr, &bad))
+			break;
+		/* the receives run out: RNR, retried until the QP goes */
+		if (te_poll(a->scq, &wc, 100) != 1 ||
+		    wc.status != IBV_WC_SUCCESS)
+			break;
+		wr.wr_id++;
+	}
+	return NULL;
+}
+
+/*
+ * ibv_dereg_mr of the SRQ's receive buffers while SENDs are copied into
+ * them: once it returned, no byte lands there (the buffer stays mapped,
+ * so a late copy would succeed and show).
+ */
+static void test_dereg_races_sends(void **state)
+{
+	unsigned int round;
+
+	(void)state;
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		size_t blen = (size_t)RACE_MSG * RACE_MSGS;
+		uint8_t *m = calloc(1, blen);
+		struct ibv_recv_wr rwr, *rbad;
+		struct srq_set t;
+		struct ibv_sge rs;
+		struct ibv_mr *mr;
+		struct race r;
+		pthread_t th;
+		size_t nz;
+		uint32_t i;
+
+		assert_non_null(m);
+		srq_open(&t, 32);
+		memset(t.p[1].s[0].buf, 0xa5, TE_BUF);
+		mr = ibv_reg_mr(t.p[0].s[1].pd, m, blen,
+				IBV_ACCESS_LOCAL_WRITE);
+		assert_non_null(mr);
+		for (i = 0; i < RACE_MSGS; i++) {
+			rs = (struct ibv_sge){ (uintptr_t)m + i * RACE_MSG,
+					       RACE_MSG, mr->lkey };
+			rwr = (struct ibv_recv_wr){ .wr_id = i, .sg_list = &rs,
+						    .num_sge = 1 };
+			assert_int_equal(ibv_post_srq_recv(t.srq, &rwr, &rbad),
+					 0);
+		}
+		r.a = &t.p[1].s[0];
+		atomic_init(&r.stop, false);
+		assert_int_equal(pthread_create(&th, NULL, race_sender, &r),
+				 0);
+		usleep((useconds_t)(rand() % 300));
+		assert_int_equal(ibv_dereg_mr(mr), 0);
+		memset(m, 0, blen);
+		usleep(20000);
+		nz = te_nonzero_bytes(m, blen);
+		atomic_store(&r.stop, true);
+		pthread_join(th, NULL);
+		assert_int_equal(nz, 0);
+		srq_close(&t);
+		free(m);
+	}
+}
+
 int main(void)
 {
 	const char *nx = getenv("UR_TEST_NO_XMEM");
@@ -415,10 +502,12 @@ int main(void)
 		cmocka_unit_test(test_bad_lkey_recv),
 		cmocka_unit_test(test_err_leaves_rest),
 		cmocka_unit_test(test_channel_armed_only),
+		cmocka_unit_test(test_dereg_races_sends),
 	};
 	int rc;
 
 	refused = nx && !strcmp(nx, "1");
+	srand((unsigned int)getpid());
 	rc = ur_run_tests(tests);
 	te_close_devices();
 	return rc;
