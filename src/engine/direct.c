@@ -252,7 +252,8 @@ static void rq_share(struct ur_qp *qp)
 	uint64_t id;
 
 	/* faults are about packets: the requester copies nothing then */
-	if (!nic || !nic->dx_on || !nic->dx_own || qp->srq ||
+	if (!nic || !nic->dx_on || !nic->dx_own ||
+	    (qp->srq && !nic->srq_copy) ||
 	    qp->type != IBV_QPT_RC || ur_rq_ring_ident(qp, &fd, &id) ||
 	    ur_link_faulty(nic->link) ||
 	    !ur_link_is_ring(nic->link, &qp->av.dest))

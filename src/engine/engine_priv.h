@@ -267,6 +267,7 @@ struct ur_nic {
 	bool busy_poll;
 	bool poll_yield;		/* see ur_engine_poll_done() */
 	bool wait_yield;		/* see peer_wait_yield() (progress.c) */
+	bool srq_copy;			/* SENDs into a plain SRQ by copy */
 	bool use_gso;
 	bool ecn;			/* UROCE_ECN: packets leave ECT(0) */
 	bool lazy_doorbell;		/* see ur_engine_sq_kick() */

@@ -171,6 +171,7 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 	nic->busy_poll = cfg->busy_poll;
 	nic->poll_yield = cfg->poll_yield;
 	nic->wait_yield = cfg->wait_yield;
+	nic->srq_copy = cfg->srq_copy;
 	nic->spin_ns = cfg->spin_ns;
 	if (nic->spin_ns == UR_CONFIG_DEFAULT)
 		nic->spin_ns = nic->busy_poll ? UR_BUSY_SPIN_NS : UR_RX_SPIN_NS;

@@ -160,7 +160,7 @@ void ur_flush_rq(struct ur_qp *qp, bool rx_owner)
 
 	/* a peer's SENDs by copy complete before the flush, and the WQEs
 	 * nobody took come back here (obj/rq_ring.c) */
-	if (qp->rq_ring)
+	if (ur_rq_ring_on(qp))
 		ur_rq_ring_close(qp);
 	/* a non-owner reads have_rwqe racing the responder: the stores are
 	 * atomic (relaxed) for this read, which may be stale */

@@ -476,7 +476,7 @@ static enum ur_resp_state resp_complete(struct ur_resp_ctx *c)
 		wc.src_qp = c->qp->attr.dest_qp_num;
 	}
 	r->msg_len = 0;
-	if (c->qp->rq_ring)	/* a peer's SENDs before this one */
+	if (ur_rq_ring_on(c->qp))	/* a peer's SENDs before this one */
 		ur_rq_ring_drain(c->qp);
 	if (c->qp->xrc_ring)
 		return resp_complete_elsewhere(c, &wc);

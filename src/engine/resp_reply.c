@@ -180,7 +180,7 @@ void ur_resp_qp_error(struct ur_resp_ctx *c, enum ibv_event_type ev_type)
 		wc.opcode = IBV_WC_RECV;
 		wc.qp_num = ur_qp_num(qp);
 		__atomic_store_n(&c->r->have_rwqe, false, __ATOMIC_RELAXED);
-		if (qp->rq_ring)	/* older: a peer's SENDs by copy */
+		if (ur_rq_ring_on(qp))	/* older: a peer's SENDs by copy */
 			ur_rq_ring_drain(qp);
 		/* an XRC target's WQE goes back to the SRQ that lent it, of
 		 * this process or another: nowhere if that SRQ is gone */
@@ -214,7 +214,7 @@ void ur_resp_flush(struct ur_rx_shard *sh)
 		overrun[i] = ur_cq_push(h->cq, &h->wc, h->solicited);
 		__atomic_store_n(&r->held, r->held - 1, __ATOMIC_RELEASE);
 		/* a peer's SENDs by copy waited behind it (obj/rq_ring.c) */
-		if (!r->held && h->qp->rq_ring)
+		if (!r->held && ur_rq_ring_on(h->qp))
 			ur_rq_ring_drain(h->qp);
 	}
 	/* CQ overrun (class G): the QP fails, once all are posted */

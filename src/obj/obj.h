@@ -572,6 +572,9 @@ struct ur_qp {
 	 * NULL: set under rq_lock by the engine (sq_lock held), freed when
 	 * the QP is */
 	struct ur_xring *rq_ring;
+	/* on a plain SRQ whose ring a same-host peer's requester copies
+	 * into (rq_ring.c): its slot there + 1, else 0 (set as rq_ring) */
+	uint32_t srq_member;
 
 	/* ibv_wr_* builder state (between wr_start and wr_complete) */
 	int wr_err;
@@ -686,6 +689,13 @@ bool ur_rq_ring_ident(const struct ur_qp *qp, int32_t *fd, uint64_t *id);
 /* The peer's completions into the CQ, unless the responder holds older
  * ones (it drains again after it pushed them). */
 void ur_rq_ring_drain(struct ur_qp *qp);
+/* Whether a same-host peer copies SENDs into qp's receives: its own RQ
+ * shared, or its plain SRQ's ring with qp a member (stale: a hint). */
+static inline bool ur_rq_ring_on(const struct ur_qp *qp)
+{
+	return qp->rq_ring ||
+	       __atomic_load_n(&qp->srq_member, __ATOMIC_RELAXED);
+}
 
 /* Whether two XRCDs name the same domain (same file, same device). */
 bool ur_xrcd_same_domain(const struct ur_xrcd *a, const struct ur_xrcd *b);

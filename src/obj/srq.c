@@ -6,6 +6,8 @@
  * drops below the limit, then disarmed (srq_limit reads back 0).
  * Scatter lists are not checked at post time; the lkeys are checked when a
  * message lands (IBA: local protection errors complete on the receive).
+ * Once a QP on it connects to a same-host ring peer, its WQEs move into a
+ * shared ring for good (rq_ring.c), where posts resolve the keys.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -186,9 +188,15 @@ int ur_srq_post(struct ur_srq *srq, struct ibv_recv_wr *wr,
 	struct ur_wq *wq = &srq->rq;
 	int err = 0;
 
-	if (srq->xring)
+	/* set once, under the lock, when the SRQ becomes shared */
+	if (__atomic_load_n(&srq->xring, __ATOMIC_ACQUIRE))
 		return ur_xring_post(srq, wr, bad);
 	pthread_spin_lock(&srq->lock);
+	/* shared meanwhile (rq_ring.c): for good, it never goes back */
+	if (srq->xring) {
+		pthread_spin_unlock(&srq->lock);
+		return ur_xring_post(srq, wr, bad);
+	}
 	for (; wr; wr = wr->next) {
 		struct ur_recv_wqe *w;
 		uint32_t i, len = 0;
@@ -225,9 +233,13 @@ int ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 	struct ur_recv_wqe *w;
 	bool fire = false;
 
-	if (srq->xring)
+	if (__atomic_load_n(&srq->xring, __ATOMIC_ACQUIRE))
 		return ur_xring_take_local(srq, out);
 	pthread_spin_lock(&srq->lock);
+	if (srq->xring) {
+		pthread_spin_unlock(&srq->lock);
+		return ur_xring_take_local(srq, out);
+	}
 	if (wq->producer == wq->consumer) {
 		pthread_spin_unlock(&srq->lock);
 		return -EAGAIN;

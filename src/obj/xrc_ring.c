@@ -89,6 +89,10 @@ static int xr_create_file(const char *path, size_t len)
 	return -EAGAIN;
 }
 
+/*
+ * Moves the other processes' completions into the CQ (and so fires its
+ * channel's event), woken by the takers through the futex word.
+ */
 static void *xr_waker(void *arg)
 {
 	struct ur_xring *x = arg;
@@ -104,6 +108,32 @@ static void *xr_waker(void *arg)
 		atomic_store(&h->sleeping, 0);
 	}
 	return NULL;
+}
+
+bool ur_xring_has_cq(struct ur_xring *x, struct ur_cq *cq)
+{
+	uint32_t i;
+
+	if (!x->mem)
+		return false;
+	for (i = 0; i < XR_MEMBERS; i++)
+		if (atomic_load_explicit(&x->mem[i].cq,
+					 memory_order_relaxed) == cq)
+			return true;
+	return false;
+}
+
+int ur_xring_waker(struct ur_xring *x)
+{
+	bool ok;
+
+	if (x->has_waker)
+		return 0;
+	atomic_init(&x->stop, false);
+	ok = !pthread_create(&x->waker, NULL, xr_waker, x);
+	/* a plain SRQ's starts late, its ring listed already */
+	__atomic_store_n(&x->has_waker, ok, __ATOMIC_RELEASE);
+	return ok ? 0 : -EAGAIN;
 }
 
 int ur_xring_lock0(int fd)
@@ -169,13 +199,11 @@ void ur_xring_start(struct ur_xring *x)
 {
 	/* a CQ with a channel is waited on, not polled: a thread of ours
 	 * moves the other processes' completions (and fires the event) */
-	if (x->cq->ibcq.channel) {
-		atomic_init(&x->stop, false);
-		x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
-		x->h->no_wake = !x->has_waker;
-	}
+	if (x->cq && x->cq->ibcq.channel)
+		x->h->no_wake = !!ur_xring_waker(x);
 	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
-	atomic_fetch_add(&x->cq->xrings, 1);
+	if (x->cq)
+		atomic_fetch_add(&x->cq->xrings, 1);
 	pthread_rwlock_wrlock(&xr_owned_lock);
 	x->next = xr_owned;
 	xr_owned = x;
@@ -251,7 +279,8 @@ void ur_xring_free(struct ur_xring *x)
 		xr_futex_wake(&x->h->wake_seq);
 		pthread_join(x->waker, NULL);
 	}
-	atomic_fetch_sub(&x->cq->xrings, 1);
+	if (x->cq)
+		atomic_fetch_sub(&x->cq->xrings, 1);
 	xr_unmap(x);		/* and the lock */
 }
 
@@ -265,8 +294,10 @@ void ur_xring_destroy(struct ur_srq *srq)
 	ur_xring_drain_ring(x);
 	atomic_store(&x->h->gone, 1);
 	xr_wait_holders(x->h);
-	xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
-	unlink(path);
+	if (srq->xrcd) {
+		xr_path(path, sizeof(path), srq->xrc_host, srq->srq_num);
+		unlink(path);
+	}
 	srq->xring = NULL;
 	ur_xring_free(x);	/* the SRQ is gone */
 }
@@ -423,7 +454,25 @@ unsigned int ur_xring_drain(struct ur_srq *srq)
 	return ur_xring_drain_ring(srq->xring);
 }
 
-static unsigned int xr_drain(struct ur_xring *x, bool force)
+/* A plain SRQ's member QP qpn (*x->lock held), or NULL. */
+static struct xr_member *xr_member(struct ur_xring *x, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = 0; i < XR_MEMBERS; i++)
+		if (x->mem[i].qpn == qpn && x->mem[i].qp)
+			return &x->mem[i];
+	return NULL;
+}
+
+/*
+ * Moves the handed-back completions into their CQs in the ring's order.
+ * A QP whose responder holds older completions until their ACK left
+ * (defer) stops the drain at its first one, unless force (all) or it is
+ * qpn (a QP that leaves): its responder drains again after it pushed
+ * them.
+ */
+static unsigned int xr_drain(struct ur_xring *x, bool force, uint32_t qpn)
 {
 	struct xr_hdr *h = x->h;
 	unsigned int n = 0;
@@ -441,12 +490,23 @@ static unsigned int xr_drain(struct ur_xring *x, bool force)
 	t = atomic_load_explicit(&h->cq_tail, memory_order_relaxed);
 	for (;; t++, n++) {
 		struct xr_cqe *e = xr_cqe(x, t);
+		struct xr_member *m = NULL;
+		struct ur_cq *cq = x->cq;
 		struct xr_slot *s;
 		struct ibv_wc wc;
 
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) !=
 		    (uint32_t)(t + 1))
 			break;
+		if (x->mem) {
+			/* a copy names an open member (ur_xring_send), and
+			 * a member leaves only once its own are drained */
+			m = xr_member(x, e->qp_num);
+			if (m && !force && e->qp_num != qpn && m->defer &&
+			    __atomic_load_n(m->defer, __ATOMIC_SEQ_CST))
+				break;
+			cq = m ? atomic_load(&m->cq) : NULL;
+		}
 		s = xr_slot(x, e->idx);
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = s->wr_id;
@@ -460,9 +520,14 @@ static unsigned int xr_drain(struct ur_xring *x, bool force)
 		atomic_store_explicit(&s->state, 0, memory_order_release);
 		/* an overrun is the CQ's to report (IBV_EVENT_CQ_ERR), and
 		 * a QP's RQ's fails the QP (class G: engine/direct_send.c) */
-		if (ur_cq_push(x->cq, &wc, e->flags & XR_CQE_SOLICITED) &&
-		    x->qp)
-			atomic_store(&x->overran, true);
+		if (cq && ur_cq_push(cq, &wc, e->flags & XR_CQE_SOLICITED)) {
+			if (m) {
+				atomic_store(&m->overran, true);
+				/* poll_cq looks at the members after it */
+				atomic_store(&x->overran, true);
+			} else if (x->qp)
+				atomic_store(&x->overran, true);
+		}
 	}
 	atomic_store_explicit(&h->cq_tail, t, memory_order_release);
 	pthread_spin_unlock(x->lock);
@@ -473,12 +538,17 @@ static unsigned int xr_drain(struct ur_xring *x, bool force)
 
 unsigned int ur_xring_drain_ring(struct ur_xring *x)
 {
-	return xr_drain(x, false);
+	return xr_drain(x, false, 0);
 }
 
 unsigned int ur_xring_drain_all(struct ur_xring *x)
 {
-	return xr_drain(x, true);
+	return xr_drain(x, true, 0);
+}
+
+unsigned int ur_xring_drain_qp(struct ur_xring *x, uint32_t qpn)
+{
+	return xr_drain(x, false, qpn);
 }
 
 void ur_xring_drain_cq(struct ur_cq *cq)
@@ -487,9 +557,37 @@ void ur_xring_drain_cq(struct ur_cq *cq)
 
 	pthread_rwlock_rdlock(&xr_owned_lock);
 	for (x = xr_owned; x; x = x->next)
-		if (x->cq == cq)
+		if (x->cq == cq || ur_xring_has_cq(x, cq))
 			ur_xring_drain_ring(x);
 	pthread_rwlock_unlock(&xr_owned_lock);
+}
+
+/* A member of x whose completions overran cq, or NULL (x->overran was
+ * set: it is set again while other members' wait). */
+static struct ur_qp *xr_member_overran(struct ur_xring *x, struct ur_cq *cq)
+{
+	struct ur_qp *qp = NULL;
+	bool more = false;
+	uint32_t i;
+
+	/* members leave under the lock */
+	pthread_spin_lock(x->lock);
+	for (i = 0; i < XR_MEMBERS; i++) {
+		struct xr_member *m = &x->mem[i];
+
+		if (!m->qp || !atomic_load(&m->overran))
+			continue;
+		if (!qp && atomic_load(&m->cq) == cq) {
+			atomic_store(&m->overran, false);
+			qp = m->qp;
+		} else {
+			more = true;
+		}
+	}
+	pthread_spin_unlock(x->lock);
+	if (more)
+		atomic_store(&x->overran, true);
+	return qp;
 }
 
 struct ur_qp *ur_xring_overran(struct ur_cq *cq)
@@ -498,9 +596,12 @@ struct ur_qp *ur_xring_overran(struct ur_cq *cq)
 	struct ur_xring *x;
 
 	pthread_rwlock_rdlock(&xr_owned_lock);
-	for (x = xr_owned; x && !qp; x = x->next)
+	for (x = xr_owned; x && !qp; x = x->next) {
 		if (x->cq == cq && x->qp && atomic_exchange(&x->overran, false))
 			qp = x->qp;
+		if (x->mem && !qp && atomic_exchange(&x->overran, false))
+			qp = xr_member_overran(x, cq);
+	}
 	pthread_rwlock_unlock(&xr_owned_lock);
 	return qp;
 }

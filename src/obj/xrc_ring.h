@@ -21,10 +21,11 @@
 
 #include "obj/obj_priv.h"
 
-#define XR_MAGIC 0x75587232u	/* "uXr2" */
+#define XR_MAGIC 0x75587233u	/* "uXr3" */
 #define XR_HOLDERS 8u
 #define XR_WAIT_TRIES 100000u	/* a copier leaves in microseconds */
 #define XR_REAP_MAX 16u		/* dead takers' WQEs flushed per post */
+#define XR_MEMBERS 64u		/* a plain SRQ's QPs that copies may name */
 
 #define XR_CQE_SOLICITED 1u	/* a solicited event's SEND */
 
@@ -87,10 +88,23 @@ struct xr_hdr {
 					 * finds the overrun); 0: unbounded */
 	_Atomic uint32_t wake_seq;	/* futex: completions handed back */
 	_Atomic uint32_t sleeping;	/* the owner's waker waits on it */
+	uint32_t srq_members;		/* a plain SRQ's: a copy names a QP of
+					 * member[] (rq_ring.c) */
+	_Atomic uint32_t member[XR_MEMBERS];	/* its QPs open to copies */
 	alignas(64) _Atomic uint64_t posted;
 	alignas(64) _Atomic uint64_t claimed;
 	alignas(64) _Atomic uint64_t cq_head;
 	alignas(64) _Atomic uint64_t cq_tail;
+};
+
+/* The owner's view of a plain SRQ's QP that same-host SENDs copy into:
+ * where its completions go and what holds them back (ur_xring.lock). */
+struct xr_member {
+	uint32_t qpn;
+	struct ur_qp *qp;
+	_Atomic(struct ur_cq *) cq;
+	const unsigned int *defer;
+	atomic_bool overran;
 };
 
 struct ur_xring {
@@ -103,7 +117,9 @@ struct ur_xring {
 	 * same-host SENDs take from: rq_ring.c) */
 	struct ur_device *dev;
 	struct ur_pd *pd;
-	struct ur_cq *cq;		/* its completions go there */
+	struct ur_cq *cq;		/* its completions go there; NULL for a
+					 * plain SRQ's: each to its QP's CQ */
+	struct xr_member *mem;		/* a plain SRQ's: XR_MEMBERS of them */
 	pthread_spinlock_t *lock;	/* srq->lock or qp->rq_lock */
 	uint32_t max_wr;
 	/* a QP's RQ: the responder's completions waiting for their ACK
@@ -165,6 +181,7 @@ static inline void xr_unmap(struct ur_xring *x)
 		munmap(x->h, x->len);
 	if (x->fd >= 0)
 		close(x->fd);
+	free(x->mem);
 	free(x);
 }
 
@@ -197,6 +214,12 @@ int ur_xring_post_locked(struct ur_xring *x, struct ibv_recv_wr *wr,
  * even while x->defer says the responder holds older ones. */
 unsigned int ur_xring_drain_ring(struct ur_xring *x);
 unsigned int ur_xring_drain_all(struct ur_xring *x);
+/* The same, but a plain SRQ's member qpn's never wait (it leaves). */
+unsigned int ur_xring_drain_qp(struct ur_xring *x, uint32_t qpn);
+/* Whether a plain SRQ's ring has a member completing into cq. */
+bool ur_xring_has_cq(struct ur_xring *x, struct ur_cq *cq);
+/* Starts x's waker (a CQ with a channel) if it has none: 0 or -errno. */
+int ur_xring_waker(struct ur_xring *x);
 /* Waits until no other process is inside a copy into x. */
 void ur_xring_wait_holders(struct ur_xring *x);
 int ur_xring_lock0(int fd);

@@ -360,6 +360,18 @@ static bool xr_enter_once(struct xr_hdr *h, int32_t me, unsigned int *slot)
 	return false;
 }
 
+/* Whether a plain SRQ's ring has qpn open to copies (read inside a
+ * holder slot: its leave waits for us, or we see it gone). */
+static bool xr_open_member(struct xr_hdr *h, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = 0; i < XR_MEMBERS; i++)
+		if (atomic_load(&h->member[i]) == qpn)
+			return true;
+	return false;
+}
+
 /* The remote pieces of claim index c for a message of len bytes
  * appended at r[*nr] (room: max): 0, -EAGAIN (none posted), -EINVAL (it
  * did not resolve or is too short), -ENOSPC (no room). */
@@ -430,7 +442,8 @@ int ur_xring_send(struct ur_xring *x, int32_t me, struct ur_xsend *m,
 	*copied = 0;
 	if (!xr_enter_once(h, me, &slot))
 		return -EBUSY;
-	if (atomic_load(&h->gone)) {
+	if (atomic_load(&h->gone) ||
+	    (h->srq_members && !xr_open_member(h, m[0].wc.qp_num))) {
 		err = -ENODEV;
 		goto out;
 	}

@@ -274,6 +274,7 @@ static void parse_rest(struct ur_config *c)
 	c->busy_poll = env_bool("UROCE_BUSY_POLL", false);
 	c->poll_yield = env_bool("UROCE_POLL_YIELD", false);
 	c->wait_yield = env_bool("UROCE_WAIT_YIELD", true);
+	c->srq_copy = env_bool("UROCE_SRQ_COPY", false);
 	c->gso = env_bool("UROCE_GSO", true);
 	c->ecn = env_bool("UROCE_ECN", true);
 	c->lazy_doorbell = env_bool("UROCE_LAZY_DOORBELL", true);

@@ -111,6 +111,7 @@ struct ur_config {
 	bool busy_poll;
 	bool poll_yield;
 	bool wait_yield;
+	bool srq_copy;			/* UROCE_SRQ_COPY (engine/direct.c) */
 	bool gso;
 	bool ecn;			/* UROCE_ECN: send ECT(0) (engine/ecn.c) */
 	bool lazy_doorbell;

@@ -55,10 +55,19 @@ ranks_with() {
 		"$stats" 2>/dev/null
 }
 
+# ranks_sent MIN: how many ranks' devices sent at least MIN packets and
+# SENDs copied into the peer's receives (UROCE_SRQ_COPY=1) together
+ranks_sent() {
+	awk -v m="$1" '/^#/ { if (seen && t >= m) n++; t = 0; seen = 1 }
+		$1 == "tx_pkts" || $1 == "direct_sends" { t += $2 }
+		END { if (seen && t >= m) n++; print n + 0 }' \
+		"$stats" 2>/dev/null
+}
+
 # 12 sizes x 20 rounds x 2 directions; bytes = 40 x (1 + 4 + ... + 4 MiB)
 ompi_job ompi_pingpong_ucx 2 pingpong "pingpong ok 480 223696200"
-# each rank's uroce0 sent and received at least its 240 messages' packets
-n=$(ranks_with tx_pkts 240)
+# each rank's uroce0 sent at least its 240 messages, as packets or copies
+n=$(ranks_sent 240)
 if [[ $n == 2 ]]; then
 	e2e_pass ompi_traffic_on_uroce
 else
