@@ -46,6 +46,7 @@
 #include "obj/xrc_ring.h"
 #include "util/log.h"
 #include "util/random.h"
+#include "util/thread.h"
 
 /* The owners' rings of this process, for dereg and poll_cq. */
 /* (read: poll_cq walks it; write: create, destroy, deregistration) */
@@ -171,7 +172,8 @@ void ur_xring_start(struct ur_xring *x)
 	 * moves the other processes' completions (and fires the event) */
 	if (x->cq->ibcq.channel) {
 		atomic_init(&x->stop, false);
-		x->has_waker = !pthread_create(&x->waker, NULL, xr_waker, x);
+		x->has_waker = !ur_thread_create(&x->waker, xr_waker, x,
+						 "uroce-xrc-wake");
 		x->h->no_wake = !x->has_waker;
 	}
 	atomic_store_explicit(&x->h->magic, XR_MAGIC, memory_order_release);
