@@ -150,11 +150,12 @@ static uint64_t stat_sum(const char *name)
 static void test_faults_counted(void **state)
 {
 	te_close_devices();	/* writes both devices' counters */
-	print_message("injected: %llu dropped, %llu duplicated, %llu reordered; %llu retransmits, %llu duplicate requests\n",
+	print_message("injected: %llu dropped, %llu duplicated, %llu reordered; %llu retransmits, %llu timeouts, %llu duplicate requests\n",
 		      (unsigned long long)stat_sum("fault_dropped"),
 		      (unsigned long long)stat_sum("fault_duplicated"),
 		      (unsigned long long)stat_sum("fault_reordered"),
 		      (unsigned long long)stat_sum("retransmits"),
+		      (unsigned long long)stat_sum("timeouts"),
 		      (unsigned long long)stat_sum("duplicate_requests"));
 	assert_true(stat_sum("fault_dropped") > 0);
 	assert_true(stat_sum("fault_duplicated") > 0);
