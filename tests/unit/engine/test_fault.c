@@ -36,7 +36,9 @@ static void test_fault_stream(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
-	struct te_conn_opts o = { .timeout = 12, .retry_cnt = 7,
+	/* a starved host must not end the stream (TE_TIMEOUT_LOADED):
+	 * the faults are recovered by probes, and timeouts show them */
+	struct te_conn_opts o = { .timeout = TE_TIMEOUT_LOADED, .retry_cnt = 7,
 				  .rnr_retry = 7, .psn = { 0xfffff0, 0x10 } };
 	struct ibv_wc wc;
 	int i, n = 300, posted = 0, done = 0, got = 0;
