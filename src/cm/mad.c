@@ -183,6 +183,11 @@ static int rep_encode(const struct ur_cm_rep *r, uint8_t *d)
 	put24(d + 12, r->local_qpn);
 	put24(d + 16, r->local_eecn);
 	put24(d + 20, r->starting_psn);
+	/* ECE's vendor id in the bytes after the three 24-bit fields, high
+	 * byte first (IBA 1.4 table 103; the Linux CM's layout) */
+	put8(d + 15, (uint8_t)(r->vendor_id >> 16));
+	put8(d + 19, (uint8_t)(r->vendor_id >> 8));
+	put8(d + 23, (uint8_t)r->vendor_id);
 	put8(d + 24, r->responder_resources);
 	put8(d + 25, r->initiator_depth);
 	put8(d + 26, (uint8_t)(r->target_ack_delay << 3 |
@@ -201,6 +206,7 @@ static void rep_decode(const uint8_t *d, struct ur_cm_rep *r)
 	r->local_qpn = get24(d + 12);
 	r->local_eecn = get24(d + 16);
 	r->starting_psn = get24(d + 20);
+	r->vendor_id = (uint32_t)d[15] << 16 | (uint32_t)d[19] << 8 | d[23];
 	r->responder_resources = d[24];
 	r->initiator_depth = d[25];
 	r->target_ack_delay = d[26] >> 3;

@@ -77,6 +77,7 @@ enum ur_cm_rej_reason {
 	UR_CM_REJ_STALE_CONN = 10,
 	UR_CM_REJ_CONSUMER_DEFINED = 28,
 	UR_CM_REJ_DUP_LOCAL_COMM_ID = 30,
+	UR_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED = 35,	/* ECE (IBA 1.4) */
 };
 
 /* REJ/MRA "message rejected/MRAed" field. */
@@ -85,6 +86,9 @@ enum ur_cm_msg_kind {
 	UR_CM_MSG_REP = 1,
 	UR_CM_MSG_OTHER = 2,
 };
+
+/* ECE's vendor id: 24 bits in REQ and REP (an IEEE OUI). */
+#define UR_CM_VENDOR_ID_MASK 0xffffffu
 
 struct ur_mad_hdr {
 	uint8_t base_version;
@@ -144,6 +148,7 @@ struct ur_cm_rep {
 	uint32_t local_comm_id, remote_comm_id;
 	uint32_t local_qkey;
 	uint32_t local_qpn;			/* 24 bits */
+	uint32_t vendor_id;			/* 24 bits, ECE: in 3 bytes */
 	uint32_t local_eecn;
 	uint32_t starting_psn;			/* 24 bits */
 	uint8_t responder_resources;

@@ -153,6 +153,29 @@ static bool comp_beyond_cursor(struct ur_comp_ctx *c)
 	return true;
 }
 
+/*
+ * An error NAK for the cursor's WQE after a go-back-N rewound it and before
+ * its first packet went out again (the pace or the window held it): the
+ * WQE is not in flight, but the NAK names a PSN it was given and sent
+ * (comp_get_wqe() checked psn_max), and the responder that sent it has
+ * gone to ERR and answers nothing more, so the NAK must complete it or the
+ * requester resends into silence until RETRY_EXC_ERR.
+ */
+static bool comp_nak_names_rewound(const struct ur_comp_ctx *c,
+				   const struct ur_send_wqe *w)
+{
+	const struct ur_qp *qp = c->qp;
+	uint8_t syn = c->pkt->aeth ? ur_aeth_syn(c->pkt->aeth) : 0;
+
+	if ((syn & UR_AETH_TYPE_MASK) != UR_AETH_NAK ||
+	    syn == UR_AETH_NAK_PSN_SEQ || c->idx != qp->sq.cursor ||
+	    c->idx - qp->sq.consumer >= c->xp->req.sq_high - qp->sq.consumer ||
+	    (w->state != UR_WQE_PENDING && w->state != UR_WQE_POSTED))
+		return false;
+	return !ur_psn_before(c->pkt->psn, w->first_psn) &&
+	       !ur_psn_after(c->pkt->psn, w->last_psn);
+}
+
 static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 {
 	uint32_t psn = c->pkt->psn;
@@ -161,6 +184,10 @@ static enum ur_comp_state comp_check_psn(struct ur_comp_ctx *c)
 		struct ur_send_wqe *w = ur_wq_slot(&c->qp->sq, c->idx);
 
 		if (!ur_comp_in_flight(c->qp, c->idx)) {
+			if (comp_nak_names_rewound(c, w)) {
+				c->wqe = w;
+				return UR_COMP_CHECK_ACK;
+			}
 			if (!comp_beyond_cursor(c))
 				break;
 			continue;

@@ -19,6 +19,7 @@
 #include "util/config.h"
 #include "util/log.h"
 #include "util/memguard.h"
+#include "util/thread.h"
 
 
 static void nic_open_pcap(struct ur_nic *nic)
@@ -204,7 +205,8 @@ static int nic_create(struct ur_device *dev, struct ur_nic **out)
 		goto err;
 	nic_open_pcap(nic);
 	ur_direct_init(nic);
-	rc = -pthread_create(&nic->thread, NULL, ur_progress_thread, nic);
+	rc = -ur_thread_create(&nic->thread, ur_progress_thread, nic,
+			       "uroce-progress");
 	if (rc)
 		goto err;
 	nic->thread_started = true;

@@ -756,8 +756,11 @@ void ur_req_rewind(struct ur_qp *qp)
 	uint32_t i, end = xp->req.sq_high;
 
 	UR_ASSERT_HELD(&qp->sq_lock);
+	/* the cursor's WQE, entered, is ours too (its PSNs are this
+	 * lap's): the completer must know it for a NAK that names it before
+	 * it is entered again (comp.c, comp_nak_names_rewound()) */
 	if (xp->req.entered && sq->cursor == end)
-		end++;
+		xp->req.sq_high = ++end;
 	for (i = sq->consumer; i != end; i++) {
 		struct ur_send_wqe *w = ur_wq_slot(sq, i);
 

@@ -46,6 +46,7 @@
 #include "obj/xrc_ring.h"
 #include "util/log.h"
 #include "util/random.h"
+#include "util/thread.h"
 
 /* The owners' rings of this process, for dereg and poll_cq. */
 /* (read: poll_cq walks it; write: create, destroy, deregistration) */
@@ -130,7 +131,7 @@ int ur_xring_waker(struct ur_xring *x)
 	if (x->has_waker)
 		return 0;
 	atomic_init(&x->stop, false);
-	ok = !pthread_create(&x->waker, NULL, xr_waker, x);
+	ok = !ur_thread_create(&x->waker, xr_waker, x, "uroce-xrc-wake");
 	/* a plain SRQ's starts late, its ring listed already */
 	__atomic_store_n(&x->has_waker, ok, __ATOMIC_RELEASE);
 	return ok ? 0 : -EAGAIN;

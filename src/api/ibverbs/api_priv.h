@@ -6,7 +6,7 @@
  * verbs_mw.c (MW), verbs_cq.c (CQ, ibv_cq_ex polling, completion
  * channels), verbs_srq.c (SRQ), verbs_ah.c (AH), verbs_async.c (async
  * events), verbs_dm.c (device memory), verbs_domain.c (thread and parent
- * domains), verbs_clock.c (device clock), verbs_qp.c (QP life cycle),
+ * domains), verbs_clock.c (device clock), verbs_qp.c (QP life cycle, ECE),
  * verbs_xrc.c (XRC domains and SRQs), verbs_mcast.c (multicast),
  * verbs_post.c (posting, ibv_wr_*), misc.c and compat.c (helpers,
  * IBVERBS_1.0 versions) and stubs.c (symbols that exist so binaries load

@@ -18,4 +18,11 @@
  * link's counters are 64 today; one past this bound is not published. */
 #define UR_DEVTREE_MAX_COUNTERS 128
 
+/* How long exit() waits for the device tree's lock and for the refresher
+ * to end its round (microseconds when all is well) before leaving the
+ * tree for the next process to remove: the holder may be a thread that
+ * will never run again (it called exit() from a signal handler, or is
+ * blocked in one). */
+#define UR_DEVTREE_EXIT_WAIT_MS 2000
+
 #endif

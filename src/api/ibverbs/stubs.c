@@ -23,7 +23,8 @@
  *    ibv_init_ah_from_wc, ibv_destroy_ah.
  *  - verbs_async.c: ibv_get_async_event, ibv_ack_async_event.
  *  - verbs_qp.c: ibv_create_qp, create_qp_ex op, ibv_qp_to_qp_ex,
- *    ibv_query_qp, ibv_modify_qp, ibv_destroy_qp.
+ *    ibv_query_qp, ibv_modify_qp, ibv_destroy_qp, ibv_query_ece,
+ *    ibv_set_ece.
  *  - verbs_post.c: post_send/post_recv/bind_mw ops, ibv_wr_start/
  *    complete/abort (obj/post.c holds the ibv_wr_* builders).
  *  - compat.c: the IBVERBS_1.0 compatibility versions.
@@ -33,8 +34,8 @@
  *    libmlx5 and libefa are loaded by perftest/UCX and call
  *    verbs_register_driver_34 from a constructor; we accept and ignore it,
  *    no provider is ever used) and the public verbs we do not implement:
- *    ECE, import/unimport (needs a
- *    kernel context to share), dma-buf MRs (needs kernel dma-buf).
+ *    import/unimport (needs a kernel context to share), dma-buf MRs
+ *    (needs kernel dma-buf).
  *    Verbs that are inline in verbs.h (XRC, flows, WQs, RWQ indirection
  *    tables, counters, open_qp ...) go through context slots, which
  *    ops.c fills: uroce's ops where we implement the verb, otherwise a
@@ -170,19 +171,6 @@ unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, void *link)
 /* ------------------------------------------------------------------ */
 /* Public verbs we do not implement                                     */
 /* ------------------------------------------------------------------ */
-
-/* Enhanced Connection Establishment is a vendor (mlx5) negotiation. */
-UR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
-
-UR_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
 
 /* Import shares objects of a kernel uverbs context between processes. */
 UR_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)

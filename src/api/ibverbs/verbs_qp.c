@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * QP verbs: ibv_create_qp, the create_qp_ex and open_qp ops,
- * ibv_qp_to_qp_ex, ibv_query_qp, ibv_modify_qp and ibv_destroy_qp (posting
- * is verbs_post.c's). A handle from ibv_open_qp stands for an XRC_RECV QP
- * of the XRC domain it was opened in: query, modify and destroy (which
- * closes it) take it; the QP lives until its last handle, the creator's
- * included, is destroyed. Async events name the creator's handle only. obj/ checks and applies; this file turns
- * -errno into the verbs conventions (NULL + errno, or a positive errno)
- * and tells the engine what changed.
+ * ibv_qp_to_qp_ex, ibv_query_qp, ibv_modify_qp, ibv_destroy_qp and the ECE
+ * pair ibv_query_ece/ibv_set_ece (posting is verbs_post.c's). A handle
+ * from ibv_open_qp stands for an XRC_RECV QP of the XRC domain it was
+ * opened in: query, modify and destroy (which closes it) take it; the QP
+ * lives until its last handle, the creator's included, is destroyed. Async
+ * events name the creator's handle only. obj/ checks and applies; this
+ * file turns -errno into the verbs conventions (NULL + errno, or a
+ * positive errno) and tells the engine what changed.
  *
  * Unsupported QP types: RAW_PACKET and DRIVER fail with
  * EOPNOTSUPP (the type exists, we do not implement it, as rxe answers);
@@ -309,4 +310,56 @@ struct ibv_qp *ur_op_open_qp(struct ibv_context *ctx,
 fail:
 	errno = -err;
 	return NULL;
+}
+
+/*
+ * Enhanced Connection Establishment: a QP's vendor options, exchanged by
+ * the CM and applied by the device as the QP goes to RTR and RTS. uroce's
+ * device has none, so it answers as an ECE-capable NIC whose firmware
+ * accepts no option: query reports our vendor id with options 0, and set
+ * takes any options of our vendor and keeps none of them (the accepted
+ * set, which query returns, is the empty one). mlx5's checks and errno
+ * values, in its order: comp_mask, then vendor (libibverbs refuses vendor
+ * 0 with EOPNOTSUPP before the provider sees it). Options are negotiated
+ * before the connection exists: a QP past RTR is refused (mlx5 would
+ * keep them for a transition that never comes; docs/deviations.md).
+ */
+UR_EXPORT int ibv_query_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	struct ur_qp *qp = NULL;
+	int err = qp_of(ibqp, &qp);
+
+	if (!err && !ece)
+		err = -EINVAL;
+	if (err)
+		return ur_api_ret(err);
+	ece->vendor_id = UR_VENDOR_ID;
+	ece->options = 0;
+	ece->comp_mask = 0;
+	return 0;
+}
+
+UR_EXPORT int ibv_set_ece(struct ibv_qp *ibqp, struct ibv_ece *ece)
+{
+	struct ur_qp *qp = NULL;
+	int err;
+
+	if (!ece)
+		return ur_api_ret(-EINVAL);
+	if (!ece->vendor_id)
+		return ur_api_ret(-EOPNOTSUPP);
+	err = qp_of(ibqp, &qp);
+	if (!err && (ece->comp_mask || ece->vendor_id != UR_VENDOR_ID))
+		err = -EINVAL;
+	if (!err) {
+		switch (atomic_load(&qp->state)) {
+		case IBV_QPS_RESET:
+		case IBV_QPS_INIT:
+		case IBV_QPS_RTR:
+			break;
+		default:
+			err = -EINVAL;
+		}
+	}
+	return ur_api_ret(err);
 }

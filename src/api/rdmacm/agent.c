@@ -20,6 +20,7 @@
 #include "api/rdmacm/rdmacm_priv.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/thread.h"
 
 #define BUF_SIZE (UR_GRH_BYTES + UR_MAD_SIZE)
 
@@ -220,7 +221,7 @@ int cma_agent_start(struct cma_dev *d, const struct cma_agent_handlers *h)
 		ur_err("rdmacm: QP1 receive buffers: %s", strerror(ret));
 		goto err;
 	}
-	ret = pthread_create(&d->thread, NULL, agent_main, d);
+	ret = ur_thread_create(&d->thread, agent_main, d, "uroce-cm");
 	if (ret)
 		goto err;
 	d->thread_started = true;

@@ -166,6 +166,7 @@ UR_EXPORT int rdma_connect(struct rdma_cm_id *id,
 
 	memset(&m, 0, sizeof(m));
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_REQ, cid->tid);
+	cma_ece_req_fill(cid, &m);
 	r->local_comm_id = cid->local_comm_id;
 	r->service_id = ur_cm_service_id(cma_id_ps(cid),
 					 cma_addr_port(&cid->dst.sa));
@@ -292,6 +293,7 @@ UR_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	}
 	memset(&m, 0, sizeof(m));
 	ur_cm_hdr_init(&m.hdr, UR_CM_ATTR_REP, cid->tid);
+	cma_ece_rep_fill(cid, &m);
 	r->local_comm_id = cid->local_comm_id;
 	r->remote_comm_id = cid->remote_comm_id;
 	r->local_qpn = cid->qp_num & UR_QPN_MASK;
@@ -365,8 +367,16 @@ UR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 UR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			      uint8_t private_data_len)
 {
-	/* ECE is negotiated by kernels with vendor options: none here */
-	return rdma_reject(id, private_data, private_data_len);
+	int ret;
+
+	if (!id)
+		return cma_err(EINVAL);
+	/* the peer's ECE options are not acceptable: the IBA's own reason */
+	pthread_mutex_lock(&cma.lock);
+	ret = reject_locked(to_cma_id(id), private_data, private_data_len,
+			    UR_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
 }
 
 UR_EXPORT int rdma_establish(struct rdma_cm_id *id)

@@ -237,6 +237,8 @@ UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	id->pd = attr->pd;	/* rdma_verbs.h's rdma_reg_msgs() uses it */
 	cid->srq = attr->srq != NULL;
 	ret = cma_modify_qp(cid, IBV_QPS_INIT);
+	if (!ret && id->qp_type != IBV_QPT_UD)
+		ret = cma_ece_qp_created(cid, qp);
 	if (!ret && id->qp_type == IBV_QPT_UD) {
 		cid->sq_psn = ur_random_u32() & UR_PSN_MASK;
 		ret = cma_modify_qp(cid, IBV_QPS_RTR);

@@ -168,6 +168,10 @@ struct cma_id {
 	int retries_left;
 	uint64_t deadline_ns;		/* 0: no timer */
 	uint64_t interval_ns;
+
+	/* ECE (ece.c): what we offer in our REQ or REP, what the peer's
+	 * said (vendor 0: nothing) */
+	struct ibv_ece local_ece, remote_ece;
 };
 
 /*
@@ -351,6 +355,19 @@ void cma_agent_stop(struct cma_dev *dev);
 int cma_agent_send(struct cma_dev *dev, uint8_t sgid, const uint8_t gid[16],
 		   const uint8_t mad[UR_MAD_SIZE]);
 void cma_agent_kick(struct cma_dev *dev);	/* re-read timer deadlines */
+
+/*
+ * ece.c (lock held): ECE through the CM's REQ and REP. qp_created: a QP
+ * made by rdma_create_qp gets the peer's options if a REQ brought some,
+ * and what its device kept is offered (0 or errno). req_fill/rep_fill put
+ * ours in an outgoing message; req_rcvd/rep_rcvd record the peer's, and
+ * rep_rcvd sets them on the id's QP before it goes to RTR (0 or errno).
+ */
+int cma_ece_qp_created(struct cma_id *id, struct ibv_qp *qp);
+void cma_ece_req_fill(const struct cma_id *id, struct ur_cm_msg *m);
+void cma_ece_req_rcvd(struct cma_id *id, const struct ur_cm_msg *m);
+void cma_ece_rep_fill(const struct cma_id *id, struct ur_cm_msg *m);
+int cma_ece_rep_rcvd(struct cma_id *id, const struct ur_cm_msg *m);
 
 /* rendezvous.c */
 int cma_rv_publish(struct cma_id *id);		/* listener on loopback/any */

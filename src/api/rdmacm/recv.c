@@ -177,6 +177,7 @@ static void handle_req(struct cma_dev *dev, uint8_t sgid,
 	c->remote_comm_id = r->local_comm_id;
 	c->tid = m->hdr.tid;
 	c->remote_qpn = r->local_qpn;
+	cma_ece_req_rcvd(c, m);
 	c->sq_psn = r->starting_psn;	/* where the peer's receiver starts */
 	/* drawn now, not at accept: rdma_init_qp_attr(RTR) may come first */
 	c->rq_psn = ur_random_u32() & UR_PSN_MASK;
@@ -430,13 +431,14 @@ static void handle_rep(struct cma_dev *dev, struct cma_id *id,
 		      r->flow_control, id->retry_count, r->rnr_retry_count,
 		      r->srq, id->remote_qpn);
 	if (!id->id.qp) {
+		cma_ece_rep_rcvd(id, m);	/* for rdma_get_remote_ece */
 		id->state = CMA_REP_RCVD;
 		cma_event_post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
 			       r->private_data, UR_CM_REP_PDATA, &cp, NULL);
 		return;
 	}
 	id->state = CMA_ESTABLISHED;
-	if (cma_qp_connect(id)) {
+	if (cma_ece_rep_rcvd(id, m) || cma_qp_connect(id)) {
 		cma_send_rej(dev, id->sgid, id->peer_gid, id->tid,
 			     id->local_comm_id, id->remote_comm_id,
 			     UR_CM_MSG_REP, UR_CM_REJ_NO_QP, NULL, 0);

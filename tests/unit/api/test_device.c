@@ -184,8 +184,6 @@ static void second_context(void **state)
 
 static void unsupported(void **state)
 {
-	struct ibv_ece ece;
-
 	errno = 0;
 	assert_null(ibv_import_device(ctx->cmd_fd));
 	assert_int_equal(errno, EOPNOTSUPP);
@@ -195,8 +193,6 @@ static void unsupported(void **state)
 	errno = 0;
 	assert_null(ibv_reg_dmabuf_mr(NULL, 0, 4096, 0, -1, 0));
 	assert_int_equal(errno, EOPNOTSUPP);
-	assert_int_equal(ibv_query_ece(NULL, &ece), EOPNOTSUPP);
-	assert_int_equal(ibv_set_ece(NULL, &ece), EOPNOTSUPP);
 }
 
 static void strings_and_rates(void **state)

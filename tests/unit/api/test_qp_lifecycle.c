@@ -4,7 +4,8 @@
  * a QP reset or destroyed leaves none of its completions in its CQs,
  * destroy waits for its async events to be acknowledged, ON_DEMAND is a
  * valid QP access flag, and the device reports ODP (memory is never pinned)
- * but not the fast-register extensions it lacks.
+ * but not the fast-register extensions it lacks; ECE is answered as by a
+ * NIC that supports no vendor option.
  */
 #include <errno.h>
 #include <poll.h>
@@ -193,6 +194,77 @@ static void test_regress_last_wqe_on_modify_to_err(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
+/*
+ * ECE as mlx5 answers it, for a device with no option: query gives the
+ * vendor id of ibv_query_device and options 0 in every state; set takes
+ * any options of that vendor before the connection is up (RESET, INIT,
+ * RTR) and keeps none; bad input fails with mlx5's errno and changes
+ * nothing. UCX's ECE probe (query then set on a RESET QP) must pass.
+ */
+static void ece_no_options(void **state)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_ece ece, q;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	assert_int_equal(ibv_query_device(ctx, &da), 0);
+	qp = ibv_create_qp(pd, &ia);
+	assert_non_null(qp);
+
+	/* RESET: UCX's probe */
+	memset(&ece, 0xa5, sizeof(ece));
+	assert_int_equal(ibv_query_ece(qp, &ece), 0);
+	assert_int_equal(ece.vendor_id, da.vendor_id);
+	assert_int_equal(ece.options, 0);
+	assert_int_equal(ece.comp_mask, 0);
+	assert_int_equal(ibv_set_ece(qp, &ece), 0);
+
+	/* options the device lacks are accepted and masked off */
+	ece.options = 0xffffffff;
+	assert_int_equal(ibv_set_ece(qp, &ece), 0);
+	assert_int_equal(ece.options, 0xffffffff);	/* IN only, as mlx5 */
+	assert_int_equal(ibv_query_ece(qp, &q), 0);
+	assert_int_equal(q.options, 0);
+
+	/* bad input: errno as mlx5 (vendor 0 is libibverbs' EOPNOTSUPP) */
+	errno = 0;
+	ece.vendor_id = 0;
+	assert_int_equal(ibv_set_ece(qp, &ece), EOPNOTSUPP);
+	assert_int_equal(errno, EOPNOTSUPP);
+	ece.vendor_id = 0x02c9;		/* Mellanox's */
+	assert_int_equal(ibv_set_ece(qp, &ece), EINVAL);
+	ece.vendor_id = da.vendor_id;
+	ece.comp_mask = 1;
+	errno = 0;
+	assert_int_equal(ibv_set_ece(qp, &ece), EINVAL);
+	assert_int_equal(errno, EINVAL);
+	ece.comp_mask = 0;
+	assert_int_equal(ibv_set_ece(qp, NULL), EINVAL);
+	assert_int_equal(ibv_query_ece(qp, NULL), EINVAL);
+	assert_int_equal(ibv_query_ece(NULL, &q), EINVAL);
+	assert_int_equal(ibv_set_ece(NULL, &ece), EINVAL);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+
+	/* INIT: accepted; ERR (past the connection's setup): refused */
+	qp = rc_qp_init(0);
+	assert_int_equal(ibv_set_ece(qp, &ece), 0);
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	assert_int_equal(ibv_set_ece(qp, &ece), EINVAL);
+	assert_int_equal(ibv_query_ece(qp, &q), 0);
+	assert_int_equal(q.vendor_id, da.vendor_id);
+	assert_int_equal(q.options, 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	/* a destroyed QP: refused as every verb refuses a stale handle */
+	assert_int_equal(ibv_query_ece(qp, &q), ENOENT);
+	assert_int_equal(ibv_set_ece(qp, &ece), ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +274,7 @@ int main(void)
 		cmocka_unit_test(on_demand_access),
 		cmocka_unit_test(odp_caps_no_fastreg),
 		cmocka_unit_test(test_regress_last_wqe_on_modify_to_err),
+		cmocka_unit_test(ece_no_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,6 +38,17 @@ struct te_conn_opts {
 	unsigned int access;		/* more qp_access_flags for both */
 };
 
+/*
+ * te_conn_opts.timeout for traffic that must not end in RETRY_EXC_ERR
+ * when the host is overloaded: 4.096 us x 2^16 = 268 ms, so 8 timeouts
+ * in a row (retry_cnt 7) take 2.1 s without one ACK. The default (12:
+ * 16.8 ms, 134 ms for all 8) is below what a software responder's thread
+ * may wait for a CPU at load 10 on 2 cores (gaps of a 1 ms sleeper up to
+ * 1 s were measured there). Losses are found by the engine's recovery
+ * probes, not by this timeout, so such tests are not slower.
+ */
+#define TE_TIMEOUT_LOADED 16
+
 /* Opens both devices (once per process) and sets up QPs of type t. */
 int te_pair_open(struct te_pair *p, enum ibv_qp_type t);
 /* An RC QP of pd on these CQs, depth WRs and one SGE each way, in RESET;

@@ -36,7 +36,9 @@ static void test_fault_stream(void **state)
 {
 	struct te_pair p;
 	struct te_side *a, *b;
-	struct te_conn_opts o = { .timeout = 12, .retry_cnt = 7,
+	/* a starved host must not end the stream (TE_TIMEOUT_LOADED):
+	 * the faults are recovered by probes, and timeouts show them */
+	struct te_conn_opts o = { .timeout = TE_TIMEOUT_LOADED, .retry_cnt = 7,
 				  .rnr_retry = 7, .psn = { 0xfffff0, 0x10 } };
 	struct ibv_wc wc;
 	int i, n = 300, posted = 0, done = 0, got = 0;
@@ -150,11 +152,12 @@ static uint64_t stat_sum(const char *name)
 static void test_faults_counted(void **state)
 {
 	te_close_devices();	/* writes both devices' counters */
-	print_message("injected: %llu dropped, %llu duplicated, %llu reordered; %llu retransmits, %llu duplicate requests\n",
+	print_message("injected: %llu dropped, %llu duplicated, %llu reordered; %llu retransmits, %llu timeouts, %llu duplicate requests\n",
 		      (unsigned long long)stat_sum("fault_dropped"),
 		      (unsigned long long)stat_sum("fault_duplicated"),
 		      (unsigned long long)stat_sum("fault_reordered"),
 		      (unsigned long long)stat_sum("retransmits"),
+		      (unsigned long long)stat_sum("timeouts"),
 		      (unsigned long long)stat_sum("duplicate_requests"));
 	assert_true(stat_sum("fault_dropped") > 0);
 	assert_true(stat_sum("fault_duplicated") > 0);

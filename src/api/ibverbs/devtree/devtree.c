@@ -286,17 +286,35 @@ static int write_device(struct ur_device *dev)
 /* UROCE_STATS for a device still open at exit (no ibv_close_device). */
 static void stats_at_exit(struct ur_device *dev)
 {
-	pthread_mutex_lock(&dev->lock);
+	struct timespec dl;
+
+	devtree_deadline(&dl);
+	if (pthread_mutex_timedlock(&dev->lock, &dl))
+		return;		/* held by a thread that will not give it back */
 	ur_engine_write_stats(dev);
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/*
+ * exit() can run on a thread that holds the locks this takes, or while
+ * one that never runs again holds them: an application's SIGSEGV handler
+ * (libpsm's, chained from memguard) called exit() on the refresher in
+ * the middle of a round. Waiting would hang the process, so the
+ * refresher's own exit skips all of this, and the locks and the
+ * refresher's end are waited for a bounded time; the tree left behind is
+ * a dead pid's, which the next process removes (remove_stale).
+ */
 static void at_exit(void)
 {
-	pthread_mutex_lock(&devtree.lock);
-	refresher_stop();
+	struct timespec dl;
+
+	if (refresher_is_self())
+		return;
+	devtree_deadline(&dl);
+	if (pthread_mutex_timedlock(&devtree.lock, &dl))
+		return;
 	/* a forked child that never listed devices has its parent's copies */
-	if (devtree.pid == getpid()) {
+	if (refresher_stop() && devtree.pid == getpid()) {
 		for (unsigned int i = 0; i < devtree.ndev; i++)
 			stats_at_exit(&devtree.devs[i]);
 		if (devtree.dir[0])

@@ -10,8 +10,10 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "api/ibverbs/devtree/devtree.h"
 #include "util/compiler.h"
@@ -53,8 +55,13 @@ void refresh_device(unsigned int i);
 /* Starts the refresher thread (every UR_DEVTREE_REFRESH_MS while a device
  * is open) unless it runs. */
 void refresher_start(void);
-/* Stops the refresher and waits for it (drops the lock meanwhile). */
-void refresher_stop(void);
+/* Stops the refresher and waits for it (drops the lock meanwhile); false
+ * if it did not end within UR_DEVTREE_EXIT_WAIT_MS (then still running). */
+bool refresher_stop(void);
+/* Whether the calling thread is the refresher (no lock needed). */
+bool refresher_is_self(void);
+/* Fills dl with the CLOCK_REALTIME time UR_DEVTREE_EXIT_WAIT_MS from now. */
+void devtree_deadline(struct timespec *dl);
 /* Once per process, and in a forked child (which has no refresher). */
 void refresher_init(void);
 

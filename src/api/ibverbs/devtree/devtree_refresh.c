@@ -20,6 +20,7 @@
 #include "api/ibverbs/devtree/devtree_priv.h"
 #include "engine/engine.h"
 #include "obj/device.h"
+#include "util/thread.h"
 
 /* What a device's counter files last said, to rewrite only changes. */
 struct counter_cache {
@@ -36,6 +37,7 @@ static pthread_t refresher;
 static bool refresher_running;
 static bool refresher_stopping;
 static pthread_cond_t refresher_cond;	/* on CLOCK_MONOTONIC: cond_init() */
+static __thread bool on_refresher;	/* this thread is the refresher */
 
 /* rxe's hw_counters names for the engine counters that mean the same. */
 static const char *const rxe_alias[][2] = {
@@ -243,6 +245,7 @@ static void *refresher_main(void *arg)
 {
 	struct timespec ts;
 
+	on_refresher = true;
 	pthread_mutex_lock(&devtree.lock);
 	while (!refresher_stopping) {
 		for (unsigned int i = 0; i < devtree.ndev; i++)
@@ -278,19 +281,43 @@ static void cond_init(void)
 	pthread_condattr_destroy(&a);
 }
 
-void refresher_stop(void)
+bool refresher_stop(void)
 {
 	pthread_t t = refresher;
+	struct timespec dl;
 
 	if (!refresher_running)
-		return;
+		return true;
 	refresher_stopping = true;
 	pthread_cond_signal(&refresher_cond);
 	pthread_mutex_unlock(&devtree.lock);
-	pthread_join(t, NULL);
+	/* a round takes microseconds; one that does not end is stuck
+	 * (a signal handler of the application's that never returns) */
+	devtree_deadline(&dl);
+	if (pthread_timedjoin_np(t, NULL, &dl)) {
+		pthread_mutex_lock(&devtree.lock);
+		return false;
+	}
 	pthread_mutex_lock(&devtree.lock);
 	refresher_running = false;
 	refresher_stopping = false;
+	return true;
+}
+
+void devtree_deadline(struct timespec *dl)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += UR_DEVTREE_EXIT_WAIT_MS / 1000;
+	dl->tv_nsec += (UR_DEVTREE_EXIT_WAIT_MS % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
+bool refresher_is_self(void)
+{
+	return on_refresher;
 }
 
 void refresher_init(void)
@@ -305,10 +332,9 @@ void refresher_start(void)
 	if (refresher_running)
 		return;
 	refresher_stopping = false;
-	refresher_running = !pthread_create(&refresher, NULL, refresher_main,
-					    NULL);
-	if (refresher_running)	/* for top -H, and for the tests */
-		pthread_setname_np(refresher, "uroce-devtree");
+	/* named for top -H, and for the tests */
+	refresher_running = !ur_thread_create(&refresher, refresher_main, NULL,
+					      "uroce-devtree");
 }
 
 int refresh_reset(unsigned int ndev)

@@ -26,6 +26,7 @@
 
 #include "api/rdmacm/rsocket/rsocket_priv.h"
 #include "util/compiler.h"
+#include "util/thread.h"
 
 static pthread_mutex_t ka_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ka_cond;
@@ -128,7 +129,7 @@ static int add_locked(struct rsk *rs)
 		ka_cap = cap;
 	}
 	if (!ka_started) {
-		if (pthread_create(&t, NULL, ka_run, NULL))
+		if (ur_thread_create(&t, ka_run, NULL, "uroce-rs-ka"))
 			return rsk_err(EAGAIN);
 		pthread_detach(t);
 		ka_started = true;

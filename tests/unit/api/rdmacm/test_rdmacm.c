@@ -450,6 +450,113 @@ static void connect_pair(uint16_t p, struct rdma_cm_id *l, bool check)
 	assert_int_equal(rdma_destroy_id(cl), 0);
 }
 
+/*
+ * ECE through the CM, as rdma-core's librdmacm and the kernel's CM: an
+ * active id with its own QP offers options with rdma_set_local_ece; the
+ * passive side reads them (rdma_get_remote_ece) from the REQ; its
+ * rdma_create_qp sets them on its QP, whose device keeps none, so the REP
+ * echoes the vendor id with options 0; rdma_reject_ece rejects with the
+ * IBA's reason 35. Bad input: EINVAL, and no call once the id has a QP.
+ */
+static void ece_round(uint16_t p, bool accept)
+{
+	struct rdma_cm_id *cl = resolved(p), *child;
+	struct ibv_ece ece = { .vendor_id = 0xffffff, .options = 0x1234 };
+	struct ibv_ece got, bad = ece;
+	struct rdma_conn_param cp = { .responder_resources = 1,
+				      .initiator_depth = 1, .retry_count = 7,
+				      .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_cm_event *ev;
+	struct ibv_pd *pd = ibv_alloc_pd(cl->verbs);
+	struct ibv_cq *cq = ibv_create_cq(cl->verbs, 8, NULL, NULL, 0);
+	struct ibv_qp *qp;
+
+	assert_non_null(cq);
+	qa.send_cq = qa.recv_cq = cq;
+	qp = ibv_create_qp(pd, &qa);	/* the active side's own QP */
+	assert_non_null(qp);
+	cp.qp_num = qp->qp_num;
+
+	errno = 0;
+	assert_int_equal(rdma_set_local_ece(NULL, &ece), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_local_ece(cl, NULL), -1);
+	bad.vendor_id = 0;
+	assert_int_equal(rdma_set_local_ece(cl, &bad), -1);
+	bad.vendor_id = ece.vendor_id;
+	bad.comp_mask = 1;
+	assert_int_equal(rdma_set_local_ece(cl, &bad), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_get_remote_ece(cl, NULL), -1);
+	/* nothing heard from a peer yet */
+	memset(&got, 0xa5, sizeof(got));
+	assert_int_equal(rdma_get_remote_ece(cl, &got), 0);
+	assert_int_equal(got.vendor_id, 0);
+	assert_int_equal(got.options, 0);
+	assert_int_equal(got.comp_mask, 0);
+
+	assert_int_equal(rdma_set_local_ece(cl, &ece), 0);
+	assert_int_equal(rdma_connect(cl, &cp), 0);
+	ev = expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_get_remote_ece(child, &got), 0);
+	assert_int_equal(got.vendor_id, 0xffffff);
+	assert_int_equal(got.options, 0x1234);
+	if (!accept) {
+		assert_int_equal(rdma_reject_ece(child, NULL, 0), 0);
+		ev = expect(RDMA_CM_EVENT_REJECTED);
+		assert_ptr_equal(ev->id, cl);
+		assert_int_equal(ev->status, 35);
+		rdma_ack_cm_event(ev);
+		assert_int_equal(rdma_destroy_id(child), 0);
+		goto out;
+	}
+	make_qp(child);
+	/* the id has a QP now: rdma-core refuses both calls */
+	assert_int_equal(rdma_get_remote_ece(child, &got), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(rdma_set_local_ece(child, &ece), -1);
+	assert_int_equal(ibv_query_ece(child->qp, &got), 0);
+	assert_int_equal(got.options, 0);	/* the device kept none */
+	assert_int_equal(rdma_accept(child, NULL), 0);
+	ev = expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_ptr_equal(ev->id, cl);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_get_remote_ece(cl, &got), 0);
+	assert_int_equal(got.vendor_id, 0xffffff);
+	assert_int_equal(got.options, 0);
+	assert_int_equal(rdma_establish(cl), 0);
+	ev = expect(RDMA_CM_EVENT_ESTABLISHED);
+	assert_ptr_equal(ev->id, child);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(rdma_disconnect(cl), 0);
+	for (int i = 0; i < 2; i++)
+		ack_expect(RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(child);
+	assert_int_equal(rdma_destroy_id(child), 0);
+out:
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(rdma_destroy_id(cl), 0);
+}
+
+static void test_ece(void **state)
+{
+	uint16_t p = port();
+	struct rdma_cm_id *l = listener(&p);
+
+	ece_round(p, true);
+	ece_round(p, false);
+	assert_int_equal(rdma_destroy_id(l), 0);
+}
+
 static void test_connect_send_disconnect(void **state)
 {
 	uint16_t p = port();
@@ -813,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_regress_listener_after_connect),
 		cmocka_unit_test(test_reject_private_data),
 		cmocka_unit_test(test_connect_send_disconnect),
+		cmocka_unit_test(test_ece),
 		cmocka_unit_test(test_regress_ipv6_loopback),
 		cmocka_unit_test(test_cycles_no_leak),
 	};
