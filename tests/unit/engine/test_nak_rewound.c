@@ -58,12 +58,13 @@ static void rewind_then_nak(int dev)
 
 	if (dev != 0 || !atomic_exchange(&hook_due, false))
 		return;
+	/* before the NAK: its completion may be polled at once */
+	atomic_store(&hook_ran, true);
 	pthread_mutex_lock(&req_qp->sq_lock);
 	ur_req_rewind(req_qp);
 	if (ur_pkt_parse(nak, nak_len, &pkt) == UR_DROP_NONE)
 		ur_comp_rx(req_qp, &pkt);
 	pthread_mutex_unlock(&req_qp->sq_lock);
-	atomic_store(&hook_ran, true);
 }
 
 static void sleep_ms(long ms)
