@@ -170,8 +170,10 @@ static void t_exit_on_refresher(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_small_default_stack),
+		/* first, while this process has no thread but main: TSan
+		 * refuses new threads in the child of a threaded process */
 		cmocka_unit_test(t_exit_on_refresher),
+		cmocka_unit_test(t_small_default_stack),
 	};
 	pthread_attr_t a;
 
