@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,4 +384,55 @@ uint64_t te_counter_settled(struct te_side *s, const char *name)
 {
 	usleep(150000);
 	return te_counter(s, name);
+}
+
+struct te_race {
+	struct te_side *a;
+	uint32_t len;
+	int poll_ms;
+	atomic_bool stop;
+};
+
+static void *te_race_sender(void *arg)
+{
+	struct te_race *r = arg;
+	struct te_side *a = r->a;
+	struct ibv_sge sge = { (uintptr_t)a->buf, r->len, a->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&r->stop)) {
+		if (ibv_post_send(a->qp, &wr, &bad))
+			break;
+		/* the receives run out: RNR, retried until the QP goes */
+		if (te_poll(a->scq, &wc, r->poll_ms) != 1 ||
+		    wc.status != IBV_WC_SUCCESS)
+			break;
+		wr.wr_id++;
+	}
+	return NULL;
+}
+
+size_t te_dereg_during_sends(struct te_side *a, struct ibv_mr *mr,
+			     uint8_t *m, size_t blen, uint32_t len,
+			     int poll_ms)
+{
+	struct te_race r = { .a = a, .len = len, .poll_ms = poll_ms };
+	pthread_t th;
+	size_t nz;
+	int rc;
+
+	atomic_init(&r.stop, false);
+	if (pthread_create(&th, NULL, te_race_sender, &r))
+		return blen + 1;	/* no race run: never a pass */
+	usleep((useconds_t)(rand() % 300));
+	rc = ibv_dereg_mr(mr);
+	memset(m, 0, blen);
+	usleep(20000);
+	nz = te_nonzero_bytes(m, blen);
+	atomic_store(&r.stop, true);
+	pthread_join(th, NULL);
+	return rc ? blen + 1 : nz;
 }

@@ -31,7 +31,7 @@
 #include "../skip.h"
 
 #define T_TMO 3000
-#define RACE_ROUNDS 20
+#define RACE_ROUNDS 60
 #define RACE_MSG 65536u
 #define RACE_MSGS 16u
 
@@ -339,32 +339,6 @@ static void test_err_flushes_rest_in_order(void **state)
 /* A deregistration racing incoming SENDs                              */
 /* ------------------------------------------------------------------ */
 
-struct race {
-	struct te_side *a;
-	atomic_bool stop;
-};
-
-/* Posts SENDs of RACE_MSG in lists until stopped or the QP fails. */
-static void *race_sender(void *arg)
-{
-	struct race *r = arg;
-	struct te_side *a = r->a;
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
-	uint64_t id = 0;
-
-	while (!atomic_load(&r->stop)) {
-		send_wr(&wr, &sge, a, id++, 0, RACE_MSG, false, 0);
-		if (ibv_post_send(a->qp, &wr, &bad))
-			break;
-		if (te_poll(a->scq, &wc, T_TMO) != 1 ||
-		    wc.status != IBV_WC_SUCCESS)
-			break;
-	}
-	return NULL;
-}
-
 /*
  * ibv_dereg_mr of the receive buffers while SENDs are copied into them:
  * once it returned, no byte lands there (the buffer stays mapped, so a
@@ -382,9 +356,6 @@ static void test_dereg_races_sends(void **state)
 		struct ibv_sge rs;
 		struct ibv_mr *mr;
 		struct te_pair p;
-		struct race r;
-		pthread_t th;
-		size_t nz;
 		uint32_t i;
 
 		assert_non_null(m);
@@ -400,18 +371,8 @@ static void test_dereg_races_sends(void **state)
 			assert_int_equal(ibv_post_recv(p.s[1].qp, &rwr, &rbad),
 					 0);
 		}
-		r.a = &p.s[0];
-		atomic_init(&r.stop, false);
-		assert_int_equal(pthread_create(&th, NULL, race_sender, &r),
-				 0);
-		usleep((useconds_t)(rand() % 300));
-		assert_int_equal(ibv_dereg_mr(mr), 0);
-		memset(m, 0, blen);
-		usleep(20000);
-		nz = te_nonzero_bytes(m, blen);
-		atomic_store(&r.stop, true);
-		pthread_join(th, NULL);
-		assert_int_equal(nz, 0);
+		assert_int_equal(te_dereg_during_sends(&p.s[0], mr, m, blen,
+						       RACE_MSG, 100), 0);
 		te_pair_close(&p);
 		free(m);
 	}

@@ -33,7 +33,7 @@
 
 #define T_TMO 3000
 #define SLOT 2048u
-#define RACE_ROUNDS 10
+#define RACE_ROUNDS 30
 #define RACE_MSG 32768u
 #define RACE_MSGS 16u
 
@@ -411,34 +411,6 @@ static void test_channel_armed_only(void **state)
 	srq_close(&t);
 }
 
-struct race {
-	struct te_side *a;
-	atomic_bool stop;
-};
-
-/* SENDs of RACE_MSG, one at a time, until stopped or one fails. */
-static void *race_sender(void *arg)
-{
-	struct race *r = arg;
-	struct te_side *a = r->a;
-	struct ibv_sge sge = { (uintptr_t)a->buf, RACE_MSG, a->mr->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc;
-
-	while (!atomic_load(&r->stop)) {
-		if (ibv_post_send(a->qp, &wr, &bad))
-			break;
-		/* the receives run out: RNR, retried until the QP goes */
-		if (te_poll(a->scq, &wc, 100) != 1 ||
-		    wc.status != IBV_WC_SUCCESS)
-			break;
-		wr.wr_id++;
-	}
-	return NULL;
-}
-
 /*
  * ibv_dereg_mr of the SRQ's receive buffers while SENDs are copied into
  * them: once it returned, no byte lands there (the buffer stays mapped,
@@ -456,9 +428,6 @@ static void test_dereg_races_sends(void **state)
 		struct srq_set t;
 		struct ibv_sge rs;
 		struct ibv_mr *mr;
-		struct race r;
-		pthread_t th;
-		size_t nz;
 		uint32_t i;
 
 		assert_non_null(m);
@@ -475,18 +444,8 @@ static void test_dereg_races_sends(void **state)
 			assert_int_equal(ibv_post_srq_recv(t.srq, &rwr, &rbad),
 					 0);
 		}
-		r.a = &t.p[1].s[0];
-		atomic_init(&r.stop, false);
-		assert_int_equal(pthread_create(&th, NULL, race_sender, &r),
-				 0);
-		usleep((useconds_t)(rand() % 300));
-		assert_int_equal(ibv_dereg_mr(mr), 0);
-		memset(m, 0, blen);
-		usleep(20000);
-		nz = te_nonzero_bytes(m, blen);
-		atomic_store(&r.stop, true);
-		pthread_join(th, NULL);
-		assert_int_equal(nz, 0);
+		assert_int_equal(te_dereg_during_sends(&t.p[1].s[0], mr, m, blen,
+						       RACE_MSG, 100), 0);
 		srq_close(&t);
 		free(m);
 	}
