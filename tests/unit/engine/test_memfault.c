@@ -669,6 +669,19 @@ static void test_remote_faults(void **state)
 /* Registration                                                        */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Whether the page at p is still unmapped. Another thread's mmap (one of
+ * ours, or the sanitizer's allocator) may be placed into a hole the test
+ * made: then a registration over it rightly succeeds, and that check
+ * says nothing this run (seen in the ASan build, about 1 run in 20).
+ */
+static bool hole_gone(void *p)
+{
+	unsigned char v;
+
+	return !(mincore(p, PG, &v) == -1 && errno == ENOMEM);
+}
+
 static int reg_fails(struct ibv_pd *pd, void *addr, size_t len,
 		     unsigned int access)
 {
@@ -723,9 +736,12 @@ static int registration_main(void)
 	CHECK(reg_fails(pd, ro, PG, IBV_ACCESS_MW_BIND) == EFAULT,
 	      "read-only, MW_BIND");
 	/* nothing there, or not all of it, or not readable */
-	CHECK(reg_fails(pd, holed + PG, PG, 0) == EFAULT, "unmapped");
-	CHECK(reg_fails(pd, holed, 3 * PG, w) == EFAULT, "hole inside");
-	CHECK(reg_fails(pd, holed + PG - 1, 2, 0) == EFAULT, "last byte");
+	CHECK(reg_fails(pd, holed + PG, PG, 0) == EFAULT ||
+	      hole_gone(holed + PG), "unmapped");
+	CHECK(reg_fails(pd, holed, 3 * PG, w) == EFAULT ||
+	      hole_gone(holed + PG), "hole inside");
+	CHECK(reg_fails(pd, holed + PG - 1, 2, 0) == EFAULT ||
+	      hole_gone(holed + PG), "last byte");
 	CHECK(reg_fails(pd, none, PG, 0) == EFAULT, "PROT_NONE");
 	CHECK(reg_fails(pd, bus, 2 * PG, w) == EFAULT, "past a file's end");
 	CHECK(reg_fails(pd, bus, PG, w) == 0, "file page refused");
@@ -742,8 +758,9 @@ static int registration_main(void)
 		CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
 				   0, (int)w) != 0 && errno == EFAULT,
 		      "rereg to write access on read-only memory");
-		CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
-				   holed + PG, PG, 0) != 0 && errno == EFAULT,
+		CHECK((ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+				    holed + PG, PG, 0) != 0 &&
+		       errno == EFAULT) || hole_gone(holed + PG),
 		      "rereg to unmapped memory");
 		CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION |
 					       IBV_REREG_MR_CHANGE_ACCESS,
