@@ -415,24 +415,54 @@ static void *te_race_sender(void *arg)
 	return NULL;
 }
 
-size_t te_dereg_during_sends(struct te_side *a, struct ibv_mr *mr,
-			     uint8_t *m, size_t blen, uint32_t len,
-			     int poll_ms)
+/* n receives of len bytes each over m, lkey's, to srq or else qp. */
+static int te_race_recvs(struct ibv_qp *qp, struct ibv_srq *srq,
+			 uint8_t *m, uint32_t lkey, uint32_t len, uint32_t n)
+{
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		sge = (struct ibv_sge){ (uintptr_t)m + (size_t)i * len, len,
+					lkey };
+		wr = (struct ibv_recv_wr){ .wr_id = i, .sg_list = &sge,
+					   .num_sge = 1 };
+		if (srq ? ibv_post_srq_recv(srq, &wr, &bad) :
+			  ibv_post_recv(qp, &wr, &bad))
+			return -1;
+	}
+	return 0;
+}
+
+size_t te_dereg_during_sends(struct te_side *a, struct ibv_pd *pd,
+			     struct ibv_qp *qp, struct ibv_srq *srq,
+			     uint32_t len, uint32_t n, int poll_ms)
 {
 	struct te_race r = { .a = a, .len = len, .poll_ms = poll_ms };
+	size_t blen = (size_t)len * n, nz = SIZE_MAX;
+	uint8_t *m = calloc(1, blen);
+	struct ibv_mr *mr = m ? ibv_reg_mr(pd, m, blen,
+					   IBV_ACCESS_LOCAL_WRITE) : NULL;
 	pthread_t th;
-	size_t nz;
 	int rc;
 
 	atomic_init(&r.stop, false);
-	if (pthread_create(&th, NULL, te_race_sender, &r))
-		return blen + 1;	/* no race run: never a pass */
+	if (!mr || te_race_recvs(qp, srq, m, mr->lkey, len, n) ||
+	    pthread_create(&th, NULL, te_race_sender, &r)) {
+		if (mr)
+			ibv_dereg_mr(mr);
+		free(m);
+		return SIZE_MAX;	/* no race run: never a pass */
+	}
 	usleep((useconds_t)(rand() % 300));
 	rc = ibv_dereg_mr(mr);
 	memset(m, 0, blen);
 	usleep(20000);
-	nz = te_nonzero_bytes(m, blen);
+	if (!rc)
+		nz = te_nonzero_bytes(m, blen);
 	atomic_store(&r.stop, true);
 	pthread_join(th, NULL);
-	return rc ? blen + 1 : nz;
+	free(m);
+	return nz;
 }

@@ -86,16 +86,18 @@ int te_post_send(struct te_side *s, enum ibv_wr_opcode op, uint64_t wr_id,
 /* How many of n bytes at p are not 0: what landed where nothing may. */
 size_t te_nonzero_bytes(const void *p, size_t n);
 /*
- * A deregistration racing incoming SENDs: a thread of ours sends len-byte
- * SENDs from a's buffer, one at a time (each polled for up to poll_ms),
- * while this one, after a random few hundred us, deregisters mr (the
- * receives' buffers, m..m+blen, which stay mapped), clears m and looks
- * 20 ms later. Returns how many bytes landed after ibv_dereg_mr returned
- * (0 when the deregistration waited for every copy into it).
+ * A deregistration racing incoming SENDs: n receives of len bytes each,
+ * in one buffer registered on pd, are posted to srq (or, if NULL, to qp);
+ * a thread of ours sends len-byte SENDs from a's buffer, one at a time
+ * (each polled for up to poll_ms), while this one, after a random few
+ * hundred us, deregisters that buffer (which stays mapped), clears it and
+ * looks 20 ms later. Returns how many bytes landed after ibv_dereg_mr
+ * returned (0 when the deregistration waited for every copy into it), or
+ * SIZE_MAX when the set-up failed.
  */
-size_t te_dereg_during_sends(struct te_side *a, struct ibv_mr *mr,
-			     uint8_t *m, size_t blen, uint32_t len,
-			     int poll_ms);
+size_t te_dereg_during_sends(struct te_side *a, struct ibv_pd *pd,
+			     struct ibv_qp *qp, struct ibv_srq *srq,
+			     uint32_t len, uint32_t n, int poll_ms);
 /* A hw_counters value of s's device, from this process's device tree
  * (refreshed every 50 ms); 0 when it cannot be read. */
 uint64_t te_counter(struct te_side *s, const char *name);
